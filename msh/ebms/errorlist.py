@@ -1,0 +1,108 @@
+"""Turning errors into messages, in one place (DESIGN.md §6).
+
+An error found in a readable message is answered with an ebXML error message: a MessageHeader from the
+receiving party back to the sender, Service ``urn:oasis:names:tc:ebxml-msg:service``, Action
+``MessageError``, RefToMessageId naming the message in error, and an ``eb:ErrorList`` (ebMS2 §4.2.3,
+§4.2.4). Where the envelope cannot be read at all, no such message can be addressed, and the answer is a
+SOAP 1.1 Fault instead (SOAP 1.1 §4.4). Both functions are pure: the new message's id and timestamp are
+inputs.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from datetime import datetime
+
+from msh.ebms.model import (
+    Description,
+    Envelope,
+    Error,
+    ErrorList,
+    Fault,
+    MessageData,
+    MessageHeader,
+    Service,
+)
+from msh.ebms.namespaces import SERVICE_MSH
+from msh.errors import EbmsError, Issue, Severity, highest_severity
+
+__all__ = ["ACTION_MESSAGE_ERROR", "error_list", "error_message", "soap_fault", "to_issues"]
+
+# ebMS2 §4.2.4.2: the Action of an error message.
+ACTION_MESSAGE_ERROR = "MessageError"
+
+
+def to_issues(errors: EbmsError | Issue | Iterable[EbmsError | Issue]) -> tuple[Issue, ...]:
+    """Flatten exceptions and issues into one tuple of :class:`Issue`."""
+    if isinstance(errors, (EbmsError, Issue)):
+        errors = (errors,)
+    out: list[Issue] = []
+    for item in errors:
+        out.extend(item.issues if isinstance(item, EbmsError) else (item,))
+    if not out:
+        raise ValueError("at least one error is needed to build an ErrorList")
+    return tuple(out)
+
+
+def error_list(errors: EbmsError | Issue | Iterable[EbmsError | Issue], *, lang: str = "en") -> ErrorList:
+    """The ``eb:ErrorList`` for ``errors``; highestSeverity per ebMS2 §4.2.3.1."""
+    issues = to_issues(errors)
+    return ErrorList(
+        errors=tuple(
+            Error(
+                error_code=i.error_code.value,
+                severity=i.severity,
+                location=i.location or None,
+                description=Description(i.description, lang) if i.description.strip() else None,
+                code_context=i.code_context,
+            )
+            for i in issues
+        ),
+        highest_severity=highest_severity(issues),
+    )
+
+
+def error_message(
+    errors: EbmsError | Issue | Iterable[EbmsError | Issue],
+    *,
+    in_reply_to: MessageHeader,
+    message_id: str,
+    timestamp: datetime,
+) -> Envelope:
+    """The ebXML error message answering the message whose header is ``in_reply_to``.
+
+    From and To are the reverse of the message in error, CPAId and ConversationId are kept
+    (ebMS2 §4.2.4.2, §4.2.4.3), and RefToMessageId names the message in error.
+    """
+    header = MessageHeader(
+        from_party=in_reply_to.to_party,
+        to_party=in_reply_to.from_party,
+        cpa_id=in_reply_to.cpa_id,
+        conversation_id=in_reply_to.conversation_id,
+        # ebMS2 §4.2.4.3: error messages use the MSH service and the MessageError action.
+        service=Service(SERVICE_MSH),
+        action=ACTION_MESSAGE_ERROR,
+        message_data=MessageData(
+            message_id=message_id,
+            timestamp=timestamp,
+            ref_to_message_id=in_reply_to.message_data.message_id,
+        ),
+    )
+    return Envelope(message_header=header, error_list=error_list(errors))
+
+
+def soap_fault(errors: EbmsError | Issue | Iterable[EbmsError | Issue], *, server: bool = False) -> Envelope:
+    """A SOAP Fault for a message whose envelope could not be read.
+
+    ``faultcode`` is ``SOAP:Client`` (the message was at fault) unless ``server`` is set (SOAP 1.1
+    §4.4.1); ``faultstring`` carries the descriptions and locations of the errors.
+    """
+    issues = to_issues(errors)
+    text = "; ".join(str(i) for i in issues)
+    severity = highest_severity(issues)
+    return Envelope(
+        fault=Fault(
+            faultcode="SOAP:Server" if server else "SOAP:Client",
+            faultstring=text if severity is Severity.ERROR else f"(warnings only) {text}",
+        )
+    )

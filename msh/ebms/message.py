@@ -1,0 +1,370 @@
+"""Whole ebXML messages: parse and build, strict or lenient (ebMS2 §2.1, §2.3).
+
+A message on the wire is either a ``multipart/related`` SOAP-with-attachments package (the SOAP part plus
+payload parts) or, for a message without payloads, a bare ``text/xml`` SOAP envelope. :func:`parse_message`
+reads either from bytes or a stream, validates the envelope against the project's schemas and returns an
+:class:`EbxmlMessage`; :func:`read_message_file` also accepts a raw HTTP capture. :func:`build_message`
+and :func:`write_message` go the other way.
+
+Two modes (:class:`ParseMode`): ``strict`` rejects anything that is not schema-valid and by the book;
+``lenient`` accepts the quirks real partners send (base64 SOAP part, ``start`` without brackets, no
+charset, element order slips, unqualified attributes) and reports each as a Warning in
+:attr:`EbxmlMessage.warnings`.
+"""
+
+from __future__ import annotations
+
+import io
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from enum import Enum
+from pathlib import Path
+from typing import BinaryIO
+
+from lxml import etree
+
+from msh.ebms.envelope import read_envelope, serialise_envelope
+from msh.ebms.mime import AttachmentSpec, MimeLimits, MimePart, parse_content_type, parse_package, write_package
+from msh.ebms.model import Envelope
+from msh.ebms.schema import validate_envelope
+from msh.errors import EbmsError, EnvelopeError, ErrorCode, Issue, MimeProblemError, Severity
+from msh.safexml import XmlLimits, parse_xml
+
+__all__ = [
+    "EbxmlMessage",
+    "ParseMode",
+    "build_message",
+    "parse_message",
+    "read_message_file",
+    "split_http_message",
+    "write_message",
+]
+
+
+class ParseMode(str, Enum):
+    """How forgiving :func:`parse_message` is."""
+
+    STRICT = "strict"
+    LENIENT = "lenient"
+
+
+@dataclass(frozen=True, slots=True)
+class EbxmlMessage:
+    """A parsed ebXML message.
+
+    ``soap`` is the SOAP part exactly as received (signatures cover these bytes; an intermediary forwards
+    them), ``payloads`` the other MIME parts in order with their bodies spooled (call :meth:`close` to
+    release temporary files), ``warnings`` what lenient mode let through.
+    """
+
+    envelope: Envelope
+    soap: bytes
+    payloads: tuple[MimePart, ...]
+    content_type: str
+    warnings: tuple[Issue, ...] = ()
+
+    def payload(self, content_id: str) -> MimePart | None:
+        """The payload part with ``content_id`` (with or without ``cid:`` and angle brackets)."""
+        wanted = _bare_cid(content_id)
+        for part in self.payloads:
+            if part.content_id is not None and part.content_id == wanted:
+                return part
+        return None
+
+    def close(self) -> None:
+        for part in self.payloads:
+            part.body.close()
+
+
+def _bare_cid(value: str) -> str:
+    value = value.strip()
+    if value[:4].lower() == "cid:":
+        value = value[4:]
+    if value.startswith("<") and value.endswith(">"):
+        value = value[1:-1]
+    return value
+
+
+_XML_DECL = re.compile(rb"^\s*<\?xml[^>]*\?>")
+
+
+def _decode_soap(data: bytes, charset: str | None) -> bytes:
+    """Make the SOAP part's charset (from MIME) agree with what the XML parser will assume."""
+    if charset is None or charset.lower().replace("_", "-") in ("utf-8", "utf8", "us-ascii", "ascii"):
+        return data
+    try:
+        text = data.decode(charset)
+    except (LookupError, UnicodeDecodeError) as exc:
+        raise MimeProblemError(f"SOAP part cannot be decoded as {charset}: {exc}", location="cid:start") from None
+    # The XML declaration's encoding would contradict the re-encoded bytes: drop it.
+    return _XML_DECL.sub(b"", text.encode("utf-8"), count=1)
+
+
+def _sniff_media_type(head: bytes) -> str | None:
+    stripped = head.lstrip(b"\xef\xbb\xbf \t\r\n")
+    if stripped.startswith(b"<"):
+        return "text/xml"
+    if stripped.startswith(b"--"):
+        return "multipart/related"
+    return None
+
+
+def parse_message(
+    source: bytes | BinaryIO,
+    content_type: str | None,
+    *,
+    mode: ParseMode = ParseMode.STRICT,
+    mime_limits: MimeLimits | None = None,
+    xml_limits: XmlLimits | None = None,
+) -> EbxmlMessage:
+    """Parse an ebXML message from its HTTP body and Content-Type header value.
+
+    ``content_type`` may be None for a file with no headers: the body is then sniffed (an envelope starts
+    with ``<``, a MIME package with ``--``), which lenient mode reports as a Warning and strict mode
+    refuses. Raises :class:`~msh.errors.EbmsError` subclasses carrying errorCode, severity and location:
+    :class:`EnvelopeError` when no envelope can be read (answer with a SOAP Fault), any other
+    :class:`EbmsError` when the envelope was read (answer with an ErrorList message).
+    """
+    lenient = mode is ParseMode.LENIENT
+    mime_limits = mime_limits or MimeLimits()
+    xml_limits = xml_limits or XmlLimits(max_bytes=mime_limits.max_soap_part_bytes)
+    warnings: list[Issue] = []
+    stream: BinaryIO = io.BytesIO(source) if isinstance(source, (bytes, bytearray)) else source
+
+    if content_type is None:
+        head = stream.read(64)
+        stream = io.BufferedReader(_Prefixed(head, stream))
+        media_type = _sniff_media_type(head)
+        if media_type is None:
+            raise EnvelopeError("message has no Content-Type and is neither XML nor MIME", location="/")
+        if not lenient:
+            raise MimeProblemError("message has no Content-Type (strict mode does not guess)", location="/")
+        warnings.append(Issue(ErrorCode.MIME_PROBLEM, Severity.WARNING,
+                              f"no Content-Type given; content sniffed as {media_type}"))
+        effective_type: str | None = None if media_type == "multipart/related" else "text/xml"
+    else:
+        media_type, _params = parse_content_type(content_type)
+        effective_type = content_type
+
+    payloads: tuple[MimePart, ...] = ()
+    if media_type == "multipart/related":
+        package = parse_package(stream, effective_type, lenient=lenient, limits=mime_limits)
+        warnings.extend(package.warnings)
+        soap = package.start.body.read_bytes()
+        soap = _decode_soap(soap, package.start.charset)
+        package.start.body.close()
+        payloads = package.attachments
+        wire_type = content_type or f'multipart/related; boundary="{package.boundary}"'
+    elif media_type in ("text/xml", "application/xml", "application/soap+xml"):
+        # ebMS2 §2.1.2: a message without payloads may be sent as the bare SOAP envelope.
+        if media_type != "text/xml":
+            if not lenient:
+                raise MimeProblemError(f"SOAP envelope sent as {media_type}; text/xml expected", location="/")
+            warnings.append(Issue(ErrorCode.MIME_PROBLEM, Severity.WARNING,
+                                  f"SOAP envelope sent as {media_type}; text/xml expected"))
+        soap = stream.read(xml_limits.max_bytes + 1)
+        if len(soap) > xml_limits.max_bytes:
+            raise EnvelopeError(f"SOAP envelope is over the limit of {xml_limits.max_bytes} bytes", location="/")
+        charset = _params.get("charset") if content_type is not None else None
+        soap = _decode_soap(soap, charset)
+        wire_type = content_type or "text/xml"
+    else:
+        raise MimeProblemError(
+            f"Content-Type {media_type} is neither multipart/related nor text/xml (ebMS2 §2.1.2)", location="/"
+        )
+
+    try:
+        envelope = _read_soap(soap, payloads, warnings, lenient, xml_limits)
+    except BaseException:
+        for part in payloads:
+            part.body.close()
+        raise
+    return EbxmlMessage(envelope, soap, payloads, wire_type, tuple(warnings))
+
+
+def _read_soap(
+    soap: bytes,
+    payloads: tuple[MimePart, ...],
+    warnings: list[Issue],
+    lenient: bool,
+    xml_limits: XmlLimits,
+) -> Envelope:
+    root = parse_xml(soap, what="SOAP envelope", limits=xml_limits)
+    if root.tag != "{http://schemas.xmlsoap.org/soap/envelope/}Envelope":
+        raise EnvelopeError(f"root element is {etree.QName(root).localname}, not a SOAP 1.1 Envelope", location="/")
+    schema_issues = validate_envelope(root)
+    if schema_issues:
+        if not lenient:
+            head = schema_issues[0]
+            raise EbmsError(head.description, error_code=head.error_code, location=head.location,
+                            issues=schema_issues)
+        warnings.extend(
+            Issue(i.error_code, Severity.WARNING, f"not schema-valid: {i.description}", i.location)
+            for i in schema_issues
+        )
+    envelope, envelope_warnings = read_envelope(root, lenient=lenient)
+    warnings.extend(envelope_warnings)
+
+    if envelope.message_header is None and envelope.fault is None:
+        # ebMS2 §3.1: MessageHeader is required in every ebXML message.
+        problem = "message has no eb:MessageHeader"
+        if not lenient:
+            raise EbmsError(problem, error_code=ErrorCode.OTHER_XML, location="//Header/MessageHeader")
+        warnings.append(Issue(ErrorCode.OTHER_XML, Severity.WARNING, problem, "//Header/MessageHeader"))
+
+    if envelope.manifest is not None:
+        ids = {p.content_id for p in payloads if p.content_id is not None}
+        for ref in envelope.manifest.references:
+            cid = ref.content_id
+            if cid is not None and _bare_cid(cid) not in ids:
+                # ebMS2 §3.2.2: a cid: reference with no MIME part is a MimeProblem of severity Error.
+                problem = f"Manifest references {ref.href} but the message has no part with that Content-ID"
+                if not lenient:
+                    raise MimeProblemError(problem, location=ref.href)
+                warnings.append(Issue(ErrorCode.MIME_PROBLEM, Severity.WARNING, problem, ref.href))
+    return envelope
+
+
+class _Prefixed(io.RawIOBase):
+    """A stream with some already-read bytes put back in front."""
+
+    def __init__(self, head: bytes, rest: BinaryIO) -> None:
+        self._head = head
+        self._rest = rest
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: memoryview) -> int:  # type: ignore[override]
+        if self._head:
+            n = min(len(buffer), len(self._head))
+            buffer[:n] = self._head[:n]
+            self._head = self._head[n:]
+            return n
+        data = self._rest.read(len(buffer))
+        buffer[: len(data)] = data
+        return len(data)
+
+
+# ---------------------------------------------------------------------------------------- raw captures
+
+_REQUEST_LINE = re.compile(rb"^(?:[A-Z]+ \S+ HTTP/1\.[01]|HTTP/1\.[01] \d{3}[^\r\n]*)\r?\n")
+
+
+def split_http_message(data: bytes) -> tuple[dict[str, str], bytes] | None:
+    """Split a raw HTTP request or response capture into (headers, body); None if ``data`` is not one.
+
+    Header names are lower-cased; a chunked body is de-chunked (RFC 9112 §7.1).
+    """
+    if not _REQUEST_LINE.match(data):
+        return None
+    match = re.search(rb"\r?\n\r?\n", data)
+    if match is None:
+        return None
+    head = data[: match.start()].decode("iso-8859-1")
+    body = data[match.end() :]
+    headers: dict[str, str] = {}
+    lines = head.splitlines()[1:]
+    for line in lines:
+        if line[:1] in (" ", "\t") and headers:
+            # RFC 9112 §5.2: obsolete line folding continues the previous header.
+            last = next(reversed(headers))
+            headers[last] += " " + line.strip()
+            continue
+        name, sep, value = line.partition(":")
+        if sep:
+            headers[name.strip().lower()] = value.strip()
+    if "chunked" in headers.get("transfer-encoding", "").lower():
+        body = _dechunk(body)
+    return headers, body
+
+
+def _dechunk(body: bytes) -> bytes:
+    out = bytearray()
+    pos = 0
+    while True:
+        end = body.find(b"\r\n", pos)
+        if end < 0:
+            raise MimeProblemError("truncated chunked HTTP body", location="/")
+        size = int(body[pos:end].split(b";")[0].strip() or b"0", 16)
+        if size == 0:
+            return bytes(out)
+        out += body[end + 2 : end + 2 + size]
+        pos = end + 2 + size + 2
+
+
+def read_message_file(path: str | Path, *, mode: ParseMode = ParseMode.LENIENT) -> EbxmlMessage:
+    """Read a message file: a raw HTTP capture, a MIME package (with or without its own headers), or a
+    bare SOAP envelope. The Content-Type comes from the capture's headers where there are some."""
+    data = Path(path).read_bytes()
+    split = split_http_message(data)
+    if split is not None:
+        headers, body = split
+        return parse_message(body, headers.get("content-type"), mode=mode)
+    # A MIME file that starts with its own Content-Type header line.
+    match = re.match(rb"(?i)content-type:[ \t]*([^\r\n]*(?:\r?\n[ \t][^\r\n]*)*)\r?\n", data)
+    if match:
+        rest = data[match.end() :]
+        rest = rest[2:] if rest.startswith(b"\r\n") else rest[1:] if rest.startswith(b"\n") else rest
+        return parse_message(rest, match.group(1).decode("iso-8859-1").replace("\r\n", " "), mode=mode)
+    if _sniff_media_type(data[:64]) == "text/xml":
+        # A file holding just the SOAP envelope: its form says what it is (ebMS2 §2.1.2 bare envelope).
+        return parse_message(data, "text/xml", mode=mode)
+    return parse_message(data, None, mode=mode)
+
+
+# ---------------------------------------------------------------------------------------------- build
+
+
+def _check_manifest(envelope: Envelope, attachments: Sequence[AttachmentSpec]) -> None:
+    ids = {_bare_cid(a.content_id) for a in attachments}
+    if len(ids) != len(attachments):
+        raise ValueError("attachments must have distinct Content-IDs")
+    if envelope.manifest is not None:
+        for ref in envelope.manifest.references:
+            if ref.content_id is not None and _bare_cid(ref.content_id) not in ids:
+                raise ValueError(f"Manifest references {ref.href} but no attachment has that Content-ID")
+
+
+def write_message(
+    out: BinaryIO,
+    envelope: Envelope,
+    attachments: Sequence[AttachmentSpec] = (),
+    *,
+    start_id: str = "ebxml-envelope@msh",
+    boundary: str | None = None,
+    multipart: bool | None = None,
+) -> str:
+    """Write the message to ``out`` and return the Content-Type header value to send with it.
+
+    With payloads (or ``multipart=True``) the message is a ``multipart/related`` package whose first part
+    is the SOAP envelope (ebMS2 §2.1.2, §2.1.3); payload bodies are copied in chunks, never held whole.
+    Without payloads it is the bare envelope as ``text/xml``. Every ``cid:`` reference of the Manifest
+    must name one of the attachments.
+    """
+    _check_manifest(envelope, attachments)
+    soap = serialise_envelope(envelope)
+    if multipart is None:
+        multipart = bool(attachments)
+    if not multipart:
+        if attachments:
+            raise ValueError("a message with attachments must be multipart")
+        out.write(soap)
+        return 'text/xml; charset="UTF-8"'
+    return write_package(out, soap, attachments, boundary=boundary, start_id=start_id)
+
+
+def build_message(
+    envelope: Envelope,
+    attachments: Sequence[AttachmentSpec] = (),
+    *,
+    start_id: str = "ebxml-envelope@msh",
+    boundary: str | None = None,
+    multipart: bool | None = None,
+) -> tuple[str, bytes]:
+    """In-memory :func:`write_message`: returns (Content-Type, body)."""
+    buffer = io.BytesIO()
+    content_type = write_message(buffer, envelope, attachments, start_id=start_id, boundary=boundary,
+                                 multipart=multipart)
+    return content_type, buffer.getvalue()
