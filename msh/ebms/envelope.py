@@ -195,6 +195,13 @@ class _Reader:
                             ErrorCode.NOT_SUPPORTED)
         return value.strip()
 
+    def descriptions(self, el: _E, location: str) -> list[Description]:
+        """A Description as a list of zero or one: lenient mode drops an empty one with a Warning."""
+        if not (el.text or "").strip() and self.lenient:
+            self.warn("Description is empty; dropped", location)
+            return []
+        return [self.description(el, location)]
+
     def description(self, el: _E, location: str) -> Description:
         lang = el.get(_XML_LANG)
         if lang is None:
@@ -213,7 +220,12 @@ class _Reader:
                 ptype = self.attr(child, "type", loc)
                 if ptype is not None and not ptype.strip():
                     raise self.fail("PartyId@type must not be empty", f"{loc}/@type")
-                ids.append(PartyId(self.text(child, loc), ptype))
+                value = (child.text or "").strip()
+                if not value:
+                    if not self.lenient:
+                        raise self.fail("PartyId must not be empty", loc)
+                    self.warn("PartyId is empty", loc)
+                ids.append(PartyId(value, ptype))
             elif child.tag == _eb("Role"):
                 role = self.text(child, f"{location}/Role")
             else:
@@ -235,7 +247,7 @@ class _Reader:
                 continue
             name = tag[len(EB) + 2 :]
             if name == "Description":
-                descriptions.append(self.description(child, f"{loc}/Description"))
+                descriptions.extend(self.descriptions(child, f"{loc}/Description"))
                 continue
             if name not in _HEADER_ORDER:
                 continue  # reported by extensions()
@@ -277,7 +289,10 @@ class _Reader:
             if child.tag != _eb(name) or name not in ("MessageId", "Timestamp", "RefToMessageId", "TimeToLive"):
                 raise self.fail(f"unexpected element {name} in MessageData", f"{loc}/{name}")
             if name in values:
-                raise self.fail(f"{name} occurs more than once", f"{loc}/{name}")
+                if not self.lenient:
+                    raise self.fail(f"{name} occurs more than once", f"{loc}/{name}")
+                # Seen in real PHIN-MS responses: two RefToMessageId; the last one names the request.
+                self.warn(f"{name} occurs more than once; the last one is used", f"{loc}/{name}")
             values[name] = child
         for name in ("MessageId", "Timestamp"):
             if name not in values:
@@ -465,7 +480,7 @@ class _Reader:
                         raise self.fail("Schema needs eb:location", f"{rloc}/Schema/@location")
                     schemas.append(Schema(location, self.attr(sub, "version", f"{rloc}/Schema")))
                 elif sub.tag == _eb("Description"):
-                    descriptions.append(self.description(sub, f"{rloc}/Description"))
+                    descriptions.extend(self.descriptions(sub, f"{rloc}/Description"))
             references.append(
                 Reference(
                     href=href.strip(),

@@ -252,6 +252,9 @@ class _Prefixed(io.RawIOBase):
 _REQUEST_LINE = re.compile(rb"^(?:[A-Z]+ \S+ HTTP/1\.[01]|HTTP/1\.[01] \d{3}[^\r\n]*)\r?\n")
 
 
+_HEADER_LINE = re.compile(rb"^[A-Za-z0-9][A-Za-z0-9-]*:[ \t]")
+
+
 def split_http_message(data: bytes) -> tuple[dict[str, str], bytes] | None:
     """Split a raw HTTP request or response capture into (headers, body); None if ``data`` is not one.
 
@@ -259,14 +262,18 @@ def split_http_message(data: bytes) -> tuple[dict[str, str], bytes] | None:
     """
     if not _REQUEST_LINE.match(data):
         return None
+    return _split_header_block(data[data.index(b"\n") + 1 :])
+
+
+def _split_header_block(data: bytes) -> tuple[dict[str, str], bytes]:
+    """Split ``Name: value`` lines up to the first empty line from the body that follows."""
+    if data[:1] in (b"\r", b"\n"):  # no header lines at all
+        return {}, data[2:] if data.startswith(b"\r\n") else data[1:]
     match = re.search(rb"\r?\n\r?\n", data)
-    if match is None:
-        return None
-    head = data[: match.start()].decode("iso-8859-1")
-    body = data[match.end() :]
+    head_end, body_start = (match.start(), match.end()) if match else (len(data), len(data))
+    body = data[body_start:]
     headers: dict[str, str] = {}
-    lines = head.splitlines()[1:]
-    for line in lines:
+    for line in data[:head_end].decode("iso-8859-1").splitlines():
         if line[:1] in (" ", "\t") and headers:
             # RFC 9112 §5.2: obsolete line folding continues the previous header.
             last = next(reversed(headers))
@@ -302,12 +309,11 @@ def read_message_file(path: str | Path, *, mode: ParseMode = ParseMode.LENIENT) 
     if split is not None:
         headers, body = split
         return parse_message(body, headers.get("content-type"), mode=mode)
-    # A MIME file that starts with its own Content-Type header line.
-    match = re.match(rb"(?i)content-type:[ \t]*([^\r\n]*(?:\r?\n[ \t][^\r\n]*)*)\r?\n", data)
-    if match:
-        rest = data[match.end() :]
-        rest = rest[2:] if rest.startswith(b"\r\n") else rest[1:] if rest.startswith(b"\n") else rest
-        return parse_message(rest, match.group(1).decode("iso-8859-1").replace("\r\n", " "), mode=mode)
+    # A MIME file (or a capture without its request line) that starts with its own header block.
+    if _HEADER_LINE.match(data):
+        headers, body = _split_header_block(data)
+        if "content-type" in headers:
+            return parse_message(body, headers["content-type"], mode=mode)
     if _sniff_media_type(data[:64]) == "text/xml":
         # A file holding just the SOAP envelope: its form says what it is (ebMS2 §2.1.2 bare envelope).
         return parse_message(data, "text/xml", mode=mode)

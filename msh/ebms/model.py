@@ -121,13 +121,18 @@ NO_EXTENSIONS = Extensions()
 
 @dataclass(frozen=True, slots=True)
 class PartyId:
-    """ebMS2 §3.1.1.1: a PartyId; ``type`` is required unless the value is a URI."""
+    """ebMS2 §3.1.1.1: a PartyId; ``type`` is required unless the value is a URI.
+
+    The value is empty only in a message read leniently from a partner that sent it so (seen in real
+    PHIN-MS responses); such a message is never valid in strict mode.
+    """
 
     value: str
     type: str | None = None
 
     def __post_init__(self) -> None:
-        _require(self.value, "PartyId")
+        if not isinstance(self.value, str):
+            raise ValueError(f"PartyId must be a string, got {self.value!r}")
         if self.type is not None:
             _require(self.type, "PartyId@type")
 
