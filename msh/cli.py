@@ -42,7 +42,9 @@ def build_parser() -> argparse.ArgumentParser:
     )
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
 
-    message = sub.add_parser("message", help="work with ebXML message files", description="Work with ebXML message files.")
+    message = sub.add_parser(
+        "message", help="work with ebXML message files", description="Work with ebXML message files."
+    )
     message_sub = message.add_subparsers(dest="message_command", metavar="SUBCOMMAND", required=True)
     inspect = message_sub.add_parser(
         "inspect",

@@ -13,9 +13,9 @@ import time
 from datetime import UTC, datetime
 from pathlib import Path
 
+from msh.ebms.envelope import read_envelope
 from msh.ebms.errorlist import error_message, soap_fault
 from msh.ebms.inspect import inspect_file
-from msh.ebms.envelope import read_envelope
 from msh.ebms.message import (
     EbxmlMessage,
     ParseMode,
@@ -24,8 +24,8 @@ from msh.ebms.message import (
     read_message_file,
     split_http_message,
 )
-from msh.ebms.model import MessageHeader
 from msh.ebms.mime import AttachmentSpec
+from msh.ebms.model import MessageHeader
 from msh.errors import EbmsError, EnvelopeError
 from msh.safexml import parse_xml
 
@@ -95,8 +95,9 @@ def run_demo(samples: str | None = None) -> int:
                 if header is None:
                     print(f"    answered with a SOAP Fault: {exc}")
                 else:
-                    reply = error_message(exc, in_reply_to=header, message_id=f"error-{header.message_id}",
-                                          timestamp=datetime.now(UTC))
+                    reply = error_message(
+                        exc, in_reply_to=header, message_id=f"error-{header.message_id}", timestamp=datetime.now(UTC)
+                    )
                     _, body = build_message(reply)
                     print(f"    answered with an ErrorList message ({len(body)} bytes): {exc}")
             continue

@@ -11,7 +11,7 @@ operator's to fix, never sent to a partner, and their message says what to chang
 from __future__ import annotations
 
 from dataclasses import dataclass
-from enum import Enum
+from enum import StrEnum
 
 __all__ = [
     "ERROR_CODE_CONTEXT",
@@ -31,7 +31,7 @@ __all__ = [
 ERROR_CODE_CONTEXT = "urn:oasis:names:tc:ebxml-msg:service:errors"
 
 
-class ErrorCode(str, Enum):
+class ErrorCode(StrEnum):
     """ebMS2 §4.2.3.4: the errorCode values, spelt as on the wire."""
 
     VALUE_NOT_RECOGNIZED = "ValueNotRecognized"
@@ -45,7 +45,7 @@ class ErrorCode(str, Enum):
     UNKNOWN = "Unknown"
 
 
-class Severity(str, Enum):
+class Severity(StrEnum):
     """ebMS2 §4.2.3.2.4: Warning lets processing go on; Error stops it."""
 
     WARNING = "Warning"
@@ -71,7 +71,7 @@ class Issue:
         return f"{self.severity.value} {self.error_code.value}{where}: {self.description}"
 
 
-def highest_severity(issues: "list[Issue] | tuple[Issue, ...]") -> Severity:
+def highest_severity(issues: list[Issue] | tuple[Issue, ...]) -> Severity:
     """ebMS2 §4.2.3.1: Error if any issue is an Error, else Warning."""
     return Severity.ERROR if any(i.severity is Severity.ERROR for i in issues) else Severity.WARNING
 
@@ -100,7 +100,7 @@ class EbmsError(MshError):
         error_code: ErrorCode | None = None,
         severity: Severity = Severity.ERROR,
         location: str = "",
-        issues: "tuple[Issue, ...] | list[Issue] | None" = None,
+        issues: tuple[Issue, ...] | list[Issue] | None = None,
     ) -> None:
         code = error_code or self.default_code
         head = Issue(code, severity, description, location)

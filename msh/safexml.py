@@ -77,7 +77,7 @@ def parse_xml(data: bytes, *, what: str = "XML document", limits: XmlLimits = DE
     except ValueError as exc:  # e.g. a str with an encoding declaration
         raise EnvelopeError(f"{what} cannot be parsed: {exc}", error_code=ErrorCode.OTHER_XML) from exc
     docinfo = root.getroottree().docinfo
-    if docinfo.doctype or docinfo.internalDTD is not None:
+    if getattr(docinfo, "doctype", "") or docinfo.internalDTD is not None:
         # Defence in depth for encodings the byte scan above cannot see (e.g. UTF-16).
         raise EnvelopeError(f"{what} declares a DTD, which is refused", error_code=ErrorCode.OTHER_XML)
     return root

@@ -88,7 +88,11 @@ def main() -> None:
         ("build+serialise (model -> MIME bytes)", build),
     ):
         r = rate(fn, args.seconds, args.rounds)
-        mark = "" if name.startswith("  ") else (" (target >= 5,000: met)" if r >= target else " (target >= 5,000: NOT met)")
+        mark = (
+            ""
+            if name.startswith("  ")
+            else (" (target >= 5,000: met)" if r >= target else " (target >= 5,000: NOT met)")
+        )
         print(f"{name:<50} {r:>9,.0f} msgs/s median of {args.rounds}{mark}")
 
 

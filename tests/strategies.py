@@ -12,7 +12,9 @@ from msh.ebms.namespaces import ACTOR_NEXT_MSH, ACTOR_TO_PARTY_MSH
 from msh.errors import Severity
 
 # XML 1.0 characters, no control characters, no surrogates; values are stripped by the codec.
-_chars = st.characters(codec="utf-8", exclude_categories=("Cc", "Cs", "Zl", "Zp"))
+_chars = st.characters(
+    codec="utf-8", exclude_categories=("Cc", "Cs", "Zl", "Zp"), exclude_characters="\ufffe\uffff"
+)
 token = st.text(_chars, min_size=1, max_size=30).map(str.strip).filter(bool)
 opt_token = st.none() | token
 uri = st.from_regex(r"urn:[a-z]{1,8}:[A-Za-z0-9.\-]{1,20}", fullmatch=True)
@@ -106,7 +108,9 @@ envelopes = st.builds(
     message_header=message_headers,
     sync_reply=st.none() | st.just(m.SyncReply()),
     message_order=st.none()
-    | st.builds(m.MessageOrder, sequence_number=st.integers(0, 99999999), status=st.sampled_from(list(m.SequenceStatus))),
+    | st.builds(
+        m.MessageOrder, sequence_number=st.integers(0, 99999999), status=st.sampled_from(list(m.SequenceStatus))
+    ),
     ack_requested=ack_requested,
     acknowledgments=acknowledgments,
     error_list=st.none() | error_lists,

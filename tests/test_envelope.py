@@ -167,6 +167,8 @@ def test_model_validation_names_the_field() -> None:
         m.MessageOrder(sequence_number=-1)
     with pytest.raises(ValueError, match="PartyId"):
         m.Party(())
+    with pytest.raises(ValueError, match="XML cannot carry"):
+        m.Service("bad\x00value")
 
 
 def test_reference_content_id() -> None:

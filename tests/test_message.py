@@ -69,8 +69,9 @@ def test_write_message_streams_to_a_file(tmp_path: pytest.TempPathFactory) -> No
     src.write_bytes(b"x" * 3_000_000)
     out = tmp_path / "message.mime"  # type: ignore[operator]
     with out.open("wb") as fh:
-        ctype = write_message(fh, order("big@x"), [AttachmentSpec("big@x", "application/octet-stream",
-                                                                   PartBody.from_path(src))])
+        ctype = write_message(
+            fh, order("big@x"), [AttachmentSpec("big@x", "application/octet-stream", PartBody.from_path(src))]
+        )
     with out.open("rb") as fh:
         msg = parse_message(fh, ctype)
     try:
@@ -110,7 +111,7 @@ def test_schema_invalid_is_rejected_strictly_with_location() -> None:
 
 
 def test_missing_message_header() -> None:
-    body = (b'<S:Envelope xmlns:S="http://schemas.xmlsoap.org/soap/envelope/"><S:Body/></S:Envelope>')
+    body = b'<S:Envelope xmlns:S="http://schemas.xmlsoap.org/soap/envelope/"><S:Body/></S:Envelope>'
     with pytest.raises(EbmsError) as exc:
         parse_message(body, "text/xml")
     assert exc.value.location == "//Header/MessageHeader"
@@ -147,8 +148,10 @@ def test_bad_input_gives_clean_ebms_errors(body: bytes, ctype: str | None, error
 
 
 def test_xxe_in_soap_part_is_refused() -> None:
-    evil = (b'<?xml version="1.0"?><!DOCTYPE e [<!ENTITY x SYSTEM "file:///etc/passwd">]>'
-            b'<S:Envelope xmlns:S="http://schemas.xmlsoap.org/soap/envelope/"><S:Body>&x;</S:Body></S:Envelope>')
+    evil = (
+        b'<?xml version="1.0"?><!DOCTYPE e [<!ENTITY x SYSTEM "file:///etc/passwd">]>'
+        b'<S:Envelope xmlns:S="http://schemas.xmlsoap.org/soap/envelope/"><S:Body>&x;</S:Body></S:Envelope>'
+    )
     ctype, body = build_message(order("a@x"), [attach("a@x", b"1")], boundary="bnd")
     soap_start = body.index(b"<?xml")
     soap_end = body.index(b"\r\n--bnd", soap_start)
@@ -177,7 +180,9 @@ def test_fifty_megabytes_of_nonsense() -> None:
 def test_error_message_is_schema_valid_and_addressed_back() -> None:
     header = minimal_header()
     issues = [
-        Issue(ErrorCode.INCONSISTENT, Severity.ERROR, "PartyId not in agreement", "//Header/MessageHeader/From/PartyId"),
+        Issue(
+            ErrorCode.INCONSISTENT, Severity.ERROR, "PartyId not in agreement", "//Header/MessageHeader/From/PartyId"
+        ),
         Issue(ErrorCode.NOT_SUPPORTED, Severity.WARNING, "MessageOrder not supported", "//Header/MessageOrder"),
     ]
     env = error_message(issues, in_reply_to=header, message_id="err-1", timestamp=T0)
@@ -207,8 +212,10 @@ def test_error_message_from_exception() -> None:
 
 
 def test_split_http_capture_with_chunked_body() -> None:
-    raw = (b"POST /msh HTTP/1.1\r\nHost: x\r\nContent-Type: text/xml\r\n  ; charset=utf-8\r\n"
-           b"Transfer-Encoding: chunked\r\n\r\n4\r\n<a/>\r\n0\r\n\r\n")
+    raw = (
+        b"POST /msh HTTP/1.1\r\nHost: x\r\nContent-Type: text/xml\r\n  ; charset=utf-8\r\n"
+        b"Transfer-Encoding: chunked\r\n\r\n4\r\n<a/>\r\n0\r\n\r\n"
+    )
     split = split_http_message(raw)
     assert split is not None
     headers, body = split

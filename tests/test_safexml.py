@@ -35,7 +35,9 @@ def test_dtds_are_refused(doc: bytes) -> None:
 
 def test_utf16_doctype_is_refused_too() -> None:
     with pytest.raises(EnvelopeError):
-        parse_xml(XXE.replace(b'<?xml version="1.0"?>', b'<?xml version="1.0" encoding="UTF-16"?>').decode().encode("utf-16"))
+        parse_xml(
+            XXE.replace(b'<?xml version="1.0"?>', b'<?xml version="1.0" encoding="UTF-16"?>').decode().encode("utf-16")
+        )
 
 
 def test_size_limit() -> None:

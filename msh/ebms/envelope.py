@@ -17,8 +17,8 @@ from lxml import etree
 
 from msh.ebms.model import (
     NO_EXTENSIONS,
-    AckRequested,
     Acknowledgment,
+    AckRequested,
     Description,
     Envelope,
     Error,
@@ -159,12 +159,12 @@ class _Reader:
                 self.warn(f"unexpected element eb:{name} kept as an extension", f"{location}/{name}")
             elements.append(_xml_text(child))
         attributes = tuple(
-            (name, value)
+            (str(name), str(value))
             for name, value in el.attrib.items()
             if name not in _KNOWN_ATTRS
             and name not in skip_attrs
-            and name.startswith("{")
-            and not name.startswith(f"{{{EB}}}")
+            and str(name).startswith("{")
+            and not str(name).startswith(f"{{{EB}}}")
         )
         if not elements and not attributes:
             return NO_EXTENSIONS
@@ -191,8 +191,9 @@ class _Reader:
             return "2.0"
         # ebMS2 §2.3.8: the version of this specification is 2.0.
         if value.strip() != "2.0":
-            raise self.fail(f"eb:version {value!r} is not supported (2.0 expected)", f"{location}/@version",
-                            ErrorCode.NOT_SUPPORTED)
+            raise self.fail(
+                f"eb:version {value!r} is not supported (2.0 expected)", f"{location}/@version", ErrorCode.NOT_SUPPORTED
+            )
         return value.strip()
 
     def descriptions(self, el: _E, location: str) -> list[Description]:
@@ -423,8 +424,11 @@ class _Reader:
             if not self.lenient:
                 raise self.fail("SyncReply needs SOAP:actor", f"{loc}/@actor")
             self.warn("SyncReply has no SOAP:actor; SOAP next assumed", loc)
-            return SyncReply(id=self.attr(el, "id", loc), version=self.version(el, loc),
-                             must_understand=self.must_understand(el, loc))
+            return SyncReply(
+                id=self.attr(el, "id", loc),
+                version=self.version(el, loc),
+                must_understand=self.must_understand(el, loc),
+            )
         return SyncReply(
             actor=actor,
             id=self.attr(el, "id", loc),
@@ -445,8 +449,11 @@ class _Reader:
         try:
             status = SequenceStatus(status_text.strip()) if status_text else SequenceStatus.CONTINUE
         except ValueError:
-            raise self.fail(f"SequenceNumber@status {status_text!r} is not Reset or Continue",
-                            f"{loc}/SequenceNumber/@status", ErrorCode.VALUE_NOT_RECOGNIZED) from None
+            raise self.fail(
+                f"SequenceNumber@status {status_text!r} is not Reset or Continue",
+                f"{loc}/SequenceNumber/@status",
+                ErrorCode.VALUE_NOT_RECOGNIZED,
+            ) from None
         try:
             return MessageOrder(
                 sequence_number=int(text),
@@ -527,8 +534,11 @@ class _Reader:
         try:
             status = MessageStatus((status_text or "").strip())
         except ValueError:
-            raise self.fail(f"messageStatus {status_text!r} is not recognised", f"{loc}/@messageStatus",
-                            ErrorCode.VALUE_NOT_RECOGNIZED) from None
+            raise self.fail(
+                f"messageStatus {status_text!r} is not recognised",
+                f"{loc}/@messageStatus",
+                ErrorCode.VALUE_NOT_RECOGNIZED,
+            ) from None
         return StatusResponse(
             ref_to_message_id=self.text(ref, f"{loc}/RefToMessageId"),
             message_status=status,
@@ -549,10 +559,7 @@ class _Reader:
             faultcode=code.strip(),
             faultstring=string.strip(),
             faultactor=el.findtext("faultactor"),
-            detail=tuple(
-                _xml_text(c) for c in (detail if detail is not None else ())
-                if isinstance(c.tag, str)
-            ),
+            detail=tuple(_xml_text(c) for c in (detail if detail is not None else ()) if isinstance(c.tag, str)),
         )
 
 
@@ -591,8 +598,16 @@ _BODY_READERS: dict[str, str] = {
     _eb("StatusResponse"): "status_response",
     _FAULT: "fault",
 }
-_SINGLE = {"message_header", "error_list", "sync_reply", "message_order", "manifest", "status_request",
-           "status_response", "fault"}
+_SINGLE = {
+    "message_header",
+    "error_list",
+    "sync_reply",
+    "message_order",
+    "manifest",
+    "status_request",
+    "status_response",
+    "fault",
+}
 
 
 def read_envelope(root: _E, *, lenient: bool = False) -> tuple[Envelope, tuple[Issue, ...]]:
@@ -635,8 +650,9 @@ def read_envelope(root: _E, *, lenient: bool = False) -> tuple[Envelope, tuple[I
                 lists["acknowledgments"].append(reader.acknowledgment(child))
             elif method is not None:
                 if method in fields:
-                    raise reader.fail(f"{etree.QName(tag).localname} occurs more than once",
-                                      f"//Header/{etree.QName(tag).localname}")
+                    raise reader.fail(
+                        f"{etree.QName(tag).localname} occurs more than once", f"//Header/{etree.QName(tag).localname}"
+                    )
                 fields[method] = getattr(reader, method)(child)
             elif tag == _DS_SIGNATURE:
                 lists["signatures"].append(Signature(_xml_text(child)))
@@ -649,8 +665,9 @@ def read_envelope(root: _E, *, lenient: bool = False) -> tuple[Envelope, tuple[I
         method = _BODY_READERS.get(tag)
         if method is not None:
             if method in fields:
-                raise reader.fail(f"{etree.QName(tag).localname} occurs more than once",
-                                  f"//Body/{etree.QName(tag).localname}")
+                raise reader.fail(
+                    f"{etree.QName(tag).localname} occurs more than once", f"//Body/{etree.QName(tag).localname}"
+                )
             fields[method] = getattr(reader, method)(child)
         else:
             _unknown(reader, tag, "//Body")
@@ -660,7 +677,8 @@ def read_envelope(root: _E, *, lenient: bool = False) -> tuple[Envelope, tuple[I
             ack_requested=tuple(lists["ack_requested"]),  # type: ignore[arg-type]
             acknowledgments=tuple(lists["acknowledgments"]),  # type: ignore[arg-type]
             signatures=tuple(lists["signatures"]),  # type: ignore[arg-type]
-            header_extensions=Extensions(tuple(header_ext), _foreign_attrs(header_el)) if header_el is not None
+            header_extensions=Extensions(tuple(header_ext), _foreign_attrs(header_el))
+            if header_el is not None
             else NO_EXTENSIONS,
             body_extensions=Extensions(tuple(body_ext), _foreign_attrs(body_el)),
             envelope_extensions=Extensions(tuple(env_other), _foreign_attrs(root)),
@@ -675,14 +693,12 @@ def _unknown(reader: _Reader, tag: str, location: str) -> None:
     if tag.startswith(f"{{{EB}}}"):
         name = tag[len(EB) + 2 :]
         if not reader.lenient:
-            raise reader.fail(f"eb:{name} is not an ebMS 2.0 element", f"{location}/{name}",
-                              ErrorCode.NOT_SUPPORTED)
-        reader.warn(f"eb:{name} is not an ebMS 2.0 element; kept as is", f"{location}/{name}",
-                    ErrorCode.NOT_SUPPORTED)
+            raise reader.fail(f"eb:{name} is not an ebMS 2.0 element", f"{location}/{name}", ErrorCode.NOT_SUPPORTED)
+        reader.warn(f"eb:{name} is not an ebMS 2.0 element; kept as is", f"{location}/{name}", ErrorCode.NOT_SUPPORTED)
 
 
 def _foreign_attrs(el: _E) -> tuple[tuple[str, str], ...]:
-    return tuple((k, v) for k, v in el.attrib.items() if k.startswith("{"))
+    return tuple((str(k), str(v)) for k, v in el.attrib.items() if str(k).startswith("{"))
 
 
 # ----------------------------------------------------------------------------------------------- writing
@@ -697,8 +713,9 @@ def _sub(parent: _E, tag: str, text: str | None = None) -> _E:
     return el
 
 
-def _ext_attrs(el: _E, *, id: str | None, version: str | None, must_understand: bool | None,
-               extensions: Extensions) -> None:
+def _ext_attrs(
+    el: _E, *, id: str | None, version: str | None, must_understand: bool | None, extensions: Extensions
+) -> None:
     if id is not None:
         el.set(_EB_ID, id)
     if version is not None:
@@ -737,8 +754,7 @@ def write_envelope(envelope: Envelope) -> _E:
     mh = envelope.message_header
     if mh is not None:
         el = _sub(header, _eb("MessageHeader"))
-        _ext_attrs(el, id=mh.id, version=mh.version, must_understand=mh.must_understand,
-                   extensions=mh.extensions)
+        _ext_attrs(el, id=mh.id, version=mh.version, must_understand=mh.must_understand, extensions=mh.extensions)
         _party(el, "From", mh.from_party)
         _party(el, "To", mh.to_party)
         _sub(el, _eb("CPAId"), mh.cpa_id)
@@ -782,21 +798,21 @@ def write_envelope(envelope: Envelope) -> _E:
         _ext_elements(el, ar.extensions)
     for ack in envelope.acknowledgments:
         el = _sub(header, _eb("Acknowledgment"))
-        _ext_attrs(el, id=ack.id, version=ack.version, must_understand=ack.must_understand,
-                   extensions=ack.extensions)
+        _ext_attrs(el, id=ack.id, version=ack.version, must_understand=ack.must_understand, extensions=ack.extensions)
         if ack.actor is not None:
             el.set(_ACTOR, ack.actor)
         _sub(el, _eb("Timestamp"), format_datetime(ack.timestamp))
         _sub(el, _eb("RefToMessageId"), ack.ref_to_message_id)
         if ack.from_party is not None:
             _party(el, "From", ack.from_party)
-        for ref in ack.references:
-            el.append(parse_xml(ref.encode("utf-8"), what="ds:Reference"))
+        for ds_reference in ack.references:
+            el.append(parse_xml(ds_reference.encode("utf-8"), what="ds:Reference"))
     if envelope.error_list is not None:
         elist = envelope.error_list
         el = _sub(header, _eb("ErrorList"))
-        _ext_attrs(el, id=elist.id, version=elist.version, must_understand=elist.must_understand,
-                   extensions=elist.extensions)
+        _ext_attrs(
+            el, id=elist.id, version=elist.version, must_understand=elist.must_understand, extensions=elist.extensions
+        )
         el.set(_eb("highestSeverity"), elist.highest_severity.value)
         for err in elist.errors:
             e = _sub(el, _eb("Error"))

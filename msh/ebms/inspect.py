@@ -145,7 +145,8 @@ def render_text(result: dict[str, Any]) -> str:
             f"  from: {party(mh['from'])}",
             f"  to: {party(mh['to'])}",
             f"  cpa: {mh['cpa_id']}   conversation: {mh['conversation_id']}",
-            f"  service: {mh['service']['value']}" + (f" (type {mh['service']['type']})" if mh["service"]["type"] else "")
+            f"  service: {mh['service']['value']}"
+            + (f" (type {mh['service']['type']})" if mh["service"]["type"] else "")
             + f"   action: {mh['action']}",
             f"  message id: {mh['message_id']}   timestamp: {mh['timestamp']}",
         ]

@@ -18,7 +18,7 @@ import io
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
-from enum import Enum
+from enum import StrEnum
 from pathlib import Path
 from typing import BinaryIO
 
@@ -42,7 +42,7 @@ __all__ = [
 ]
 
 
-class ParseMode(str, Enum):
+class ParseMode(StrEnum):
     """How forgiving :func:`parse_message` is."""
 
     STRICT = "strict"
@@ -140,8 +140,9 @@ def parse_message(
             raise EnvelopeError("message has no Content-Type and is neither XML nor MIME", location="/")
         if not lenient:
             raise MimeProblemError("message has no Content-Type (strict mode does not guess)", location="/")
-        warnings.append(Issue(ErrorCode.MIME_PROBLEM, Severity.WARNING,
-                              f"no Content-Type given; content sniffed as {media_type}"))
+        warnings.append(
+            Issue(ErrorCode.MIME_PROBLEM, Severity.WARNING, f"no Content-Type given; content sniffed as {media_type}")
+        )
         effective_type: str | None = None if media_type == "multipart/related" else "text/xml"
     else:
         media_type, _params = parse_content_type(content_type)
@@ -161,8 +162,11 @@ def parse_message(
         if media_type != "text/xml":
             if not lenient:
                 raise MimeProblemError(f"SOAP envelope sent as {media_type}; text/xml expected", location="/")
-            warnings.append(Issue(ErrorCode.MIME_PROBLEM, Severity.WARNING,
-                                  f"SOAP envelope sent as {media_type}; text/xml expected"))
+            warnings.append(
+                Issue(
+                    ErrorCode.MIME_PROBLEM, Severity.WARNING, f"SOAP envelope sent as {media_type}; text/xml expected"
+                )
+            )
         soap = stream.read(xml_limits.max_bytes + 1)
         if len(soap) > xml_limits.max_bytes:
             raise EnvelopeError(f"SOAP envelope is over the limit of {xml_limits.max_bytes} bytes", location="/")
@@ -197,8 +201,7 @@ def _read_soap(
     if schema_issues:
         if not lenient:
             head = schema_issues[0]
-            raise EbmsError(head.description, error_code=head.error_code, location=head.location,
-                            issues=schema_issues)
+            raise EbmsError(head.description, error_code=head.error_code, location=head.location, issues=schema_issues)
         warnings.extend(
             Issue(i.error_code, Severity.WARNING, f"not schema-valid: {i.description}", i.location)
             for i in schema_issues
@@ -371,6 +374,7 @@ def build_message(
 ) -> tuple[str, bytes]:
     """In-memory :func:`write_message`: returns (Content-Type, body)."""
     buffer = io.BytesIO()
-    content_type = write_message(buffer, envelope, attachments, start_id=start_id, boundary=boundary,
-                                 multipart=multipart)
+    content_type = write_message(
+        buffer, envelope, attachments, start_id=start_id, boundary=boundary, multipart=multipart
+    )
     return content_type, buffer.getvalue()

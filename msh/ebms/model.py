@@ -8,9 +8,10 @@ and attributes the model does not know (the schema's ``##other`` wildcards) are 
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from datetime import datetime
-from enum import Enum
+from enum import StrEnum
 
 from lxml import etree
 
@@ -46,14 +47,14 @@ __all__ = [
 ]
 
 
-class Actor(str, Enum):
+class Actor(StrEnum):
     """ebMS2 §6.3.1.1, §10.1: who an AckRequested / Acknowledgment is aimed at."""
 
     TO_PARTY_MSH = ACTOR_TO_PARTY_MSH
     NEXT_MSH = ACTOR_NEXT_MSH
 
 
-class MessageStatus(str, Enum):
+class MessageStatus(StrEnum):
     """ebMS2 §7.2.3.2: values of StatusResponse@messageStatus."""
 
     UN_AUTHORIZED = "UnAuthorized"
@@ -63,17 +64,24 @@ class MessageStatus(str, Enum):
     FORWARDED = "Forwarded"
 
 
-class SequenceStatus(str, Enum):
+class SequenceStatus(StrEnum):
     """ebMS2 §9.1.1: SequenceNumber@status."""
 
     RESET = "Reset"
     CONTINUE = "Continue"
 
 
+# XML 1.0 §2.2: the characters an XML document can carry.
+_NOT_XML_CHAR = re.compile("[^\t\n\r\x20-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
+
+
 def _require(value: str | None, what: str) -> None:
     # ebMS2 Appendix A: non-empty-string is the type of nearly every text element.
     if value is None or not value.strip():
         raise ValueError(f"{what} must be a non-empty string, got {value!r}")
+    bad = _NOT_XML_CHAR.search(value)
+    if bad:
+        raise ValueError(f"{what} contains {bad.group()!r}, which XML cannot carry (XML 1.0 §2.2)")
 
 
 def _xml_key(xml: str) -> object:
@@ -469,8 +477,6 @@ class Envelope:
     def ack_requested_for(self, actor: Actor) -> AckRequested | None:
         """The AckRequested aimed at ``actor``, if any."""
         for ack in self.ack_requested:
-            if (actor is Actor.TO_PARTY_MSH and ack.is_to_party_msh) or (
-                actor is Actor.NEXT_MSH and ack.is_next_msh
-            ):
+            if (actor is Actor.TO_PARTY_MSH and ack.is_to_party_msh) or (actor is Actor.NEXT_MSH and ack.is_next_msh):
                 return ack
         return None

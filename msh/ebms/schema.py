@@ -1,0 +1,345 @@
+"""Schema validation of the SOAP envelope of an ebXML message (ebMS2 §2.1.1, §2.3, Appendix A).
+
+The project ships its own schemas in ``schemas/`` (SOAP 1.1 envelope, the ebXML header extensions,
+XML Signature, XLink and the XML namespace). They are combined by a small in-memory *driver* schema that
+imports every namespace from its local file, so that the lax wildcards of ``SOAP:Header`` and
+``SOAP:Body`` validate the ``eb:`` and ``ds:`` entries they carry against their declarations; nothing is
+ever fetched from the network.
+
+Two entry points give the same verdict:
+
+* :func:`validate_envelope` uses libxml2 (``lxml.etree.XMLSchema``): the hot path of the receiving MSH.
+  One compiled schema is kept per thread, since an lxml validator (and its error log) must not be used
+  by two threads at once.
+* :func:`explain_envelope` uses the ``xmlschema`` library, slower but with more readable reasons; it is
+  meant for the command line and for diagnostics.
+
+Each schema violation becomes one :class:`~msh.errors.Issue` with errorCode ``OtherXml`` and severity
+``Error`` (ebMS2 §4.2.3.4.1), whose ``location`` is an XPath into the message in the style MSHs use in
+``eb:Error/@location``, e.g. ``//Header/MessageHeader/From/PartyId`` or
+``//Header/ErrorList/@highestSeverity``.
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+from typing import TYPE_CHECKING, Protocol, cast
+
+from lxml import etree
+
+from msh.ebms.namespaces import EB, SOAP_ENV, XLINK, XML, XMLDSIG
+from msh.errors import ConfigurationError, ErrorCode, Issue, Severity
+from msh.resources import schema_path
+
+if TYPE_CHECKING:
+    import xmlschema
+
+__all__ = ["SCHEMA_FILES", "explain_envelope", "schema_files", "validate_envelope"]
+
+#: The namespaces the envelope schema set covers, each with the name of its file in ``schemas/``.
+SCHEMA_FILES: dict[str, str] = {
+    SOAP_ENV: "envelope.xsd",
+    EB: "msg-header-2_0.xsd",
+    XMLDSIG: "xmldsig-core-schema.xsd",
+    XLINK: "xlink.xsd",
+    XML: "xml.xsd",
+}
+
+# Prefixes used when naming elements and attributes in descriptions (the ones of the spec samples).
+_PREFIXES: dict[str, str] = {SOAP_ENV: "SOAP", EB: "eb", XMLDSIG: "ds", XLINK: "xlink", XML: "xml"}
+
+_ENVELOPE_TAG = f"{{{SOAP_ENV}}}Envelope"
+_REFERENCE_TAG = f"{{{EB}}}Reference"
+_XLINK_TYPE = f"{{{XLINK}}}type"
+_XSD = "http://www.w3.org/2001/XMLSchema"
+
+_CLARK = re.compile(r"\{([^{}]*)\}([A-Za-z_][\w.\-]*)")
+_ATTRIBUTE_IN_MESSAGE = re.compile(r"attribute '(?:\{[^{}]*\})?([^']+)'")
+_XMLSCHEMA_ATTRIBUTE = re.compile(r"attribute '?(?:[\w.\-]+:|\{[^{}]*\})?([\w.\-]+)(?:'|=)")
+_STEP = re.compile(r"^(?:(?P<prefix>[^:\[\]]+):)?(?P<name>[^:\[\]]+)(?:\[(?P<index>\d+)\])?$")
+
+
+class _LogEntry(Protocol):
+    """What this module reads from an lxml error-log entry."""
+
+    @property
+    def message(self) -> str: ...
+
+    @property
+    def path(self) -> str | None: ...
+
+    @property
+    def line(self) -> int: ...
+
+
+def schema_files() -> dict[str, Path]:
+    """The project's schema files, keyed by the namespace URI each one defines.
+
+    Raises :class:`~msh.errors.ConfigurationError` (saying how to fix it) when one is missing.
+    """
+    return {namespace: schema_path(name) for namespace, name in SCHEMA_FILES.items()}
+
+
+def _driver_document() -> bytes:
+    """An in-memory schema with no namespace of its own that imports every namespace of the set from
+    its local file (absolute ``file:`` URIs, so the result does not depend on the working directory)."""
+    imports = "".join(
+        f'<xs:import namespace="{namespace}" schemaLocation="{path.resolve().as_uri()}"/>'
+        for namespace, path in schema_files().items()
+    )
+    return f'<xs:schema xmlns:xs="{_XSD}">{imports}</xs:schema>'.encode()
+
+
+# --------------------------------------------------------------------------------------------------
+# lxml (libxml2): the hot path
+# --------------------------------------------------------------------------------------------------
+
+_lxml_local = threading.local()
+
+
+def _lxml_schema() -> etree.XMLSchema:
+    """This thread's compiled schema set, built on first use."""
+    schema: etree.XMLSchema | None = getattr(_lxml_local, "schema", None)
+    if schema is None:
+        parser = etree.XMLParser(resolve_entities=False, no_network=True, load_dtd=False)
+        try:
+            schema = etree.XMLSchema(etree.fromstring(_driver_document(), parser))
+        except etree.XMLSchemaParseError as exc:
+            raise ConfigurationError(
+                f"the envelope schemas in {schema_path(SCHEMA_FILES[EB]).parent} cannot be compiled: {exc}; "
+                "restore them from the source checkout"
+            ) from exc
+        _lxml_local.schema = schema
+    return schema
+
+
+def validate_envelope(root: etree._Element) -> tuple[Issue, ...]:
+    """Validate a parsed SOAP envelope against the project's schemas (libxml2).
+
+    Returns an empty tuple when ``root`` is a schema-valid ``SOAP:Envelope`` (header and body entries
+    included); otherwise one ``OtherXml`` / ``Error`` :class:`~msh.errors.Issue` per violation (in
+    document order as libxml2 reports them), each with an XPath ``location`` such as
+    ``//Header/MessageHeader/From`` or ``//Header/ErrorList/@highestSeverity``.
+
+    Not thread-bound: each thread gets its own compiled schema on first use.
+    """
+    wrong_root = _check_root(root)
+    if wrong_root is not None:
+        return (wrong_root,)
+    schema = _lxml_schema()
+    issues: list[Issue] = []
+    if not schema.validate(root):
+        for entry in cast("Iterable[_LogEntry]", schema.error_log):
+            location = _lxml_location(root, entry.path, entry.message)
+            text = _readable(_CLARK.sub(_prefixed, entry.message))
+            issues.append(_issue(text, location, entry.line))
+        if not issues:  # libxml2 said "invalid" without saying why; never report a bare failure as valid
+            issues.append(_issue("the envelope does not conform to the ebXML schemas", "/Envelope", 0))
+    issues.extend(_fixed_value_issues(root))
+    return _unique(issues)
+
+
+def _fixed_value_issues(root: etree._Element) -> Iterator[Issue]:
+    """What libxml2 leaves out: it ignores a ``fixed`` value put on a *reference* to a global attribute,
+    and the schema says (ebMS2 §3.2.1) ``<attribute ref="xlink:type" fixed="simple"/>`` on eb:Reference.
+    Every eb:Reference of the document is schema-validated (all wildcards are lax), so all are checked."""
+    for reference in root.iter(_REFERENCE_TAG):
+        value = reference.get(_XLINK_TYPE)
+        if value is not None and value.strip() != "simple":
+            location = _element_location(reference, root) + "/@type"
+            text = (
+                f"Element 'eb:Reference', attribute 'xlink:type': the value '{value}' is not the fixed "
+                "value 'simple' (ebMS2 §3.2.1)"
+            )
+            yield _issue(text, location, _line(reference))
+
+
+def _lxml_location(root: etree._Element, path: str | None, message: str) -> str:
+    """Turn libxml2's node path (``/SOAP:Envelope/SOAP:Header/eb:MessageHeader[2]``, with ``*[n]`` for
+    elements in a default namespace) into this module's location style."""
+    attribute = _ATTRIBUTE_IN_MESSAGE.search(message)
+    suffix = f"/@{attribute.group(1)}" if attribute else ""
+    if not path:
+        return "/" + etree.QName(root).localname + suffix
+    element = _resolve_node_path(root, path)
+    if element is not None:
+        return _element_location(element, root) + suffix
+    return _strip_node_path(path) + suffix
+
+
+def _resolve_node_path(root: etree._Element, path: str) -> etree._Element | None:
+    """Follow libxml2's ``xmlGetNodePath`` output from ``root``; None when it cannot be followed."""
+    steps = [step for step in path.split("/") if step]
+    if not steps:
+        return None
+    current = root
+    for step in steps[1:]:
+        if step.startswith("@") or step.startswith("text()") or "(" in step:
+            break  # the element holding the attribute / text is the place to report
+        match = _STEP.match(step)
+        if match is None:
+            return None
+        prefix, name, index = match.group("prefix"), match.group("name"), int(match.group("index") or 1)
+        children = [child for child in current if isinstance(child.tag, str)]
+        if name == "*":
+            candidates = children
+        else:
+            candidates = [
+                child for child in children if etree.QName(child).localname == name and child.prefix == prefix
+            ]
+        if len(candidates) < index:
+            return None
+        current = candidates[index - 1]
+    return current
+
+
+def _strip_node_path(path: str) -> str:
+    """Fallback: drop namespace prefixes and the leading Envelope step from a node path."""
+    steps = [step.split(":", 1)[-1] for step in path.split("/") if step]
+    if steps and steps[0] == "Envelope" and len(steps) > 1:
+        steps = steps[1:]
+    return "//" + "/".join(steps)
+
+
+def _element_location(element: etree._Element, root: etree._Element) -> str:
+    """``//Header/MessageHeader/From/PartyId[2]``: local names from below the validated Envelope down to
+    ``element``, with a position only where same-named siblings make one necessary."""
+    if element is root:
+        return "/" + etree.QName(root).localname
+    steps: list[str] = []
+    current: etree._Element | None = element
+    while current is not None and current is not root:
+        parent = current.getparent()
+        step = etree.QName(current).localname
+        if parent is not None:
+            same = [sibling for sibling in parent if sibling.tag == current.tag]
+            if len(same) > 1:
+                step += f"[{same.index(current) + 1}]"
+        steps.append(step)
+        current = parent
+    if current is None or root.tag != _ENVELOPE_TAG:  # not below an Envelope: keep the root step
+        steps.append(etree.QName(root).localname)
+    return "//" + "/".join(reversed(steps))
+
+
+def _prefixed(match: re.Match[str]) -> str:
+    namespace, local = match.group(1), match.group(2)
+    prefix = _PREFIXES.get(namespace)
+    if prefix is not None:
+        return f"{prefix}:{local}"
+    return local if not namespace else f"{{{namespace}}}{local}"
+
+
+def _readable(message: str) -> str:
+    """libxml2 messages, lightly tidied: no trailing dot doubling, no ``( x )`` spacing."""
+    text = message.strip()
+    text = re.sub(r"\(\s+", "(", text)
+    text = re.sub(r"\s+\)", ")", text)
+    return text.rstrip(".")
+
+
+# --------------------------------------------------------------------------------------------------
+# xmlschema: readable explanations
+# --------------------------------------------------------------------------------------------------
+
+_xmlschema_lock = threading.Lock()
+_XMLSCHEMA_NAMESPACES = {prefix: namespace for namespace, prefix in _PREFIXES.items() if prefix != "xml"}
+_xmlschema_cache: list[xmlschema.XMLSchemaBase] = []
+
+
+def _xmlschema_schema() -> xmlschema.XMLSchemaBase:
+    """The schema set as an ``xmlschema`` object, built once (guarded by a lock)."""
+    with _xmlschema_lock:
+        if not _xmlschema_cache:
+            import xmlschema
+
+            paths = schema_files()
+            try:
+                # msg-header-2_0.xsd imports the four other namespaces from the same folder.
+                schema = xmlschema.XMLSchema10(str(paths[EB]), allow="local", defuse="always")
+            except (xmlschema.XMLSchemaException, OSError) as exc:
+                raise ConfigurationError(
+                    f"the envelope schemas in {paths[EB].parent} cannot be compiled: {exc}; "
+                    "restore them from the source checkout"
+                ) from exc
+            _xmlschema_cache.append(schema)
+        return _xmlschema_cache[0]
+
+
+def explain_envelope(root: etree._Element) -> tuple[Issue, ...]:
+    """Validate like :func:`validate_envelope` (same schemas, same verdict) but with the ``xmlschema``
+    library, whose reasons are easier to read (e.g. "eb:MessageHeader: Unexpected child with tag 'eb:To'
+    at position 1. Tag 'eb:From' expected."). Slower: for the command line and diagnostics.
+
+    Where xmlschema is more lenient than libxml2 (character data in an element whose content is a lone
+    wildcard), the libxml2 findings are returned instead, so the verdict never differs.
+    """
+    wrong_root = _check_root(root)
+    if wrong_root is not None:
+        return (wrong_root,)
+    schema = _xmlschema_schema()
+    with _xmlschema_lock:  # xmlschema makes no thread-safety promise for validation either
+        errors = list(_iter_xmlschema_errors(schema, root))
+    if not errors:
+        # xmlschema lets character data through in an element whose only particle is a wildcard (it
+        # treats it like an empty declaration), e.g. text directly inside SOAP:Header; libxml2 does
+        # not. Fall back on its findings so that both entry points always give the same verdict.
+        return validate_envelope(root)
+    return _unique(errors)
+
+
+def _iter_xmlschema_errors(schema: xmlschema.XMLSchemaBase, root: etree._Element) -> Iterator[Issue]:
+    for error in schema.iter_errors(root, namespaces=_XMLSCHEMA_NAMESPACES):
+        # Point at the offending child (as libxml2 does) rather than at its parent when there is one.
+        child = error.invalid_child
+        elem = child if isinstance(child, etree._Element) else error.elem
+        if isinstance(elem, etree._Element):
+            location = _element_location(elem, root)
+            line = _line(elem)
+        else:
+            location = _strip_node_path(error.path or "")
+            line = 0
+        reason = error.reason or error.message
+        if isinstance(error.elem, etree._Element) and isinstance(error.elem.tag, str):
+            reason = f"{_CLARK.sub(_prefixed, error.elem.tag)}: {reason}"
+        attribute = _XMLSCHEMA_ATTRIBUTE.search(reason)
+        if attribute is not None:
+            location += f"/@{attribute.group(1)}"
+        yield _issue(_readable(_CLARK.sub(_prefixed, reason)), location, line)
+
+
+# --------------------------------------------------------------------------------------------------
+# shared helpers
+# --------------------------------------------------------------------------------------------------
+
+
+def _check_root(root: etree._Element) -> Issue | None:
+    """ebMS2 §2.1.1 / SOAP 1.1 §4: the document must be a SOAP 1.1 Envelope (the schema set would
+    otherwise accept, say, a lone eb:MessageHeader as a document)."""
+    if root.tag == _ENVELOPE_TAG:
+        return None
+    if not isinstance(root.tag, str):
+        return _issue("the document has no root element", "/", 0)
+    name = _CLARK.sub(_prefixed, root.tag)
+    return _issue(
+        f"the root element is {name}, not a SOAP 1.1 SOAP:Envelope ({SOAP_ENV})",
+        "/" + etree.QName(root).localname,
+        _line(root),
+    )
+
+
+def _line(element: etree._Element) -> int:
+    line: object = element.sourceline
+    return line if isinstance(line, int) else 0
+
+
+def _issue(text: str, location: str, line: int) -> Issue:
+    where = f"{location}, line {line}" if line else location
+    return Issue(ErrorCode.OTHER_XML, Severity.ERROR, f"{text} (at {where})", location)
+
+
+def _unique(issues: list[Issue]) -> tuple[Issue, ...]:
+    return tuple(dict.fromkeys(issues))
