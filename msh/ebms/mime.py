@@ -60,6 +60,7 @@ the caller before this module is involved.
 from __future__ import annotations
 
 import binascii
+import functools
 import io
 import os
 import re
@@ -454,6 +455,13 @@ def parse_content_type(value: str) -> tuple[str, dict[str, str]]:
     values that need them (``start=id@host``), extra spaces, any parameter order and empty pieces; the
     first occurrence of a repeated parameter wins. Never raises.
     """
+    media, params = _parse_content_type(value)
+    return media, dict(params)
+
+
+@functools.lru_cache(maxsize=1024)
+def _parse_content_type(value: str) -> tuple[str, tuple[tuple[str, str], ...]]:
+    # Cached: a partner sends the same few Content-Type values over and over.
     media, _, rest = value.partition(";")
     media = "".join(media.split()).lower()
     params: dict[str, str] = {}
@@ -468,7 +476,7 @@ def parse_content_type(value: str) -> tuple[str, dict[str, str]]:
             params[name] = _QUOTED_PAIR_RE.sub(r"\1", inner) if "\\" in inner else inner
         else:
             params[name] = raw.strip()
-    return media, params
+    return media, tuple(params.items())
 
 
 def _ends_escaped(raw: str) -> bool:
