@@ -89,7 +89,8 @@ def assert_same_verdicts(result: dict[str, bool]) -> None:
 
 
 def _files(folder: Path, pattern: str) -> list[Path]:
-    return sorted(folder.glob(pattern)) if folder.is_dir() else []
+    """The matching files; just ``folder`` when it is absent, so that the test runs and skips with a reason."""
+    return sorted(folder.glob(pattern)) if folder.is_dir() else [folder]
 
 
 # --------------------------------------------------------------------------------------------------
@@ -102,6 +103,7 @@ REAL_CPAS = _files(CPAS, "*.xml")
 def test_real_agreements_are_present() -> None:
     shared_dir()
     assert len(REAL_CPAS) >= 16, f"expected the 16 agreements of {CPAS}"
+    assert all(path.suffix == ".xml" for path in REAL_CPAS)
 
 
 @pytest.mark.parametrize("path", REAL_CPAS, ids=[p.name for p in REAL_CPAS])
@@ -194,10 +196,11 @@ def element(tag: str, text: str | None = None, **attrs: str) -> Callable[[], etr
     return make
 
 
-def swap_start_end(root: etree._Element) -> None:
-    start = _first(root, "tp:Start")
-    end = _first(root, "tp:End")
-    start.addprevious(end)
+def move_before(path: str, target: str) -> Callable[[etree._Element], None]:
+    def mutate(root: etree._Element) -> None:
+        _first(root, target).addprevious(_first(root, path))
+
+    return mutate
 
 
 def duplicate_partyinfo(root: etree._Element) -> None:
@@ -208,6 +211,12 @@ def duplicate_partyinfo(root: etree._Element) -> None:
 def duplicate_channel_id(root: etree._Element) -> None:
     channels = root.xpath("tp:PartyInfo[1]/tp:DeliveryChannel", namespaces=NS)
     channels[1].set(tp("channelId"), channels[0].get(tp("channelId")))
+
+
+def channel_id_after_extension(root: etree._Element) -> None:
+    channel = _first(root, f"{BINDING}/tp:ChannelId")
+    channel.addnext(copy.deepcopy(channel))
+    channel.addnext(element(f"{{{FOREIGN}}}Extra", "x")())
 
 
 def unqualified_cpaid(root: etree._Element) -> None:
@@ -278,16 +287,16 @@ MUTATIONS: dict[str, tuple[Mutation, bool, bool | None]] = {
     "Endpoint-bad": (set_attr(ENDPOINT, tp("type"), "everything"), False, None),
     "isConfidential-bad": (set_attr(BTC, tp("isConfidential"), "yes"), False, None),
     # order and unknown content
-    "End-before-Start": (swap_start_end, False, None),
-    "Transport-before-DeliveryChannel": (
-        lambda root: _first(root, f"{PARTY}/tp:DeliveryChannel[1]").addprevious(
-            _first(root, f"{PARTY}/tp:Transport")),
-        False, None,
-    ),
+    "End-before-Start": (move_before("tp:End", "tp:Start"), False, None),
+    "Transport-before-DeliveryChannel": (move_before(f"{PARTY}/tp:Transport", f"{PARTY}/tp:DeliveryChannel[1]"),
+                                         False, None),
     "unknown-tp-element": (insert_after(f"{PARTY}/tp:PartyRef", element(tp("Nickname"), "x")), False, None),
     "foreign-element-after-ChannelId": (
         insert_after(f"{BINDING}/tp:ChannelId", element(f"{{{FOREIGN}}}Extra", "x")), True, None,
     ),
+    # the libxml2 flaw with "element maxOccurs=unbounded, then wildcard" (see test_schema_equivalence):
+    # it takes a ChannelId after an extension element; both schemas have that content model
+    "ChannelId-after-foreign-element": (channel_id_after_extension, False, True),
     "foreign-element-before-ChannelId": (
         insert_before(f"{BINDING}/tp:ChannelId", element(f"{{{FOREIGN}}}Extra", "x")), False, None,
     ),
@@ -295,11 +304,13 @@ MUTATIONS: dict[str, tuple[Mutation, bool, bool | None]] = {
     "two-constituents-in-Encapsulation": (two_constituents_in_encapsulation, False, None),
     # IDs and IDREFs
     "duplicate-channelId": (duplicate_channel_id, False, None),
-    "dangling-ChannelId": (set_text(f"{BINDING}/tp:ChannelId", "NoSuchChannel"), False, None),
+    # libxml2's schema validation does not check that an IDREF names an ID of the document
+    "dangling-ChannelId": (set_text(f"{BINDING}/tp:ChannelId", "NoSuchChannel"), False, True),
     "dangling-certId": (
         set_attr(f"{PARTY}/tp:SecurityDetails[1]/tp:TrustAnchors/tp:AnchorCertificateRef", tp("certId"), "Nope"),
-        False, None,
+        False, True,
     ),
+    "IDREF-not-a-name": (set_text(f"{BINDING}/tp:ChannelId", "two words"), False, None),
     # simple types
     "RetryInterval-bad-duration": (set_text(f"{RELIABLE}/tp:RetryInterval", "5 minutes"), False, None),
     "PersistDuration-bad": (set_text(f"{PARTY}/tp:DocExchange[2]/tp:ebXMLSenderBinding/tp:PersistDuration",
@@ -347,7 +358,8 @@ MUTATIONS: dict[str, tuple[Mutation, bool, bool | None]] = {
     "Comment-before-Packaging": (insert_before("tp:Packaging[1]", element(tp("Comment"), "note")), False, None),
     # other document roots
     "as-CollaborationProtocolProfile": (as_profile, True, None),
-    "root-DeliveryChannel": (only(CHANNEL), True, None),
+    "root-Status": (only("tp:Status"), True, None),
+    "root-Transport": (only(f"{PARTY}/tp:Transport"), False, True),  # its certificate IDREFs dangle
     "root-TransportProtocol": (only(f"{PARTY}/tp:Transport/tp:TransportSender/tp:TransportProtocol"), False, None),
 }
 
@@ -389,7 +401,7 @@ def test_mutation_verdicts_agree(
 
 PHINMS_CPAS = [
     p for p in _files(PHINMS, "*/*.xml")
-    if b"CollaborationProtocolAgreement" in p.read_bytes()[:2000]
+    if not p.is_file() or b"CollaborationProtocolAgreement" in p.read_bytes()[:2000]
 ]
 
 
@@ -470,9 +482,9 @@ def _particle(particle: Any) -> Any:
     raise TypeError(f"unexpected particle {particle!r}")
 
 
-def _attributes(owner: Any) -> tuple[Any, ...]:
+def _attributes(group: Any) -> tuple[Any, ...]:
     out = []
-    for name, attribute in owner.attributes.items():
+    for name, attribute in group.items():
         if name is None:
             out.append(("anyAttribute", tuple(sorted(attribute.namespace)), attribute.process_contents))
         else:
@@ -494,7 +506,7 @@ def _type(xsd_type: Any, top: bool = False) -> Any:
         content = ("complex", xsd_type.mixed, _particle(xsd_type.content))
     base = xsd_type.base_type
     derivation = xsd_type.derivation if base is not None and base.name != f"{{{XSD}}}anyType" else None
-    return ("complex", xsd_type.name, content, _attributes(xsd_type), derivation,
+    return ("complex", xsd_type.name, content, _attributes(xsd_type.attributes), derivation,
             xsd_type.block, xsd_type.final, xsd_type.abstract)
 
 
