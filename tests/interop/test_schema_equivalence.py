@@ -28,17 +28,24 @@ import email
 import email.message
 import re
 from collections.abc import Callable, Iterator
+from datetime import UTC, datetime
 from functools import cache
 from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import HealthCheck, given, settings
 from lxml import etree
 
+from msh.ebms.envelope import serialise_envelope
+from msh.ebms.errorlist import error_message, soap_fault
+from msh.ebms.message import ParseMode, parse_message
+from msh.ebms.model import Envelope
 from msh.ebms.namespaces import EB, SOAP_ENV, XLINK, XMLDSIG
 from msh.ebms.schema import SCHEMA_FILES, explain_envelope, schema_files, validate_envelope
-from msh.errors import EnvelopeError
+from msh.errors import EnvelopeError, ErrorCode, Issue, Severity
 from msh.safexml import parse_xml
+from tests.strategies import envelopes as generated_envelopes
 
 SHARED = Path(__file__).resolve().parents[2].parent / "shared"
 OFFICIAL = SHARED / "reference" / "schemas"
@@ -732,3 +739,32 @@ def test_schema_components_are_structurally_the_same() -> None:
         if name in project[kind] and _norm(official[kind][name]) != _norm(project[kind][name])
     ]
     assert not different, different
+
+
+# --------------------------------------------------------------------------------------------------
+# What the codec produces is valid under the official schemas
+# --------------------------------------------------------------------------------------------------
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(generated_envelopes)
+def test_every_generated_message_is_valid_under_the_official_schemas(envelope: Envelope) -> None:
+    root = parse_xml(serialise_envelope(envelope))
+    result = verdicts(root, explain=False)
+    assert official_verdict(result), result
+    assert all(result.values()), result
+
+
+def test_generated_error_messages_and_faults_are_valid_under_the_official_schemas() -> None:
+    data = (SHARED / REQUEST).read_bytes()
+    header = parse_message(data, "text/xml", mode=ParseMode.LENIENT).envelope.message_header
+    assert header is not None
+    issues = [
+        Issue(ErrorCode.INCONSISTENT, Severity.ERROR, "PartyId not in the agreement", "//Header/MessageHeader/From"),
+        Issue(ErrorCode.NOT_SUPPORTED, Severity.WARNING, "MessageOrder is not supported", "//Header/MessageOrder"),
+    ]
+    when = datetime(2026, 1, 1, tzinfo=UTC)
+    reply = error_message(issues, in_reply_to=header, message_id="err-1@msh", timestamp=when)
+    for envelope in (reply, soap_fault(issues)):
+        result = verdicts(parse_xml(serialise_envelope(envelope)), explain=False)
+        assert official_verdict(result) and all(result.values()), result
