@@ -133,6 +133,13 @@ class _Reader:
                 self.warn(f"attribute {local} is not namespace-qualified (eb:{local} expected)", location)
         return value
 
+    def required_child(self, el: _E, local: str, location: str) -> _E:
+        """The eb: child ``local`` of ``el``, or an error naming where it is missing."""
+        child = el.find(_eb(local))
+        if child is None:
+            raise self.fail(f"{location.rsplit('/', 1)[-1]} has no {local}", f"{location}/{local}")
+        return child
+
     def text(self, el: _E, location: str) -> str:
         value = (el.text or "").strip()
         if not value:
@@ -514,9 +521,7 @@ class _Reader:
 
     def status_request(self, el: _E) -> StatusRequest:
         loc = "//Body/StatusRequest"
-        ref = el.find(_eb("RefToMessageId"))
-        if ref is None:
-            raise self.fail("StatusRequest has no RefToMessageId", f"{loc}/RefToMessageId")
+        ref = self.required_child(el, "RefToMessageId", loc)
         return StatusRequest(
             ref_to_message_id=self.text(ref, f"{loc}/RefToMessageId"),
             id=self.attr(el, "id", loc),
@@ -526,9 +531,7 @@ class _Reader:
 
     def status_response(self, el: _E) -> StatusResponse:
         loc = "//Body/StatusResponse"
-        ref = el.find(_eb("RefToMessageId"))
-        if ref is None:
-            raise self.fail("StatusResponse has no RefToMessageId", f"{loc}/RefToMessageId")
+        ref = self.required_child(el, "RefToMessageId", loc)
         ts = el.find(_eb("Timestamp"))
         status_text = self.attr(el, "messageStatus", loc)
         try:
