@@ -1,0 +1,88 @@
+"""CPP/CPA 2.0 agreements: the typed model (:mod:`cpa.model`), the loader that builds it, the registry,
+sending-parameter resolution (:func:`resolve`) and inbound header checks (:func:`check`).
+
+    >>> from cpa import load
+    >>> agreement = load("samples/cpas/demo-a-b.xml")
+    >>> agreement.party_infos[0].default_msh_channel.transport.receiver.endpoints[0].uri
+    'https://127.0.0.1:8081/msh'
+
+:func:`load` raises :class:`CpaError`, whose ``problems`` say what is wrong, where, and what to do.
+"""
+
+from cpa.check import CheckResult, check
+from cpa.errors import CpaError, CpaProblem
+from cpa.loader import KNOWN_ALGORITHMS, AlgorithmUse, load
+from cpa.model import (
+    AccessAuthentication,
+    ActionBinding,
+    Certificate,
+    CollaborationProtocolAgreement,
+    CollaborationRole,
+    ConversationConstraints,
+    DeliveryChannel,
+    DigitalEnvelope,
+    DocExchange,
+    EbxmlBinding,
+    Endpoint,
+    EndpointType,
+    MessageOrderSemantics,
+    MessagingCharacteristics,
+    NonRepudiation,
+    PartyId,
+    PartyInfo,
+    PerMessage,
+    ReliableMessaging,
+    SecurityDetails,
+    ServiceBinding,
+    Status,
+    SyncReplyMode,
+    Transport,
+    TransportReceiver,
+    TransportSecurity,
+    TransportSender,
+)
+from cpa.precedence import Reading
+from cpa.registry import CpaRegistry
+from cpa.resolve import AgreementRefused, SendingParameters, resolve
+
+__all__ = [
+    "AccessAuthentication",
+    "ActionBinding",
+    "AgreementRefused",
+    "AlgorithmUse",
+    "Certificate",
+    "CheckResult",
+    "CollaborationProtocolAgreement",
+    "CollaborationRole",
+    "ConversationConstraints",
+    "CpaError",
+    "CpaRegistry",
+    "CpaProblem",
+    "DeliveryChannel",
+    "DigitalEnvelope",
+    "DocExchange",
+    "EbxmlBinding",
+    "Endpoint",
+    "EndpointType",
+    "KNOWN_ALGORITHMS",
+    "MessageOrderSemantics",
+    "MessagingCharacteristics",
+    "NonRepudiation",
+    "PartyId",
+    "PartyInfo",
+    "PerMessage",
+    "Reading",
+    "ReliableMessaging",
+    "SecurityDetails",
+    "SendingParameters",
+    "ServiceBinding",
+    "Status",
+    "SyncReplyMode",
+    "Transport",
+    "TransportReceiver",
+    "TransportSecurity",
+    "TransportSender",
+    "check",
+    "load",
+    "resolve",
+]

@@ -1,0 +1,121 @@
+"""``msh cpa validate`` and ``msh cpa show`` on the project's sample agreements and broken copies."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pytest
+
+from cpa import load
+from msh.cli import _render_agreement, main
+
+CPAS = Path(__file__).resolve().parents[1] / "samples" / "cpas"
+DEMO_A_B = CPAS / "demo-a-b.xml"
+DEMO_ROUTED = CPAS / "demo-routed-a-c.xml"
+
+
+def test_help_texts(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exc:
+        main(["--help"])
+    assert exc.value.code == 0
+    assert "cpa" in capsys.readouterr().out
+    with pytest.raises(SystemExit):
+        main(["cpa", "--help"])
+    out = capsys.readouterr().out
+    assert "validate" in out and "show" in out
+    with pytest.raises(SystemExit):
+        main(["cpa", "validate", "--help"])
+    out = capsys.readouterr().out
+    assert "file:line: path: message" in out and "Exit status 0" in out
+    with pytest.raises(SystemExit):
+        main(["cpa", "show", "--help"])
+    assert "validity window" in capsys.readouterr().out
+
+
+def test_validate_good_files(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["cpa", "validate", str(DEMO_A_B), str(DEMO_ROUTED)]) == 0
+    assert capsys.readouterr().out.splitlines() == [
+        f"{DEMO_A_B}: ok (cpaid cpa-demo-a-b, status agreed)",
+        f"{DEMO_ROUTED}: ok (cpaid cpa-demo-routed-a-c, status agreed)",
+    ]
+
+
+def test_validate_reports_every_problem_one_line_each(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    text = DEMO_A_B.read_text(encoding="utf-8")
+    broken = tmp_path / "broken.xml"
+    broken.write_text(
+        text.replace("<tp:ChannelId>A_Channel<", "<tp:ChannelId>A_Chanel<", 1).replace(
+            "<tp:RetryInterval>PT30S<", "<tp:RetryInterval>P1M<", 1
+        ),
+        encoding="utf-8",
+    )
+    hostile = tmp_path / "hostile.xml"
+    hostile.write_text('<?xml version="1.0"?>\n<!DOCTYPE x [<!ENTITY e SYSTEM "file:///etc/passwd">]>\n<x>&e;</x>\n')
+    assert main(["cpa", "validate", str(DEMO_A_B), str(broken), str(hostile), str(tmp_path / "missing.xml")]) == 1
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0].startswith(f"{DEMO_A_B}: ok")
+    channel_line = text.split("<tp:ChannelId>A_Channel<")[0].count("\n") + 1
+    assert lines[1] == (
+        f"{broken}:{channel_line}: /CollaborationProtocolAgreement/PartyInfo[1]/CollaborationRole/ServiceBinding/"
+        "CanSend/ThisPartyActionBinding/ChannelId: ChannelId 'A_Chanel' names no DeliveryChannel; define a "
+        'DeliveryChannel with channelId="A_Chanel" or fix the reference'
+    )
+    assert lines[2].startswith(f"{broken}:") and "RetryInterval 'P1M' counts months" in lines[2]
+    assert lines[3].startswith(f"{hostile}:2: ") and "DTD" in lines[3]
+    assert (
+        lines[4] == f"{tmp_path / 'missing.xml'}: cannot read the agreement: No such file or directory; check the path"
+    )
+    assert len(lines) == 5
+
+
+def test_show_summary(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["cpa", "show", str(DEMO_A_B)]) == 0
+    out = capsys.readouterr().out
+    for expected in (
+        "cpaid: cpa-demo-a-b (version 1.0)",
+        "status: agreed",
+        "valid: 2026-01-01T00:00:00+00:00 to 2036-01-01T00:00:00+00:00",
+        "party Party A: 123456789 (urn:oasis:names:tc:ebcore:partyid-type:iso6523:0088)",
+        "party Party B: 987654321 (urn:oasis:names:tc:ebcore:partyid-type:iso6523:0088)",
+        "role Buyer in Ordering 1.0, service urn:example:services:ordering",
+        "sends NewOrder via A_Channel",
+        "receives OrderResponse via A_Channel",
+        "role Seller in Ordering 1.0",
+        "sends OrderResponse via B_Channel",
+        "channel A_Channel (transport A_Transport, doc exchange A_ReliableSigned)",
+        "acknowledgments always (toPartyMSH), signed acks never, duplicate elimination always, "
+        "sync reply mshSignalsOnly",
+        "sending: retries 5, retry interval 30s, order NotGuaranteed, persist duration 1d",
+        "signed rsa-sha256 / sha256 with A_Cert; not encrypted",
+        "sends over HTTP 1.1 / TLS 1.2, client certificate A_Cert",
+        "receives at https://127.0.0.1:8081/msh (allPurpose) / TLS 1.2, server certificate A_Cert, "
+        "client authentication against A_TrustedPeers",
+        "receives at https://127.0.0.1:8082/msh (allPurpose)",
+        "default MSH channel: A_SignalChannel",
+        "acknowledgments never (toPartyMSH)",
+    ):
+        assert expected in out, expected
+
+
+def test_show_routed_agreement(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["cpa", "show", str(DEMO_ROUTED)]) == 0
+    out = capsys.readouterr().out
+    assert "receives NewOrder via C_Channel_ToParty, C_Channel_NextMsh" in out
+    assert "acknowledgments always (nextMSH)" in out
+    assert "receives at https://127.0.0.1:8090/msh (allPurpose) / TLS 1.2, server certificate C_IntermediaryCert" in out
+
+
+def test_show_says_whether_the_agreement_is_in_force() -> None:
+    cpa = load(DEMO_A_B)
+    assert "(in force now)" in _render_agreement(cpa, datetime(2030, 1, 1, tzinfo=UTC))
+    assert "(not yet in force)" in _render_agreement(cpa, datetime(2025, 1, 1, tzinfo=UTC))
+    assert "(expired)" in _render_agreement(cpa, datetime(2036, 1, 1, tzinfo=UTC))
+
+
+def test_show_broken_file(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    broken = tmp_path / "broken.xml"
+    broken.write_text(DEMO_A_B.read_text(encoding="utf-8").replace('<tp:Status tp:value="agreed"/>', ""))
+    assert main(["cpa", "show", str(broken)]) == 1
+    out = capsys.readouterr().out
+    assert out.startswith(f"{broken}:") and "/CollaborationProtocolAgreement/Start" in out and "tp:Status" in out
