@@ -42,6 +42,7 @@ from cpa.model import (
     Certificate,
     CollaborationProtocolAgreement,
     CollaborationRole,
+    CompositePart,
     ConversationConstraints,
     DeliveryChannel,
     DigitalEnvelope,
@@ -52,12 +53,14 @@ from cpa.model import (
     MessageOrderSemantics,
     MessagingCharacteristics,
     NonRepudiation,
+    Packaging,
     PartyId,
     PartyInfo,
     PerMessage,
     ReliableMessaging,
     SecurityDetails,
     ServiceBinding,
+    SimplePart,
     Status,
     SyncReplyMode,
     Transport,
@@ -862,6 +865,37 @@ class _Builder:
             default_msh_package_id=package_id,
         )
 
+    def build_packaging(self, element: etree._Element) -> Packaging:
+        # CPP/A 2.0 §8.5: ProcessingCapabilities, SimplePart*, CompositeList*.
+        capabilities = _child(element, "ProcessingCapabilities")
+        parse = generate = False
+        if capabilities is not None:
+            parse = (_attr(capabilities, "parse") or "").strip() in ("true", "1")
+            generate = (_attr(capabilities, "generate") or "").strip() in ("true", "1")
+        composites = tuple(
+            CompositePart(
+                id=_attr(part, "id") or "",
+                mime_type=_attr(part, "mimetype") or "",
+                constituents=tuple(_attr(c, "idref") or "" for c in _children(part, "Constituent")),
+                encapsulation=etree.QName(part).localname == "Encapsulation",
+            )
+            for composite_list in _children(element, "CompositeList")
+            for part in composite_list
+            if isinstance(part.tag, str) and etree.QName(part).localname in ("Composite", "Encapsulation")
+        )
+        return Packaging(
+            id=_attr(element, "id") or "", parse=parse, generate=generate, composites=composites
+        )
+
+    def build_simple_part(self, part: etree._Element) -> SimplePart:
+        # CPP/A 2.0 §8.5.3: a SimplePart is declared once per agreement and named by Constituent@idref.
+        return SimplePart(
+            id=_attr(part, "id") or "",
+            mime_type=_attr(part, "mimetype") or "",
+            mime_parameters=_attr(part, "mimeparameters"),
+            namespaces_supported=tuple(_text(ns) for ns in _children(part, "NamespaceSupported")),
+        )
+
     def build(self) -> CollaborationProtocolAgreement:
         root = self.root
         for element in root.iterfind("tp:PartyInfo/tp:Certificate", _NS):
@@ -883,6 +917,8 @@ class _Builder:
             self.resolve(
                 constituent, _attr(constituent, "idref"), ("SimplePart", "Composite", "Encapsulation"), "idref"
             )
+        simple_parts = tuple(self.build_simple_part(e) for e in _children(root, "SimplePart"))
+        packagings = tuple(self.build_packaging(e) for e in _children(root, "Packaging"))
         status_el, start_el, end_el = _child(root, "Status"), _child(root, "Start"), _child(root, "End")
         start = self.date_time(start_el) if start_el is not None else None
         end = self.date_time(end_el) if end_el is not None else None
@@ -910,6 +946,8 @@ class _Builder:
             conversation_constraints=constraints,
             signed=signed,
             source=self.name,
+            simple_parts=simple_parts,
+            packagings=packagings,
         )
 
     # -- the agreement's own signature (CPP/A 2.0 §9, Signature element; XML-DSig enveloped) -----------

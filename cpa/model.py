@@ -18,6 +18,7 @@ __all__ = [
     "Certificate",
     "CollaborationProtocolAgreement",
     "CollaborationRole",
+    "CompositePart",
     "ConversationConstraints",
     "DeliveryChannel",
     "DigitalEnvelope",
@@ -30,10 +31,12 @@ __all__ = [
     "NonRepudiation",
     "PartyId",
     "PartyInfo",
+    "Packaging",
     "PerMessage",
     "ReliableMessaging",
     "SecurityDetails",
     "ServiceBinding",
+    "SimplePart",
     "Status",
     "SyncReplyMode",
     "Transport",
@@ -302,6 +305,38 @@ class PartyInfo:
 
 
 @dataclass(frozen=True, slots=True)
+class SimplePart:
+    """CPP/A 2.0 §8.5.3: one MIME part of a package (e.g. the SOAP header container or a payload)."""
+
+    id: str
+    mime_type: str
+    mime_parameters: str | None = None
+    namespaces_supported: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class CompositePart:
+    """CPP/A 2.0 §8.5.4: a Composite (e.g. multipart/related) or an Encapsulation of parts, by id."""
+
+    id: str
+    mime_type: str
+    constituents: tuple[str, ...]
+    encapsulation: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class Packaging:
+    """CPP/A 2.0 §8.5: how messages of an action are packaged: ProcessingCapabilities and CompositeList
+    (referenced by ThisPartyActionBinding@packageId and defaultMshPackageId); the constituents name the
+    agreement's SimpleParts (or other composites) by id."""
+
+    id: str
+    parse: bool
+    generate: bool
+    composites: tuple[CompositePart, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
 class ConversationConstraints:
     """CPP/A 2.0 §9.4.4."""
 
@@ -325,6 +360,12 @@ class CollaborationProtocolAgreement:
     conversation_constraints: ConversationConstraints | None = None
     signed: bool = False
     source: str = ""
+    simple_parts: tuple[SimplePart, ...] = ()
+    packagings: tuple[Packaging, ...] = ()
+
+    def packaging(self, package_id: str) -> Packaging | None:
+        """The Packaging with ``package_id`` (an ActionBinding's or a party's defaultMshPackageId)."""
+        return next((p for p in self.packagings if p.id == package_id), None)
 
     def is_valid_at(self, now: datetime) -> bool:
         """CPP/A 2.0 §9.4.2/§9.4.3: Start <= now < End."""

@@ -559,3 +559,21 @@ def test_agreement_signed_by_an_outsider_is_refused() -> None:
     problem = only_problem(data)
     assert "signed by a certificate that is not one of the parties'" in problem.message
     assert "CN=Mallory" in problem.message
+
+
+def test_packaging_is_modelled() -> None:
+    from cpa import load
+
+    agreement = load(Path(__file__).resolve().parents[1] / "samples" / "cpas" / "demo-a-b.xml")
+    assert agreement.packagings, "the sample declares its packages"
+    for party in agreement.party_infos:
+        package = agreement.packaging(party.default_msh_package_id)
+        assert package is not None and package.generate and package.parse
+    assert {p.id: p.mime_type for p in agreement.simple_parts}["MsgHdr"] == "text/xml"
+    binding = agreement.party_infos[0].collaboration_roles[0].service_binding.can_send[0]
+    package = agreement.packaging(binding.package_id)
+    assert package is not None and package.composites[0].mime_type == "multipart/related"
+    ids = {p.id for p in agreement.simple_parts} | {c.id for c in package.composites}
+    assert package.composites[0].constituents[0] == "MsgHdr"
+    assert all(c in ids for comp in package.composites for c in comp.constituents)
+    assert agreement.packaging("no-such-package") is None
