@@ -138,8 +138,8 @@ def render_text(result: dict[str, Any]) -> str:
     if mh:
 
         def party(p: dict[str, Any]) -> str:
-            ids = ", ".join(f"{i['type']}:{i['value']}" if i["type"] else i["value"] for i in p["party_ids"])
-            return ids + (f" (role {p['role']})" if p["role"] else "")
+            ids = ", ".join(f"{i['value']} (type {i['type']})" if i["type"] else i["value"] for i in p["party_ids"])
+            return ids + (f", role {p['role']}" if p["role"] else "")
 
         lines += [
             f"  from: {party(mh['from'])}",
