@@ -1,0 +1,689 @@
+"""What a receiving MSH does with one inbound ebXML message (ebMS2 §6.5.2, §6.5.3, §6.5.5, §6.5.6, §7, §8).
+
+:func:`receive` is a pure function: the runtime reads the envelope, judges it with :func:`cpa.check.check`,
+looks the MessageId up in the store (in the transaction it will commit in), and passes all of it in with
+the time and an id for the reply. It returns an :class:`InboundDecision` listing actions, in the order the
+runtime applies them: store rows first (one transaction: message, duplicate-elimination record, inbox row
+and the acknowledgment, DESIGN.md §5.2, §5.3), then, after the commit, replies and routed events. An
+acknowledgment is therefore never sent before the message it acknowledges is committed (ebMS2 §6.5.2 2b).
+
+What a business message gets is one row of :data:`BUSINESS_RULES`, keyed by (DuplicateElimination in force,
+acknowledgment requested, MessageId already stored): the §6.6 combinations without an intermediary.
+
+Decisions where the specifications leave room:
+
+* Check issues of severity Error refuse the message (no store, no delivery) with an ErrorList message
+  (:func:`msh.ebms.errorlist.error_message`) carrying every issue found. Warnings do not stop it
+  (ebMS2 §4.2.3.2.4): they travel in an ErrorList of highestSeverity Warning inside the Acknowledgment
+  message (ebMS2 §4.2.4.3 and §5.1.4 allow a Warning ErrorList with any element), or, when no
+  acknowledgment is sent, in an independent MessageError message (ebMS2 §4.2.4.1 recommends reporting).
+* A duplicate under DuplicateElimination whose only Error is TimeToLiveExpired is still answered with the
+  stored acknowledgment: its first copy arrived in time and was delivered (§6.5.5); refusing the copy would
+  tell the sender that a delivered message failed.
+* Without DuplicateElimination every copy is processed as new (stored without a duplicate-elimination
+  record, delivered, acknowledged afresh): ebMS2 §6.4.1 and §6.6 rows 6 and 8. The ``duplicate`` argument
+  is then not looked at.
+* A duplicate whose first copy was stored without an acknowledgment (it did not ask for one) but which asks
+  for one now gets a new acknowledgment, stored as the first response (§6.5.5 (2)).
+* Replies go on the HTTP response when SyncReply is in force (the check's settled ``syncReplyMode``, the
+  header's SyncReply when there is no check answer) and the agreement's syncReplyMode returns MSH signals
+  synchronously: ``responseOnly`` returns only the business response on the connection, so signals go
+  asynchronously (CPP/A 2.0 §8.4.8.1). A refusal follows the header's SyncReply, not the settled value: the
+  sender is waiting on the connection whatever the agreement says (under responseOnly it still goes
+  asynchronously, being a signal). ``sync_reply_requested`` overrides both (the runtime sets
+  it False on a transport that cannot answer synchronously).
+* Asynchronous replies name where they go as an :class:`EndpointRef` (CPAId, parties, Service, Action): the
+  runtime resolves the URL with :func:`cpa.resolve.resolve` (the agreement's endpoint for that signal,
+  ebMS2 §4.2.4.2); where it cannot, it logs (no error is sent, §4.2.4.2).
+* One Acknowledgment element is built per AckRequested present (toPartyMSH and/or nextMSH: without an
+  intermediary this MSH is both, §6.3.1.1), each with the same actor (§6.3.2.1); one toPartyMSH element
+  when the agreement asks for an acknowledgment the header did not.
+* Signing is the signing adapter's: :attr:`InboundDecision.sign_reply` says the acknowledgment must be
+  signed (AckRequested@signed, §6.3.1.2). The message's own ds:Reference elements are copied into it when
+  it was signed (§6.3.2.5); when it was not, :attr:`InboundDecision.derive_references` asks the adapter to
+  derive them.
+* Warnings found in a Ping or StatusRequest are kept in :attr:`InboundDecision.issues` only; the Pong or
+  StatusResponse goes back without them.
+* MSH signals are never acknowledged (§6.3.1.4, §6.3.2.8). Acknowledgment and ErrorList elements are routed
+  to the sending state machine as :class:`OutboundEvent` (with the party that sent them, for the runtime to
+  compare with the message's To party); a signal that fails the check is discarded, not answered
+  (§4.2.4.1: no error message about an error message; no loop of errors about acknowledgments).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import datetime
+from enum import StrEnum
+from types import MappingProxyType
+from typing import Final, TypeAlias
+
+from lxml import etree
+
+from cpa.check import CheckResult
+from cpa.model import SyncReplyMode
+from cpa.precedence import Parameter
+from msh.ebms.errorlist import ACTION_MESSAGE_ERROR, error_list, error_message, soap_fault
+from msh.ebms.model import (
+    Acknowledgment,
+    Envelope,
+    MessageData,
+    MessageHeader,
+    MessageStatus,
+    Party,
+    Service,
+    StatusResponse,
+)
+from msh.ebms.namespaces import ACTOR_TO_PARTY_MSH, SERVICE_MSH, XMLDSIG
+from msh.engine.sending import AcknowledgmentReceived, ErrorReceived
+from msh.errors import ErrorCode, Issue, MshError, Severity
+from msh.safexml import parse_xml
+
+__all__ = [
+    "ACTION_ACKNOWLEDGMENT",
+    "ACTION_PING",
+    "ACTION_PONG",
+    "ACTION_STATUS_REQUEST",
+    "ACTION_STATUS_RESPONSE",
+    "BUSINESS_RULES",
+    "Discard",
+    "EndpointRef",
+    "InboundAction",
+    "InboundDecision",
+    "InboundOutcome",
+    "OutboundEvent",
+    "RecordAcknowledgment",
+    "Reject",
+    "ReplySync",
+    "ResendStoredAck",
+    "SendAsync",
+    "SignalReceived",
+    "StatusAnswer",
+    "StoreInbound",
+    "StoredAck",
+    "StoredInbound",
+    "acknowledgment_message",
+    "pong_message",
+    "receive",
+    "status_response_message",
+]
+
+# ebMS2 §6.3.2.7, §8.1, §8.2, §7.1.1, §7.1.2: the Actions of the MSH service.
+ACTION_ACKNOWLEDGMENT: Final = "Acknowledgment"
+ACTION_PING: Final = "Ping"
+ACTION_PONG: Final = "Pong"
+ACTION_STATUS_REQUEST: Final = "StatusRequest"
+ACTION_STATUS_RESPONSE: Final = "StatusResponse"
+
+StoredAck: TypeAlias = bytes | Envelope
+"""An acknowledgment as the store keeps it: its exact bytes (as sent, signed) or its envelope."""
+
+
+class InboundOutcome(StrEnum):
+    """What happens to a business message that passed the check (one row of :data:`BUSINESS_RULES`)."""
+
+    DELIVER_AND_ACK = "deliver-and-acknowledge"
+    DELIVER = "deliver"
+    RESEND_ACK = "resend-stored-acknowledgment"
+    IGNORE = "ignore"
+
+
+BUSINESS_RULES: Final[Mapping[tuple[bool, bool, bool], InboundOutcome]] = MappingProxyType(
+    {
+        # (DuplicateElimination, AckRequested, MessageId already stored) -> outcome.
+        # ebMS2 §6.6 row 2, §6.5.2 2: store the MessageId, then acknowledge.
+        (True, True, False): InboundOutcome.DELIVER_AND_ACK,
+        # ebMS2 §6.5.2 1, §6.5.5, §6.5.6: a duplicate gets the first acknowledgment again, no delivery.
+        (True, True, True): InboundOutcome.RESEND_ACK,
+        # ebMS2 §6.6 row 4: at most once, no acknowledgment.
+        (True, False, False): InboundOutcome.DELIVER,
+        # ebMS2 §6.5.2 "no AckRequested" 1: a duplicate is ignored.
+        (True, False, True): InboundOutcome.IGNORE,
+        # ebMS2 §6.6 row 6, §6.4.1: duplicates possible; every copy is delivered and acknowledged.
+        (False, True, False): InboundOutcome.DELIVER_AND_ACK,
+        (False, True, True): InboundOutcome.DELIVER_AND_ACK,
+        # ebMS2 §6.6 row 8: best effort; every copy is delivered.
+        (False, False, False): InboundOutcome.DELIVER,
+        (False, False, True): InboundOutcome.DELIVER,
+    }
+)
+
+
+# --- inputs -------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class StoredInbound:
+    """What the store holds for a MessageId already received (ebMS2 §6.1): the acknowledgment sent for it
+    (its first response, §6.5.6; None when none was sent) and whether the application has taken it."""
+
+    message_id: str
+    acknowledgment: StoredAck | None
+    delivered: bool
+
+
+@dataclass(frozen=True, slots=True)
+class StatusAnswer:
+    """The status the runtime found for the MessageId a StatusRequest asks about (ebMS2 §7.3.3), and the
+    time that message was received (§7.3.2; omitted for NotRecognized and UnAuthorized)."""
+
+    message_status: MessageStatus
+    received_at: datetime | None = None
+
+
+# --- actions ------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class EndpointRef:
+    """Where an asynchronous reply goes, for the runtime to resolve to a URL through the agreement
+    (``resolve(cpa, from_party=..., to_party=..., service=..., action=...)``, ebMS2 §4.2.4.2)."""
+
+    cpa_id: str
+    from_party: Party
+    to_party: Party
+    service: str
+    action: str
+
+    @classmethod
+    def of(cls, envelope: Envelope) -> EndpointRef:
+        """The endpoint named by the MessageHeader of ``envelope`` (a reply this module built)."""
+        h = envelope.message_header
+        if h is None:
+            raise ValueError("an asynchronous reply needs a MessageHeader")
+        return cls(h.cpa_id, h.from_party, h.to_party, h.service.value, h.action)
+
+
+@dataclass(frozen=True, slots=True)
+class StoreInbound:
+    """Commit the received message, its duplicate-elimination record (when ``duplicate_elimination``), its
+    inbox row (when ``deliver``) and ``record_ack``, the acknowledgment about to be sent, all in one
+    transaction (DESIGN.md §5.2, §5.3; ebMS2 §6.5.3: the acknowledgment is persisted too). Without
+    duplicate elimination the same MessageId may be stored again."""
+
+    message_id: str
+    record_ack: Envelope | None
+    deliver: bool
+    duplicate_elimination: bool = True
+    received_at: datetime | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class RecordAcknowledgment:
+    """Store ``acknowledgment`` as the first response to a message already stored (ebMS2 §6.5.5 (2))."""
+
+    message_id: str
+    acknowledgment: Envelope
+
+
+@dataclass(frozen=True, slots=True)
+class ReplySync:
+    """Put ``envelope`` on the HTTP response of the exchange that brought the message (ebMS2 §4.3)."""
+
+    envelope: Envelope
+
+    @property
+    def message(self) -> StoredAck:
+        return self.envelope
+
+    @property
+    def sync(self) -> bool:
+        return True
+
+
+@dataclass(frozen=True, slots=True)
+class SendAsync:
+    """Queue ``envelope`` as an outbound signal to ``to_endpoint``."""
+
+    envelope: Envelope
+    to_endpoint: EndpointRef
+
+    @property
+    def message(self) -> StoredAck:
+        return self.envelope
+
+    @property
+    def sync(self) -> bool:
+        return False
+
+
+@dataclass(frozen=True, slots=True)
+class ResendStoredAck:
+    """Send the stored acknowledgment of duplicate ``message_id`` again, unchanged (ebMS2 §6.5.5, §6.5.6 2):
+    on the HTTP response when ``sync``, else to ``to_endpoint``. Never a second delivery."""
+
+    message_id: str
+    acknowledgment: StoredAck
+    sync: bool
+    to_endpoint: EndpointRef
+
+    @property
+    def message(self) -> StoredAck:
+        return self.acknowledgment
+
+
+@dataclass(frozen=True, slots=True)
+class Reject:
+    """The message is refused (not stored, not delivered); ``error_message`` goes back to its sender, on the
+    HTTP response when ``sync``, else to ``to_endpoint`` (ebMS2 §4.2.4). ``message_id`` is None when the
+    message could not be read far enough (then ``error_message`` is a SOAP Fault and ``sync`` is True)."""
+
+    message_id: str | None
+    error_message: Envelope
+    sync: bool
+    to_endpoint: EndpointRef | None
+
+    @property
+    def message(self) -> StoredAck:
+        return self.error_message
+
+
+@dataclass(frozen=True, slots=True)
+class OutboundEvent:
+    """An event for the sending state machine of our message ``message_id`` (ebMS2 §6.5.2: acknowledgment;
+    §4.2.4: error). ``from_party`` and ``cpa_id`` are those of the message that carried it: the runtime
+    checks them against the outbound message's To party and agreement before stepping."""
+
+    message_id: str
+    event: AcknowledgmentReceived | ErrorReceived
+    from_party: Party | None = None
+    cpa_id: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class SignalReceived:
+    """A Pong or StatusResponse (ebMS2 §8.2, §7.1.2) for the application or the runtime that asked."""
+
+    action: str
+    ref_to_message_id: str | None
+    envelope: Envelope
+
+
+@dataclass(frozen=True, slots=True)
+class Discard:
+    """Nothing is done with (this part of) the message; ``reason`` says why, for the log."""
+
+    reason: str
+
+
+InboundAction: TypeAlias = (
+    StoreInbound
+    | RecordAcknowledgment
+    | ReplySync
+    | SendAsync
+    | ResendStoredAck
+    | Reject
+    | OutboundEvent
+    | SignalReceived
+    | Discard
+)
+
+
+@dataclass(frozen=True, slots=True)
+class InboundDecision:
+    """What to do with one inbound message: ``actions`` in order, the check's ``issues`` (for the journal),
+    whether it was a ``duplicate`` (a MessageId already stored, under DuplicateElimination), whether the
+    reply must be signed (``sign_reply``) and whether its ds:Reference elements must be derived from the
+    message by the signing adapter (``derive_references``)."""
+
+    actions: tuple[InboundAction, ...]
+    issues: tuple[Issue, ...] = ()
+    duplicate: bool = False
+    sign_reply: bool = False
+    derive_references: bool = False
+
+    @property
+    def delivers(self) -> bool:
+        """True when the message goes to the application's inbox."""
+        return any(isinstance(a, StoreInbound) and a.deliver for a in self.actions)
+
+    @property
+    def stored_acknowledgment(self) -> Envelope | None:
+        """The new acknowledgment message this decision stores (None if it stores none)."""
+        for a in self.actions:
+            if isinstance(a, StoreInbound) and a.record_ack is not None:
+                return a.record_ack
+            if isinstance(a, RecordAcknowledgment):
+                return a.acknowledgment
+        return None
+
+    @property
+    def sync_reply(self) -> StoredAck | None:
+        """What goes on the HTTP response (None: an empty response)."""
+        for a in self.actions:
+            if isinstance(a, (ReplySync, ResendStoredAck, Reject)) and a.sync:
+                return a.message
+        return None
+
+    @property
+    def async_replies(self) -> tuple[tuple[StoredAck, EndpointRef], ...]:
+        """What is queued to go back asynchronously, with where to."""
+        out: list[tuple[StoredAck, EndpointRef]] = []
+        for a in self.actions:
+            if isinstance(a, SendAsync):
+                out.append((a.envelope, a.to_endpoint))
+            elif isinstance(a, (ResendStoredAck, Reject)) and not a.sync and a.to_endpoint is not None:
+                out.append((a.message, a.to_endpoint))
+        return tuple(out)
+
+
+# --- replies ------------------------------------------------------------------------------------------
+
+
+def _reply_header(header: MessageHeader, action: str, message_id: str, now: datetime) -> MessageHeader:
+    # ebMS2 §6.5.3, §7.1.2, §8.2: From/To are those of the received message reversed, CPAId and
+    # ConversationId kept, Service is the MSH service, RefToMessageId names the received message.
+    return MessageHeader(
+        from_party=header.to_party,
+        to_party=header.from_party,
+        cpa_id=header.cpa_id,
+        conversation_id=header.conversation_id,
+        service=Service(SERVICE_MSH),
+        action=action,
+        message_data=MessageData(message_id=message_id, timestamp=now, ref_to_message_id=header.message_id),
+    )
+
+
+def _warnings(issues: tuple[Issue, ...]) -> tuple[Issue, ...]:
+    return tuple(i for i in issues if i.severity is Severity.WARNING)
+
+
+def _signed_references(envelope: Envelope) -> tuple[str, ...]:
+    """The ds:Reference elements of the message's first ds:Signature, as XML text (ebMS2 §6.3.2.5)."""
+    if not envelope.signatures:
+        return ()
+    try:
+        root = parse_xml(envelope.signatures[0].xml.encode("utf-8"), what="ds:Signature")
+    except MshError:
+        return ()
+    refs = root.findall(f"{{{XMLDSIG}}}SignedInfo/{{{XMLDSIG}}}Reference")
+    return tuple(etree.tostring(r, encoding="unicode", with_tail=False) for r in refs)
+
+
+def acknowledgment_message(
+    envelope: Envelope,
+    *,
+    message_id: str,
+    now: datetime,
+    actors: tuple[str | None, ...] = (ACTOR_TO_PARTY_MSH,),
+    references: tuple[str, ...] = (),
+    warnings: tuple[Issue, ...] = (),
+) -> Envelope:
+    """The Acknowledgment message for the received ``envelope`` (ebMS2 §6.3.2, §6.5.3).
+
+    Service is the MSH service and Action ``Acknowledgment`` (§6.3.2.7); From is the received To and To the
+    received From, with all their children (§6.5.3); one Acknowledgment element per actor, each with
+    Timestamp ``now`` (when the message was received, §6.3.2.2), RefToMessageId, From (our party,
+    §6.3.2.4) and ``references``. ``warnings`` travel in an ErrorList of highestSeverity Warning.
+    """
+    header = envelope.message_header
+    if header is None:
+        raise ValueError("an acknowledgment answers a message with a MessageHeader")
+    if any(w.severity is not Severity.WARNING for w in warnings):
+        raise ValueError("only Warnings may travel with an acknowledgment (ebMS2 §5.1.4)")
+    acks = tuple(
+        Acknowledgment(
+            timestamp=now,
+            ref_to_message_id=header.message_id,
+            from_party=header.to_party,
+            references=references,
+            actor=actor,
+        )
+        for actor in actors
+    )
+    return Envelope(
+        message_header=_reply_header(header, ACTION_ACKNOWLEDGMENT, message_id, now),
+        acknowledgments=acks,
+        error_list=error_list(warnings) if warnings else None,
+    )
+
+
+def pong_message(envelope: Envelope, *, message_id: str, now: datetime) -> Envelope:
+    """The Pong answering the Ping ``envelope`` (ebMS2 §8.2): RefToMessageId names the Ping."""
+    if envelope.message_header is None:
+        raise ValueError("a Pong answers a Ping with a MessageHeader")
+    return Envelope(message_header=_reply_header(envelope.message_header, ACTION_PONG, message_id, now))
+
+
+def status_response_message(
+    envelope: Envelope, *, status: StatusAnswer | None, message_id: str, now: datetime
+) -> Envelope:
+    """The StatusResponse answering the StatusRequest ``envelope`` (ebMS2 §7.1.2, §7.3).
+
+    ``status`` None means the MessageId is not in the store: NotRecognized. The Timestamp (time received)
+    is omitted for NotRecognized and UnAuthorized (§7.3.2).
+    """
+    header, request = envelope.message_header, envelope.status_request
+    if header is None or request is None:
+        raise ValueError("a StatusResponse answers a message with a MessageHeader and a StatusRequest")
+    answer = status or StatusAnswer(MessageStatus.NOT_RECOGNIZED)
+    silent = answer.message_status in (MessageStatus.NOT_RECOGNIZED, MessageStatus.UN_AUTHORIZED)
+    return Envelope(
+        message_header=_reply_header(header, ACTION_STATUS_RESPONSE, message_id, now),
+        status_response=StatusResponse(
+            ref_to_message_id=request.ref_to_message_id,
+            message_status=answer.message_status,
+            timestamp=None if silent else answer.received_at,
+        ),
+    )
+
+
+# --- deciding -----------------------------------------------------------------------------------------
+
+# CPP/A 2.0 §8.4.8.1: the syncReplyMode values under which MSH signals come back on the connection.
+_SIGNALS_SYNC: Final = frozenset(
+    {SyncReplyMode.MSH_SIGNALS_ONLY, SyncReplyMode.SIGNALS_ONLY, SyncReplyMode.SIGNALS_AND_RESPONSE}
+)
+
+
+def _sync_reply_mode(check_result: CheckResult) -> SyncReplyMode | None:
+    cpa, channel_id = check_result.cpa, check_result.sending_channel_id
+    if cpa is None or channel_id is None:
+        return None
+    for info in cpa.party_infos:
+        for channel in (*info.delivery_channels, info.default_msh_channel):
+            if channel.channel_id == channel_id:
+                return channel.messaging_characteristics.sync_reply_mode
+    return None
+
+
+def _signals_sync(envelope: Envelope, check_result: CheckResult, override: bool | None, *, settled: bool) -> bool:
+    if override is not None:
+        return override
+    present = envelope.sync_reply is not None
+    # ebMS2 §4.3.1, §6.4.7: SyncReply asks for the response on the same connection.
+    in_force = check_result.effective.get(Parameter.SYNC_REPLY_MODE.value, present) if settled else present
+    if not in_force:
+        return False
+    # CPP/A 2.0 §8.4.8.1: under responseOnly only the business response comes back synchronously.
+    return _sync_reply_mode(check_result) is not SyncReplyMode.RESPONSE_ONLY
+
+
+def _reply(reply: Envelope, sync: bool) -> ReplySync | SendAsync:
+    return ReplySync(reply) if sync else SendAsync(reply, EndpointRef.of(reply))
+
+
+def _ack_endpoint(header: MessageHeader) -> EndpointRef:
+    return EndpointRef(header.cpa_id, header.to_party, header.from_party, SERVICE_MSH, ACTION_ACKNOWLEDGMENT)
+
+
+def _routed(envelope: Envelope, header: MessageHeader) -> list[InboundAction]:
+    out: list[InboundAction] = []
+    # ebMS2 §6.5.2: an Acknowledgment marks the message it names as delivered (the sending machine decides).
+    for ack in envelope.acknowledgments:
+        event = AcknowledgmentReceived(ack.ref_to_message_id, ack.actor)
+        out.append(OutboundEvent(ack.ref_to_message_id, event, header.from_party, header.cpa_id))
+    if envelope.error_list is not None:
+        ref = header.message_data.ref_to_message_id
+        if ref is None:
+            # ebMS2 §4.2.4.2: an ErrorList names the message in error by RefToMessageId.
+            out.append(Discard("ErrorList without MessageData/RefToMessageId: no message to attach it to"))
+        else:
+            out.append(OutboundEvent(ref, ErrorReceived(envelope.error_list), header.from_party, header.cpa_id))
+    return out
+
+
+def _is_answer(envelope: Envelope, header: MessageHeader) -> bool:
+    """True for a message that answers one of ours (ack, error, pong, status response): never answered."""
+    if envelope.error_list is not None and envelope.error_list.highest_severity is Severity.ERROR:
+        return True
+    return header.service.value == SERVICE_MSH and header.action in (
+        ACTION_ACKNOWLEDGMENT,
+        ACTION_MESSAGE_ERROR,
+        ACTION_PONG,
+        ACTION_STATUS_RESPONSE,
+    )
+
+
+def _refuse(
+    envelope: Envelope,
+    header: MessageHeader,
+    check_result: CheckResult,
+    new_message_id: str,
+    now: datetime,
+    override: bool | None,
+) -> InboundDecision:
+    # ebMS2 §4.2.4.1: report the errors to the sender in an error message (§4.2.4.3: MessageError).
+    reply = error_message(check_result.issues, in_reply_to=header, message_id=new_message_id, timestamp=now)
+    sync = _signals_sync(envelope, check_result, override, settled=False)
+    reject = Reject(header.message_id, reply, sync, None if sync else EndpointRef.of(reply))
+    return InboundDecision((reject,), check_result.issues)
+
+
+def receive(
+    envelope: Envelope,
+    *,
+    check_result: CheckResult,
+    duplicate: StoredInbound | None,
+    now: datetime,
+    new_message_id: str,
+    sync_reply_requested: bool | None = None,
+    message_status: StatusAnswer | None = None,
+) -> InboundDecision:
+    """Decide what to do with the received ``envelope`` (see the module docs).
+
+    ``check_result`` is :func:`cpa.check.check` of the envelope; ``duplicate`` what the store holds for its
+    MessageId (None: never seen); ``new_message_id`` the MessageId of the reply, if one is built;
+    ``sync_reply_requested`` overrides the synchronous/asynchronous choice; ``message_status`` answers a
+    StatusRequest (None: NotRecognized).
+    """
+    if now.tzinfo is None:
+        raise ValueError(f"now must be timezone-aware (UTC), got {now!r}")
+    issues = check_result.issues
+    header = envelope.message_header
+    if header is None:
+        # ebMS2 §4.2.4.2: no MessageHeader, no one to address an ErrorList to: a SOAP Fault (DESIGN.md §6).
+        fault_issues = issues or (Issue(ErrorCode.OTHER_XML, Severity.ERROR, "the message has no MessageHeader"),)
+        return InboundDecision((Reject(None, soap_fault(fault_issues), True, None),), fault_issues)
+    answer = _is_answer(envelope, header)
+    errors = check_result.errors
+    if errors:
+        if answer:
+            # ebMS2 §4.2.4.1, §6.5.2: never an error about an error message; an odd acknowledgment is ignored.
+            return InboundDecision((Discard(f"signal refused by the agreement check: {errors[0]}"),), issues)
+        if not _duplicate_despite_ttl(envelope, header, check_result, duplicate):
+            return _refuse(envelope, header, check_result, new_message_id, now, sync_reply_requested)
+    actions = _routed(envelope, header)
+    sync = _signals_sync(envelope, check_result, sync_reply_requested, settled=True)
+    if header.service.value == SERVICE_MSH:
+        return _signal(envelope, header, check_result, actions, sync, new_message_id, now, message_status)
+    return _business(envelope, header, check_result, duplicate, actions, sync, new_message_id, now)
+
+
+def _effective(check_result: CheckResult, parameter: Parameter, header_value: bool) -> bool:
+    return check_result.effective.get(parameter.value, header_value)
+
+
+def _duplicate_despite_ttl(
+    envelope: Envelope, header: MessageHeader, check_result: CheckResult, duplicate: StoredInbound | None
+) -> bool:
+    # ebMS2 §6.5.5: a duplicate of an accepted message is answered from the store even past its TimeToLive.
+    de = _effective(check_result, Parameter.DUPLICATE_ELIMINATION, header.duplicate_elimination)
+    return (
+        de
+        and duplicate is not None
+        and header.service.value != SERVICE_MSH
+        and all(e.error_code is ErrorCode.TIME_TO_LIVE_EXPIRED for e in check_result.errors)
+    )
+
+
+def _signal(
+    envelope: Envelope,
+    header: MessageHeader,
+    check_result: CheckResult,
+    actions: list[InboundAction],
+    sync: bool,
+    new_message_id: str,
+    now: datetime,
+    message_status: StatusAnswer | None,
+) -> InboundDecision:
+    issues = check_result.issues
+    action = header.action
+    if action == ACTION_PING:
+        # ebMS2 §8.2: answer a Ping with a Pong.
+        actions.append(_reply(pong_message(envelope, message_id=new_message_id, now=now), sync))
+    elif action == ACTION_STATUS_REQUEST and envelope.status_request is not None:
+        # ebMS2 §7.1.2: answer a StatusRequest with a StatusResponse.
+        reply = status_response_message(envelope, status=message_status, message_id=new_message_id, now=now)
+        actions.append(_reply(reply, sync))
+    elif action in (ACTION_PONG, ACTION_STATUS_RESPONSE):
+        # ebMS2 §8.2, §7.1.2: the answer to a Ping or StatusRequest we sent.
+        actions.append(SignalReceived(action, header.message_data.ref_to_message_id, envelope))
+    elif not actions:
+        actions.append(Discard(f"MSH signal {action!r} carries nothing to act on"))
+    return InboundDecision(tuple(actions), issues)
+
+
+def _business(
+    envelope: Envelope,
+    header: MessageHeader,
+    check_result: CheckResult,
+    duplicate: StoredInbound | None,
+    actions: list[InboundAction],
+    sync: bool,
+    new_message_id: str,
+    now: datetime,
+) -> InboundDecision:
+    de = _effective(check_result, Parameter.DUPLICATE_ELIMINATION, header.duplicate_elimination)
+    ack_wanted = _effective(check_result, Parameter.ACK_REQUESTED, bool(envelope.ack_requested))
+    signed = ack_wanted and _effective(
+        check_result, Parameter.ACK_SIGNATURE_REQUESTED, any(a.signed for a in envelope.ack_requested)
+    )
+    seen = de and duplicate is not None
+    outcome = BUSINESS_RULES[(de, ack_wanted, seen)]
+    warnings = _warnings(check_result.issues)
+    references = _signed_references(envelope) if signed else ()
+    derive = signed and not references
+
+    def new_ack() -> Envelope:
+        # ebMS2 §6.3.2.1: each Acknowledgment carries the actor of the AckRequested it answers.
+        actors = tuple(a.actor for a in envelope.ack_requested) or (ACTOR_TO_PARTY_MSH,)
+        return acknowledgment_message(
+            envelope, message_id=new_message_id, now=now, actors=actors, references=references, warnings=warnings
+        )
+
+    def decided(*more: InboundAction, reply_signed: bool = signed) -> InboundDecision:
+        return InboundDecision((*more, *actions), check_result.issues, seen, reply_signed, reply_signed and derive)
+
+    if outcome is InboundOutcome.IGNORE:
+        # ebMS2 §6.5.2: DuplicateElimination, no AckRequested, a duplicate: do nothing.
+        return decided(Discard(f"duplicate of {header.message_id} ignored (DuplicateElimination)"))
+    if outcome is InboundOutcome.RESEND_ACK and duplicate is not None:
+        if duplicate.acknowledgment is not None:
+            # ebMS2 §6.5.6 2: the acknowledgment identical to the first response, never a second delivery.
+            stored = ResendStoredAck(header.message_id, duplicate.acknowledgment, sync, _ack_endpoint(header))
+            return decided(stored, reply_signed=False)
+        # ebMS2 §6.5.5 (2): no response in the store: generate one (and keep it as the first response).
+        first = new_ack()
+        return decided(RecordAcknowledgment(header.message_id, first), _reply(first, sync))
+    ack = new_ack() if outcome is InboundOutcome.DELIVER_AND_ACK else None
+    # ebMS2 §6.5.2 2a-2b: persist (and deliver) before any acknowledgment leaves.
+    store = StoreInbound(header.message_id, ack, deliver=True, duplicate_elimination=de, received_at=now)
+    if ack is not None:
+        return decided(store, _reply(ack, sync))
+    if warnings:
+        # ebMS2 §4.2.4.1, §4.2.4.3: report Warnings in an independent MessageError message.
+        report = error_message(warnings, in_reply_to=header, message_id=new_message_id, timestamp=now)
+        return decided(store, _reply(report, sync), reply_signed=False)
+    return decided(store, reply_signed=False)

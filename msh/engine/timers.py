@@ -1,0 +1,94 @@
+"""Retry arithmetic of a sending MSH (ebMS2 §6.4.3-§6.4.6, §6.5.4): when to resend, when to give up.
+
+Pure functions of a :class:`~msh.engine.sending.Reliability` and times passed in; nothing here reads a
+clock. The rules:
+
+* The first transmission is at ``first_sent_at``. The first resend is due ``first_resend_timeout`` after it
+  (the seed's *timeout*, DESIGN.md §3), every later one ``retry_interval`` after the previous transmission
+  (ebMS2 §6.4.4: "at least" that long, so intervals are measured from the time a resend is actually
+  issued, never from a nominal schedule a late timer could compress).
+* At most ``retries`` resends: giving up when the timer fires after transmission ``retries + 1``
+  (ebMS2 §6.4.3, §6.5.4).
+* Never transmit at or after the earliest *deadline*: ``first_sent_at + persist_duration`` (ebMS2 §6.4.6:
+  the receiver may have forgotten the MessageId) and ``time_to_live`` (ebMS2 §3.1.6.4: the receiver would
+  refuse it). A timer is never scheduled past that deadline, so the failure is reported on time.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+from enum import StrEnum
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from msh.engine.sending import Reliability
+
+__all__ = ["GiveUp", "deadline", "give_up", "next_due", "nominal_schedule", "resend_wait"]
+
+
+class GiveUp(StrEnum):
+    """Why a sending MSH stops resending (ebMS2 §6.5.7 then tells the application)."""
+
+    RETRIES = "retries-exhausted"
+    PERSIST_DURATION = "persist-duration"
+    TIME_TO_LIVE = "time-to-live"
+
+
+def deadline(reliability: Reliability, first_sent_at: datetime) -> datetime | None:
+    """The earliest time no transmission may happen at or after: TimeToLive or first send + PersistDuration."""
+    candidates: list[datetime] = []
+    if reliability.time_to_live is not None:
+        # ebMS2 §3.1.6.4: a message past its TimeToLive is refused by the receiver.
+        candidates.append(reliability.time_to_live)
+    if reliability.persist_duration is not None:
+        # ebMS2 §6.4.6: no resend once PersistDuration has passed since the message was first sent.
+        candidates.append(first_sent_at + reliability.persist_duration)
+    return min(candidates) if candidates else None
+
+
+def resend_wait(reliability: Reliability, attempts: int) -> timedelta:
+    """How long to wait after transmission number ``attempts`` before the next one (or before giving up)."""
+    if attempts < 1:
+        raise ValueError(f"attempts counts transmissions made and starts at 1, got {attempts}")
+    # ebMS2 §6.4.4 and DESIGN.md §3: the first wait is the first-resend timeout, later ones RetryInterval.
+    return reliability.first_resend_timeout if attempts == 1 else reliability.retry_interval
+
+
+def next_due(reliability: Reliability, *, attempts: int, sent_at: datetime, first_sent_at: datetime) -> datetime:
+    """When the timer after transmission ``attempts`` (made at ``sent_at``) fires: the resend wait, capped at
+    the deadline so that a failure is reported as soon as no further transmission is allowed."""
+    due = sent_at + resend_wait(reliability, attempts)
+    limit = deadline(reliability, first_sent_at)
+    return due if limit is None else min(due, limit)
+
+
+def give_up(reliability: Reliability, *, attempts: int, first_sent_at: datetime, now: datetime) -> GiveUp | None:
+    """Whether a timer firing at ``now`` after ``attempts`` transmissions ends the message, and why.
+
+    Retries are checked first (the most telling reason when several hold at once), then TimeToLive, then
+    PersistDuration.
+    """
+    # ebMS2 §6.5.4: resend only while it "has been resent less than the number of times specified in Retries".
+    if attempts >= reliability.retries + 1:
+        return GiveUp.RETRIES
+    # ebMS2 §3.1.6.4: a message is not sent once its TimeToLive has passed.
+    if reliability.time_to_live is not None and now >= reliability.time_to_live:
+        return GiveUp.TIME_TO_LIVE
+    # ebMS2 §6.4.6: no resend once PersistDuration has passed since the first transmission.
+    if reliability.persist_duration is not None and now >= first_sent_at + reliability.persist_duration:
+        return GiveUp.PERSIST_DURATION
+    return None
+
+
+def nominal_schedule(
+    reliability: Reliability, first_sent_at: datetime
+) -> tuple[tuple[datetime, ...], datetime, GiveUp]:
+    """The transmission times and the give-up time (with its reason) when no acknowledgment ever comes and
+    every timer fires exactly on time: the schedule the documentation and the tests speak of."""
+    sends = [first_sent_at]
+    while True:
+        due = next_due(reliability, attempts=len(sends), sent_at=sends[-1], first_sent_at=first_sent_at)
+        reason = give_up(reliability, attempts=len(sends), first_sent_at=first_sent_at, now=due)
+        if reason is not None:
+            return tuple(sends), due, reason
+        sends.append(due)
