@@ -1,0 +1,247 @@
+"""The tables of the SQL store (SQLAlchemy Core), as the newest migration leaves them.
+
+The migrations in :mod:`msh.store.migrations` create and change the tables; this module describes the
+result for the queries, and a test checks that the two agree (``alembic`` compare on a migrated database).
+
+Tables
+    ``blobs``, ``blob_chunks``
+        Message bodies as numbered chunks of at most 1 MiB (:mod:`msh.store.blobs`).
+    ``outbound_messages``
+        One row per sent message: routing, the body to re-send, reliability parameters, engine state.
+    ``inbound_messages``
+        One row per received message: the body, the Acknowledgment sent; for a message received under
+        DuplicateElimination it is the duplicate-elimination record (unique per MessageId through a
+        partial unique index); copies received without DuplicateElimination each get a row.
+    ``inbox``
+        The receiving application's view of the received messages, one entry per stored copy.
+    ``timers``
+        Work due at ``due_at`` for a message, with a lease while a process executes it.
+    ``events``
+        The append-only journal.
+    ``schema_version``
+        Alembic's record of the applied revision (not described here).
+
+Portability
+    Timestamps are :class:`UtcDateTime`: ``timestamp with time zone`` on PostgreSQL, UTC text on SQLite
+    (fixed width, so text order is time order). Surrogate keys are ``bigint`` identities on PostgreSQL
+    and ``INTEGER PRIMARY KEY`` (the rowid) on SQLite. Event details are ``jsonb`` / JSON text.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any
+
+from sqlalchemy import (
+    JSON,
+    BigInteger,
+    Boolean,
+    CheckConstraint,
+    Column,
+    DateTime,
+    Float,
+    ForeignKey,
+    Index,
+    Integer,
+    LargeBinary,
+    MetaData,
+    Table,
+    Text,
+    text,
+)
+from sqlalchemy.dialects.postgresql import JSONB
+from sqlalchemy.engine import Dialect
+from sqlalchemy.types import TypeDecorator, TypeEngine
+
+__all__ = [
+    "DE_INDEX",
+    "DE_WHERE",
+    "ID_TYPE",
+    "JSON_TYPE",
+    "UtcDateTime",
+    "blob_chunks",
+    "blobs",
+    "events",
+    "inbound_messages",
+    "inbox",
+    "metadata",
+    "outbound_messages",
+    "timers",
+]
+
+# A naming convention so that constraint names are the same on every database (and in migrations).
+metadata = MetaData(
+    naming_convention={
+        "ix": "ix_%(table_name)s_%(column_0_N_name)s",
+        "uq": "uq_%(table_name)s_%(column_0_N_name)s",
+        "ck": "ck_%(table_name)s_%(constraint_name)s",
+        "fk": "fk_%(table_name)s_%(column_0_name)s_%(referred_table_name)s",
+        "pk": "pk_%(table_name)s",
+    }
+)
+
+ID_TYPE: TypeEngine[int] = BigInteger().with_variant(Integer(), "sqlite")
+"""Surrogate keys: bigint on PostgreSQL, INTEGER (the rowid, so it autoincrements) on SQLite."""
+
+JSON_TYPE: TypeEngine[Any] = JSON().with_variant(JSONB(), "postgresql")
+
+
+class UtcDateTime(TypeDecorator[datetime]):
+    """An aware UTC datetime: refuses naive values, stores UTC, reads back aware UTC datetimes."""
+
+    impl = DateTime(timezone=True)
+    cache_ok = True
+
+    def process_bind_param(self, value: datetime | None, dialect: Dialect) -> datetime | None:
+        if value is None:
+            return None
+        if value.tzinfo is None or value.utcoffset() is None:
+            raise ValueError(f"naive datetime {value.isoformat()} given where an aware UTC time is stored")
+        value = value.astimezone(UTC)
+        # SQLite has no time zones: store the UTC wall time.
+        return value.replace(tzinfo=None) if dialect.name == "sqlite" else value
+
+    def process_result_value(self, value: datetime | None, dialect: Dialect) -> datetime | None:
+        if value is None:
+            return None
+        return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
+
+
+def _states(column: str, values: tuple[str, ...]) -> str:
+    return f"{column} IN ({', '.join(repr(v) for v in values)})"
+
+
+OUTBOUND_STATUSES = ("pending", "awaiting-ack", "delivered", "failed")
+INBOX_STATES = ("new", "delivered-to-app", "acknowledged-by-app")
+SEVERITIES = ("Error", "Warning")
+DIRECTIONS = ("outbound", "inbound")
+DE_INDEX = "uq_inbound_messages_message_id_de"
+DE_WHERE = "duplicate_elimination"
+
+blobs = Table(
+    "blobs",
+    metadata,
+    Column("id", ID_TYPE, primary_key=True, autoincrement=True),
+    Column("size", BigInteger, nullable=False),
+    Column("chunk_count", Integer, nullable=False),
+    Column("created_at", UtcDateTime, nullable=False),
+)
+
+blob_chunks = Table(
+    "blob_chunks",
+    metadata,
+    Column("blob_id", ID_TYPE, ForeignKey("blobs.id", ondelete="CASCADE"), primary_key=True),
+    Column("seq", Integer, primary_key=True, autoincrement=False),
+    Column("data", LargeBinary, nullable=False),
+)
+
+outbound_messages = Table(
+    "outbound_messages",
+    metadata,
+    Column("message_id", Text, primary_key=True),
+    Column("cpaid", Text, nullable=False),
+    Column("conversation_id", Text, nullable=False),
+    Column("service", Text, nullable=False),
+    Column("action", Text, nullable=False),
+    Column("from_party", Text, nullable=True),
+    Column("to_party", Text, nullable=False),
+    Column("endpoint_url", Text, nullable=False),
+    Column("content_type", Text, nullable=False),
+    Column("body_blob_id", ID_TYPE, ForeignKey("blobs.id"), nullable=False),
+    # reliability parameters
+    Column("retries", Integer, nullable=False),
+    Column("retry_interval_s", Float, nullable=False),
+    Column("first_resend_timeout_s", Float, nullable=False),
+    Column("persist_duration_s", Float, nullable=True),
+    Column("time_to_live", UtcDateTime, nullable=True),
+    Column("ack_requested", Boolean, nullable=False),
+    Column("ack_actor", Text, nullable=True),
+    # engine state
+    Column("status", Text, nullable=False),
+    Column("attempts", Integer, nullable=False),
+    Column("first_sent_at", UtcDateTime, nullable=True),
+    Column("reached_peer", Boolean, nullable=False),
+    Column("next_due_at", UtcDateTime, nullable=True),
+    Column("failure_code", Text, nullable=True),
+    Column("failure_severity", Text, nullable=True),
+    Column("failure_description", Text, nullable=True),
+    Column("created_at", UtcDateTime, nullable=False),
+    Column("updated_at", UtcDateTime, nullable=False),
+    CheckConstraint(_states("status", OUTBOUND_STATUSES), name="status"),
+    CheckConstraint(_states("failure_severity", SEVERITIES), name="failure_severity"),
+    Index(None, "status"),
+    Index(None, "conversation_id"),
+)
+
+inbound_messages = Table(
+    "inbound_messages",
+    metadata,
+    Column("id", ID_TYPE, primary_key=True, autoincrement=True),
+    Column("message_id", Text, nullable=False),
+    Column("duplicate_elimination", Boolean, nullable=False),
+    Column("from_party", Text, nullable=False),
+    Column("to_party", Text, nullable=True),
+    Column("cpaid", Text, nullable=False),
+    Column("conversation_id", Text, nullable=False),
+    Column("service", Text, nullable=False),
+    Column("action", Text, nullable=False),
+    Column("received_at", UtcDateTime, nullable=False),
+    Column("content_type", Text, nullable=False),
+    Column("body_blob_id", ID_TYPE, ForeignKey("blobs.id"), nullable=False),
+    Column("ack_envelope", LargeBinary, nullable=True),
+    Column("duplicate_count", Integer, nullable=False),
+    Column("last_duplicate_at", UtcDateTime, nullable=True),
+    Index(None, "message_id"),
+    Index(None, "received_at"),
+    # The duplicate-elimination record: one per MessageId among the messages received under
+    # DuplicateElimination (ebMS2 §6.4.1); copies received without it are stored as often as they come.
+    Index(
+        DE_INDEX,
+        "message_id",
+        unique=True,
+        sqlite_where=text(DE_WHERE),
+        postgresql_where=text(DE_WHERE),
+    ),
+)
+
+inbox = Table(
+    "inbox",
+    metadata,
+    Column("inbound_id", ID_TYPE, ForeignKey("inbound_messages.id", ondelete="CASCADE"), primary_key=True),
+    Column("message_id", Text, nullable=False),
+    Column("state", Text, nullable=False),
+    Column("received_at", UtcDateTime, nullable=False),
+    Column("delivered_at", UtcDateTime, nullable=True),
+    Column("acknowledged_at", UtcDateTime, nullable=True),
+    CheckConstraint(_states("state", INBOX_STATES), name="state"),
+    Index(None, "state", "received_at"),
+    Index(None, "message_id"),
+)
+
+timers = Table(
+    "timers",
+    metadata,
+    Column("id", ID_TYPE, primary_key=True, autoincrement=True),
+    Column("message_id", Text, nullable=False),
+    Column("kind", Text, nullable=False),
+    Column("due_at", UtcDateTime, nullable=False),
+    Column("lease_owner", Text, nullable=True),
+    Column("lease_until", UtcDateTime, nullable=True),
+    Column("created_at", UtcDateTime, nullable=False),
+    Index(None, "due_at"),
+    Index(None, "message_id"),
+)
+
+events = Table(
+    "events",
+    metadata,
+    Column("id", ID_TYPE, primary_key=True, autoincrement=True),
+    Column("at", UtcDateTime, nullable=False),
+    Column("message_id", Text, nullable=True),
+    Column("direction", Text, nullable=True),
+    Column("kind", Text, nullable=False),
+    Column("detail", JSON_TYPE, nullable=False),
+    CheckConstraint(_states("direction", DIRECTIONS), name="direction"),
+    Index(None, "at"),
+    Index(None, "message_id"),
+)

@@ -1,0 +1,123 @@
+"""Tests of the durable store (msh.store), run on SQLite, PostgreSQL and the in-memory twin.
+
+Shared helpers for the store tests live here; the fixtures are in ``conftest.py``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from msh.store import InboundMessage, OutboundMessage, ReliabilityParameters, Transaction
+
+T0 = datetime(2025, 3, 1, 12, 0, 0, tzinfo=UTC)
+"""The fake clock's start."""
+
+
+class FakeClock:
+    """A clock the test moves by hand."""
+
+    def __init__(self, start: datetime = T0) -> None:
+        self.now = start
+
+    def __call__(self) -> datetime:
+        return self.now
+
+    def advance(self, seconds: float) -> datetime:
+        self.now += timedelta(seconds=seconds)
+        return self.now
+
+
+PARAMETERS = ReliabilityParameters(
+    retries=3,
+    retry_interval_s=30.0,
+    first_resend_timeout_s=60.0,
+    persist_duration_s=3600.0,
+    time_to_live=T0 + timedelta(hours=2),
+    ack_requested=True,
+    ack_actor="urn:oasis:names:tc:ebxml-msg:actor:toPartyMSH",
+)
+
+
+def add_outbound(tx: Transaction, message_id: str, body: bytes = b"<soap/>", **overrides: Any) -> OutboundMessage:
+    """Insert an outbound message with a body blob, as the runtime does before the first send."""
+    blob_id = tx.put_blob(io.BytesIO(body))
+    values: dict[str, Any] = {
+        "message_id": message_id,
+        "cpaid": "cpa-1",
+        "conversation_id": "conv-1",
+        "service": "urn:services:Orders",
+        "action": "NewOrder",
+        "from_party": "urn:duns:123",
+        "to_party": "urn:duns:456",
+        "endpoint_url": "https://partner.example/msh",
+        "content_type": 'multipart/related; type="text/xml"; boundary="b1"; start="<soap@msh>"',
+        "body_blob_id": blob_id,
+        "parameters": PARAMETERS,
+    }
+    values.update(overrides)
+    return tx.insert_outbound(**values)
+
+
+def add_inbound(
+    tx: Transaction,
+    message_id: str,
+    *,
+    received_at: datetime = T0,
+    deliver: bool = True,
+    ack: bytes | None = b"<ack/>",
+    body: bytes = b"<soap/>",
+    duplicate_elimination: bool = True,
+) -> InboundMessage:
+    """Insert a received message (duplicate-elimination record, and inbox entry with ``deliver``)."""
+    blob_id = tx.put_blob(body)
+    return tx.insert_inbound(
+        message_id=message_id,
+        from_party="urn:duns:456",
+        to_party="urn:duns:123",
+        cpaid="cpa-1",
+        conversation_id="conv-9",
+        service="urn:services:Orders",
+        action="OrderAck",
+        received_at=received_at,
+        content_type="text/xml",
+        body_blob_id=blob_id,
+        ack_envelope=ack,
+        deliver=deliver,
+        duplicate_elimination=duplicate_elimination,
+    )
+
+
+class PatternStream(io.RawIOBase):
+    """``size`` bytes of a deterministic pattern, produced as read (never held whole), with their SHA-256.
+
+    Reads return at most ``max_read`` bytes, to exercise short reads.
+    """
+
+    def __init__(self, size: int, max_read: int = 256 * 1024) -> None:
+        super().__init__()
+        self.remaining = size
+        self.max_read = max_read
+        self.sha256 = hashlib.sha256()
+        block = hashlib.sha256(b"pattern").digest() * 2048  # 64 KiB
+        self._block = block
+        self._pos = 0
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: Any) -> int:
+        view = memoryview(buffer).cast("B")
+        n = min(len(view), self.remaining, self.max_read)
+        written = 0
+        while written < n:
+            start = self._pos % len(self._block)
+            take = min(n - written, len(self._block) - start)
+            view[written : written + take] = self._block[start : start + take]
+            written += take
+            self._pos += take
+        self.sha256.update(view[:n])
+        self.remaining -= n
+        return n

@@ -1,0 +1,230 @@
+"""Versioned migrations: an empty database upgrades to head, reopening is a no-op, downgrade round-trips."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import threading
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from alembic.autogenerate import compare_metadata
+from alembic.runtime.migration import MigrationContext
+from sqlalchemy import Engine, create_engine, event, inspect, text
+
+from msh.errors import ConfigurationError
+from msh.store import SqlStore, Store, migrations
+from msh.store.schema import metadata
+from msh.store.sql import resolve_url
+from tests.store import add_outbound
+
+ROOT = Path(__file__).resolve().parents[2]
+
+STORE_TABLES = {
+    "blobs",
+    "blob_chunks",
+    "outbound_messages",
+    "inbound_messages",
+    "inbox",
+    "timers",
+    "events",
+}
+
+
+@pytest.fixture
+def raw_engine(store_url: str) -> Iterator[Engine]:
+    """A plain engine on the test database, for looking at it from outside the store."""
+    engine = create_engine(resolve_url(store_url))
+    yield engine
+    engine.dispose()
+
+
+@pytest.fixture
+def statements() -> Iterator[list[str]]:
+    """Every SQL statement any engine executes while the test runs."""
+    seen: list[str] = []
+
+    def record(conn: Any, cursor: Any, statement: str, *args: Any) -> None:
+        seen.append(statement)
+
+    event.listen(Engine, "before_cursor_execute", record)
+    yield seen
+    event.remove(Engine, "before_cursor_execute", record)
+
+
+def _tables(engine: Engine) -> set[str]:
+    return set(inspect(engine).get_table_names())
+
+
+def _revision(engine: Engine) -> str | None:
+    with engine.connect() as conn:
+        return migrations.current_revision(conn)
+
+
+def _differences(engine: Engine) -> list[Any]:
+    with engine.connect() as conn:
+        context = MigrationContext.configure(conn, opts={"version_table": migrations.VERSION_TABLE})
+        return list(compare_metadata(context, metadata))
+
+
+def test_an_empty_database_upgrades_to_head(
+    store_url: str, raw_engine: Engine, open_store: Callable[..., Store]
+) -> None:
+    assert _tables(raw_engine) == set()
+    assert _revision(raw_engine) is None
+    open_store(store_url)
+    assert _tables(raw_engine) == STORE_TABLES | {migrations.VERSION_TABLE}
+    assert _revision(raw_engine) == migrations.head_revision() == "0001"
+
+
+def test_the_migrated_schema_is_what_the_store_queries(
+    store_url: str, raw_engine: Engine, open_store: Callable[..., Store]
+) -> None:
+    open_store(store_url)
+    assert _differences(raw_engine) == []
+
+
+def test_the_comparison_would_see_a_difference(
+    store_url: str, raw_engine: Engine, open_store: Callable[..., Store]
+) -> None:
+    open_store(store_url)
+    with raw_engine.begin() as conn:
+        conn.execute(text("DROP INDEX ix_timers_due_at"))
+    assert [d[0] for d in _differences(raw_engine)] == ["add_index"]
+
+
+def test_a_second_open_is_a_no_op(
+    store_url: str, raw_engine: Engine, open_store: Callable[..., Store], statements: list[str]
+) -> None:
+    first = open_store(store_url)
+    with first.transaction() as tx:
+        add_outbound(tx, "kept@example.com")
+    first.close()
+    created = [s for s in statements if s.lstrip().upper().startswith("CREATE")]
+    assert len(created) >= len(STORE_TABLES)  # the listener does see DDL
+    statements.clear()
+    second = open_store(store_url)
+    ddl = [s for s in statements if s.lstrip().upper().startswith(("CREATE", "ALTER", "DROP", "INSERT", "UPDATE"))]
+    assert ddl == []
+    assert _revision(raw_engine) == migrations.head_revision()
+    with second.transaction(readonly=True) as tx:
+        assert tx.get_outbound("kept@example.com") is not None
+
+
+def test_downgrade_and_upgrade_round_trip(store_url: str, raw_engine: Engine, open_store: Callable[..., Store]) -> None:
+    store = open_store(store_url)
+    assert isinstance(store, SqlStore)
+    with store.transaction() as tx:
+        add_outbound(tx, "gone@example.com")
+    migrations.downgrade(store.engine, "base")
+    assert _tables(raw_engine) <= {migrations.VERSION_TABLE}
+    assert _revision(raw_engine) is None
+    migrations.upgrade(store.engine)
+    assert _tables(raw_engine) == STORE_TABLES | {migrations.VERSION_TABLE}
+    assert _revision(raw_engine) == migrations.head_revision()
+    assert _differences(raw_engine) == []
+    with store.transaction() as tx:
+        assert tx.get_outbound("gone@example.com") is None
+        add_outbound(tx, "new@example.com")
+
+
+def test_without_migrate_an_old_schema_is_a_configuration_error(
+    store_url: str, raw_engine: Engine, open_store: Callable[..., Store]
+) -> None:
+    with pytest.raises(ConfigurationError, match="migrate=True"):
+        open_store(store_url, migrate=False)
+    assert _tables(raw_engine) == set()
+    open_store(store_url)
+    open_store(store_url, migrate=False)  # at head: fine
+
+
+def test_a_schema_from_a_newer_msh_is_a_configuration_error(
+    store_url: str, raw_engine: Engine, open_store: Callable[..., Store]
+) -> None:
+    open_store(store_url).close()
+    with raw_engine.begin() as conn:
+        conn.execute(text(f"UPDATE {migrations.VERSION_TABLE} SET version_num = '9999'"))
+    with pytest.raises(ConfigurationError, match="'9999', which this version of the MSH does not know"):
+        open_store(store_url)
+    assert _revision(raw_engine) == "9999"  # left as it was
+
+
+def test_a_failed_upgrade_leaves_the_database_untouched(
+    store_url: str, raw_engine: Engine, open_store: Callable[..., Store]
+) -> None:
+    """DDL runs in one transaction: a table in the way makes the upgrade fail and leaves nothing half done."""
+    with raw_engine.begin() as conn:
+        conn.execute(text("CREATE TABLE events (id INTEGER PRIMARY KEY)"))
+    with pytest.raises(ConfigurationError, match=r"failed: .*nothing was changed"):
+        open_store(store_url)
+    assert _tables(raw_engine) == {"events"}
+    assert _revision(raw_engine) is None
+
+
+CHILD = """
+import sys
+from msh.store import Store
+print("ready", flush=True)
+sys.stdin.readline()  # all children start opening at once, when the parent says so
+Store.open(sys.argv[1]).close()
+print("opened", flush=True)
+"""
+
+
+def test_processes_starting_together_upgrade_one_after_the_other(store_url: str, raw_engine: Engine) -> None:
+    """Several MSH processes opening an empty database at once: one creates the schema, the others wait
+    and find it done (PostgreSQL: advisory lock; SQLite: BEGIN IMMEDIATE)."""
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    children = [
+        subprocess.Popen(
+            [sys.executable, "-c", CHILD, store_url],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            env=env,
+            text=True,
+        )
+        for _ in range(3)
+    ]
+    try:
+        for child in children:
+            assert child.stdout is not None and child.stdout.readline() == "ready\n"
+        for child in children:
+            assert child.stdin is not None
+            child.stdin.write("go\n")
+            child.stdin.flush()
+        results = [child.communicate(timeout=60) for child in children]
+    finally:
+        for child in children:
+            if child.poll() is None:
+                child.kill()
+                child.wait(timeout=10)
+    assert [(child.returncode, out) for child, (out, _) in zip(children, results, strict=True)] == [
+        (0, "opened\n")
+    ] * 3, [err for _, err in results]
+    assert _revision(raw_engine) == migrations.head_revision()
+
+
+def test_threads_starting_together_upgrade_one_after_the_other(store_url: str, raw_engine: Engine) -> None:
+    """The same within one process (Alembic's module-wide context is used by one thread at a time)."""
+    barrier = threading.Barrier(3)
+    outcomes: list[str] = []
+
+    def start() -> None:
+        barrier.wait(timeout=10)
+        try:
+            Store.open(store_url).close()
+            outcomes.append("ok")
+        except BaseException as exc:
+            outcomes.append(repr(exc))
+
+    threads = [threading.Thread(target=start) for _ in range(3)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=60)
+    assert outcomes == ["ok", "ok", "ok"]
+    assert _revision(raw_engine) == migrations.head_revision()
