@@ -267,6 +267,10 @@ def build_parser() -> argparse.ArgumentParser:
     )
     show.add_argument("file", metavar="FILE", help="agreement file to show")
     show.set_defaults(func=_cmd_cpa_show)
+
+    from msh.runtime.commands import add_commands
+
+    add_commands(sub, cpa_sub)
     return parser
 
 

@@ -436,6 +436,10 @@ class Transaction(ABC):
         DuplicateElimination, its duplicate-elimination record), or None if it was never received."""
 
     @abstractmethod
+    def get_inbound(self, inbound_id: int) -> InboundMessage | None:
+        """The stored copy with this :attr:`InboundMessage.id` (an inbox entry's id), or None."""
+
+    @abstractmethod
     def insert_inbound(
         self,
         *,

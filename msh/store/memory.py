@@ -197,6 +197,9 @@ class _MemoryTransaction(Transaction):
     def find_inbound(self, message_id: str) -> InboundMessage | None:
         return self._first(message_id)
 
+    def get_inbound(self, inbound_id: int) -> InboundMessage | None:
+        return self._use().inbound.get(inbound_id)
+
     def insert_inbound(
         self,
         *,

@@ -534,6 +534,11 @@ class _SqlTransaction(Transaction):
         row = self._use().execute(statement).mappings().first()
         return None if row is None else _inbound(row)
 
+    def get_inbound(self, inbound_id: int) -> InboundMessage | None:
+        statement = select(inbound_messages).where(inbound_messages.c.id == inbound_id)
+        row = self._use().execute(statement).mappings().first()
+        return None if row is None else _inbound(row)
+
     def insert_inbound(
         self,
         *,

@@ -267,6 +267,21 @@ def test_inbound_message_and_its_inbox_entry_are_written_together(store: Store) 
     assert found.duplicate_elimination is True
 
 
+def test_each_stored_copy_is_found_by_its_id(store: Store) -> None:
+    """Without DuplicateElimination every copy is stored; get_inbound names one copy (an inbox entry)."""
+    with store.transaction() as tx:
+        first = add_inbound(tx, "copies@example.com", body=b"one", duplicate_elimination=False)
+        second = add_inbound(tx, "copies@example.com", body=b"two", duplicate_elimination=False)
+    with store.transaction(readonly=True) as tx:
+        assert tx.get_inbound(first.id) == first
+        assert tx.get_inbound(second.id) == second
+        assert tx.get_inbound(second.id + 1000) is None
+        got = tx.get_inbound(second.id)
+        assert got is not None
+        with tx.open_blob(got.body_blob_id) as body:
+            assert body.read() == b"two"
+
+
 def test_a_duplicate_gets_the_stored_acknowledgment_and_no_second_delivery(store: Store) -> None:
     """DESIGN.md §5.2/§5.3: the first copy is delivered once; a duplicate only counts and re-acks."""
     with store.transaction() as tx:

@@ -1,0 +1,13 @@
+"""The running MSH: settings, the runtime that executes the engine's actions, the HTTP endpoint and client.
+
+:class:`~msh.runtime.msh.Msh` is the application's Python API and the runtime; :mod:`msh.runtime.config`
+reads the settings; :mod:`msh.runtime.server` serves the endpoint (``msh serve``).
+"""
+
+from __future__ import annotations
+
+from msh.runtime.compose import Payload, Submission
+from msh.runtime.config import Settings, load_settings
+from msh.runtime.msh import HttpReply, Msh, ReceivedMessage
+
+__all__ = ["HttpReply", "Msh", "Payload", "ReceivedMessage", "Settings", "Submission", "load_settings"]

@@ -1,0 +1,102 @@
+"""The inbound endpoint as an ASGI application (DESIGN.md §2: an ASGI server for inbound).
+
+``POST <server.path>`` with an ebXML message (``multipart/related`` or ``text/xml``) is handed to
+:meth:`msh.runtime.msh.Msh.handle_http`; its answer (acknowledgment, ErrorList, SOAP Fault, or nothing)
+goes back on the response. The body is spooled (memory up to 1 MiB, then a temporary file), never held
+whole in memory, and refused with 413 past ``server.max_body_bytes``. Other paths get 404, other methods
+405 (``GET`` on the path answers a one-line description, handy for a load balancer's health check).
+"""
+
+from __future__ import annotations
+
+import logging
+import tempfile
+from collections.abc import Awaitable, Callable, MutableMapping
+from typing import Any
+
+from msh.runtime.msh import HttpReply, Msh
+
+__all__ = ["Endpoint"]
+
+log = logging.getLogger("msh.http")
+
+Scope = MutableMapping[str, Any]
+Message = MutableMapping[str, Any]
+Receive = Callable[[], Awaitable[Message]]
+Send = Callable[[Message], Awaitable[None]]
+
+_SPOOL_IN_MEMORY = 1 << 20
+
+
+class Endpoint:
+    """ASGI 3 application serving one MSH at ``path``."""
+
+    def __init__(self, msh: Msh, *, path: str = "/msh", max_body_bytes: int = 64 << 20) -> None:
+        self.msh = msh
+        self.path = path
+        self.max_body_bytes = max_body_bytes
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "lifespan":
+            await self._lifespan(receive, send)
+            return
+        if scope["type"] != "http":
+            return
+        if scope["path"] != self.path:
+            await _respond(send, HttpReply(404, "text/plain", f"no MSH endpoint here; POST to {self.path}\n".encode()))
+            return
+        method = scope["method"]
+        if method in ("GET", "HEAD"):
+            await _respond(
+                send, HttpReply(200, "text/plain", b"ebXML Messaging 2.0 MSH endpoint: POST messages here\n")
+            )
+            return
+        if method != "POST":
+            await _respond(send, HttpReply(405, "text/plain", b"POST ebXML messages here\n"), (b"allow", b"POST"))
+            return
+        headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope["headers"]}
+        declared = headers.get("content-length")
+        if declared is not None and declared.isdigit() and int(declared) > self.max_body_bytes:
+            await _respond(send, _too_large(self.max_body_bytes))
+            return
+        with tempfile.SpooledTemporaryFile(max_size=_SPOOL_IN_MEMORY) as spool:
+            size = 0
+            more = True
+            while more:
+                message = await receive()
+                if message["type"] == "http.disconnect":
+                    return  # the client gave up: nothing was processed, it will resend
+                chunk = message.get("body", b"")
+                size += len(chunk)
+                if size > self.max_body_bytes:
+                    await _respond(send, _too_large(self.max_body_bytes))
+                    return
+                spool.write(chunk)
+                more = message.get("more_body", False)
+            spool.seek(0)
+            reply = await self.msh.handle_http(spool, headers.get("content-type"))  # type: ignore[arg-type]
+        await _respond(send, reply)
+
+    async def _lifespan(self, receive: Receive, send: Send) -> None:
+        while True:
+            message = await receive()
+            if message["type"] == "lifespan.startup":
+                await self.msh.start()
+                await send({"type": "lifespan.startup.complete"})
+            elif message["type"] == "lifespan.shutdown":
+                await self.msh.stop()
+                await send({"type": "lifespan.shutdown.complete"})
+                return
+
+
+def _too_large(limit: int) -> HttpReply:
+    return HttpReply(413, "text/plain", f"message larger than server.max_body_bytes ({limit} bytes)\n".encode())
+
+
+async def _respond(send: Send, reply: HttpReply, *extra: tuple[bytes, bytes]) -> None:
+    headers = [(b"content-length", str(len(reply.body)).encode())]
+    if reply.content_type is not None:
+        headers.append((b"content-type", reply.content_type.encode("latin-1")))
+    headers += list(extra)
+    await send({"type": "http.response.start", "status": reply.status, "headers": headers})
+    await send({"type": "http.response.body", "body": reply.body})

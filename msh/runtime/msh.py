@@ -1,0 +1,1007 @@
+"""The running MSH: executes the engine's actions against the store and the network (DESIGN.md §2, §5).
+
+:class:`Msh` is both the application's Python API and the runtime behind ``msh serve``.
+
+Application API (synchronous, thread-safe; each call is one store transaction)
+    :meth:`Msh.submit` -> MessageId; :meth:`Msh.status`; :meth:`Msh.inbox`, :meth:`Msh.fetch`,
+    :meth:`Msh.ack`; callbacks ``on_delivered(message_id)``, ``on_failed(message_id, issue)`` and
+    ``on_message(entry_id, message_id)``, called after the commit that decided them, on the runtime's
+    event loop when it runs (keep them short; a callback that raises is logged, never retried).
+
+Runtime (asyncio, after :meth:`Msh.start`)
+    * one store transaction per step: a received message, its duplicate-elimination record, inbox row
+      and acknowledgment are committed together before the acknowledgment leaves (ebMS2 §6.5.2, DESIGN.md
+      §5.2-§5.3); a submitted message is committed with its timer before its first transmission (§5.1);
+    * transmissions re-send the stored bytes unchanged, at most ``sending.max_in_flight`` at once, over
+      one keep-alive HTTP client; the answer on the connection (acknowledgment, ErrorList, SOAP Fault) is
+      processed in the same transaction as the transmission's outcome;
+    * a timer loop claims due timer rows (leases, so a process that died loses its claims) and feeds
+      :class:`~msh.engine.TimerDue` to the sending state machine; after a restart it simply finds what is
+      due. It wakes at the next due time, and at least every ``timers.poll_interval`` to pick up work
+      that other processes wrote (``msh send`` while ``msh serve`` runs).
+
+Store work runs on one thread of its own (SQLite has one writer; PostgreSQL would allow more, not needed
+at this scale), so the event loop never waits on a commit.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import functools
+import io
+import logging
+import os
+import re
+import socket
+import tempfile
+import threading
+from collections import Counter
+from collections.abc import Awaitable, Callable, Iterable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from pathlib import Path
+from typing import Any, BinaryIO, Final, TypeVar
+
+import aiohttp
+
+from cpa.check import check
+from cpa.errors import CpaError
+from cpa.loader import load
+from cpa.model import CollaborationProtocolAgreement
+from cpa.registry import CpaRegistry
+from cpa.resolve import AgreementRefused, PartyKey, SendingParameters, party_keys
+from msh.ebms.envelope import read_envelope, serialise_envelope
+from msh.ebms.errorlist import error_list, error_message, soap_fault
+from msh.ebms.message import EbxmlMessage, ParseMode, parse_message, write_message
+from msh.ebms.model import Envelope, MessageHeader, MessageStatus, Party
+from msh.ebms.namespaces import SERVICE_MSH
+from msh.engine import (
+    CancelTimer,
+    Discard,
+    EndpointRef,
+    ErrorReceived,
+    Event,
+    InboundDecision,
+    NotifyDelivered,
+    NotifyFailed,
+    OutboundEvent,
+    OutboundStatus,
+    RecordAcknowledgment,
+    Reject,
+    Reliability,
+    ReplySync,
+    ResendStoredAck,
+    ScheduleTimer,
+    SendAsync,
+    SignalReceived,
+    StatusAnswer,
+    StoredInbound,
+    StoreInbound,
+    Submit,
+    TimerDue,
+    Transmit,
+    TransmitFailed,
+    TransmitSucceeded,
+    UnknownMessage,
+    receive,
+    step,
+)
+from msh.errors import ConfigurationError, EbmsError, EnvelopeError, ErrorCode, Issue, MimeProblemError, Severity
+from msh.runtime.compose import Submission, compose, new_message_id
+from msh.runtime.config import Settings
+from msh.runtime.mapping import (
+    TIMER_RETRY,
+    TIMER_TRANSMIT,
+    party_text,
+    reliability_to_store,
+    state_from_store,
+    state_to_store,
+)
+from msh.runtime.tls import ClientContexts
+from msh.safexml import parse_xml
+from msh.store import api as store_api
+from msh.store.api import Direction, DuplicateMessage, InboxEntry, InboxState, OutboundMessage, Store
+
+__all__ = ["HttpReply", "Msh", "ReceivedMessage", "load_agreements"]
+
+log = logging.getLogger("msh.runtime")
+
+SOAP_CONTENT_TYPE: Final = 'text/xml; charset="UTF-8"'
+_MAX_ANSWER: Final = 16 << 20  # bytes: an answer on the connection is a signal, never a large payload
+_T = TypeVar("_T")
+
+DeliveredCallback = Callable[[str], object]
+FailedCallback = Callable[[str, Issue], object]
+MessageCallback = Callable[[int, str], object]
+
+
+def load_agreements(paths: Iterable[Path], *, verify_signatures: bool = True) -> list[CollaborationProtocolAgreement]:
+    """Load every agreement named by ``paths`` (files, or folders whose ``*.xml`` files are loaded)."""
+    files: list[Path] = []
+    for path in paths:
+        files += sorted(path.glob("*.xml")) if path.is_dir() else [path]
+    agreements = []
+    for f in files:
+        try:
+            agreements.append(load(f, verify_signature=verify_signatures))
+        except CpaError as exc:
+            raise ConfigurationError(f"agreements.paths: {f} cannot be used:\n{exc}") from exc
+    if not agreements:
+        raise ConfigurationError("agreements.paths names no agreement file; add the CPA files this MSH works under")
+    return agreements
+
+
+@dataclass(frozen=True, slots=True)
+class HttpReply:
+    """What the endpoint answers: HTTP status, Content-Type (None: no body) and body."""
+
+    status: int
+    content_type: str | None = None
+    body: bytes = b""
+
+
+@dataclass(frozen=True, slots=True)
+class ReceivedMessage:
+    """A message from the inbox: its entry, its envelope and its payloads (spooled; :meth:`close` them)."""
+
+    entry: InboxEntry
+    message: EbxmlMessage
+
+    @property
+    def envelope(self) -> Envelope:
+        return self.message.envelope
+
+    def close(self) -> None:
+        self.message.close()
+
+
+@dataclass
+class _After:
+    """Work decided in a transaction, done once it has committed."""
+
+    transmits: list[tuple[str, int]] = field(default_factory=list)
+    notices: list[Callable[[], object]] = field(default_factory=list)
+    async_replies: list[tuple[bytes, EndpointRef]] = field(default_factory=list)
+
+
+class _Retry(Exception):
+    """The transaction lost a race (a concurrent copy of the same MessageId committed first): run it again."""
+
+
+_ENVELOPE_START = re.compile(rb"<(?:[A-Za-z_][\w.-]*:)?Envelope[\s>]")
+_ENVELOPE_END = re.compile(rb"</(?:[A-Za-z_][\w.-]*:)?Envelope\s*>")
+
+
+def _salvage_header(body: bytes) -> MessageHeader | None:
+    """The MessageHeader of a message that failed to parse, if its envelope can still be found and read
+    (to address the ErrorList to its sender, ebMS2 §4.2.4.2)."""
+    start = _ENVELOPE_START.search(body, 0, 1 << 20)
+    if start is None:
+        return None
+    end = _ENVELOPE_END.search(body, start.start(), start.start() + (1 << 20))
+    if end is None:
+        return None
+    try:
+        envelope, _ = read_envelope(parse_xml(body[start.start() : end.end()], what="SOAP envelope"), lenient=True)
+    except (EbmsError, ValueError):
+        return None
+    return envelope.message_header
+
+
+def _party_text(party: Party) -> str:
+    first = party.party_ids[0]
+    return party_text(first.value, first.type)
+
+
+def _owner() -> str:
+    return f"{socket.gethostname()}-{os.getpid()}-{os.urandom(4).hex()}"
+
+
+class Msh:
+    """One MSH: agreements, store, and (after :meth:`start`) the HTTP client and timer loop."""
+
+    def __init__(
+        self,
+        settings: Settings,
+        *,
+        store: Store | None = None,
+        agreements: Iterable[CollaborationProtocolAgreement] | None = None,
+        clock: Callable[[], datetime] = store_api.utc_now,
+        on_delivered: DeliveredCallback | None = None,
+        on_failed: FailedCallback | None = None,
+        on_message: MessageCallback | None = None,
+    ) -> None:
+        self.settings = settings
+        self.clock = clock
+        self.party: PartyKey = (settings.identity.party_id, settings.identity.party_id_type)
+        loaded = (
+            list(agreements)
+            if agreements is not None
+            else load_agreements(settings.agreements.paths, verify_signatures=settings.agreements.verify_signatures)
+        )
+        ours = [c for c in loaded if any(self.party in party_keys(p) for p in c.party_infos)]
+        if not ours:
+            raise ConfigurationError(
+                f"identity.party_id {self._party_label()} is not a party "
+                f"of any loaded agreement ({', '.join(c.cpaid for c in loaded)}): check identity.party_id and "
+                f"identity.party_id_type"
+            )
+        timeouts: dict[str, timedelta] = {}
+        first = settings.sending.first_resend_timeout
+        if first is not None:
+            for cpa in ours:
+                for info in cpa.party_infos:
+                    for channel in (*info.delivery_channels, info.default_msh_channel):
+                        timeouts[channel.channel_id] = first
+        self.registry = CpaRegistry(ours, first_resend_timeouts=timeouts)
+        self.store = store if store is not None else Store.open(settings.store.url)
+        self._own_store = store is None
+        self.on_delivered = on_delivered
+        self.on_failed = on_failed
+        self.on_message = on_message
+        self.counters: Counter[str] = Counter()
+        self._owner = _owner()
+        self._tls = ClientContexts(
+            certificate=settings.tls.certificate, private_key=settings.tls.private_key, trusted=settings.tls.trusted
+        )
+        self._params: dict[str, SendingParameters] = {}
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._db: ThreadPoolExecutor | None = None
+        self._session: aiohttp.ClientSession | None = None
+        self._in_flight: asyncio.Semaphore | None = None
+        self._tasks: set[asyncio.Task[Any]] = set()
+        self._timer_task: asyncio.Task[None] | None = None
+        self._wake: asyncio.Event | None = None
+        self._running = False
+        self._lock = threading.Lock()
+
+    def _party_label(self) -> str:
+        value, type_ = self.party
+        return f"{value!r}" + (f" (type {type_})" if type_ else "")
+
+    # ------------------------------------------------------------------------------ application API
+
+    def submit(self, submission: Submission) -> str:
+        """Commit a message for sending and return its MessageId; it is transmitted at once when the
+        runtime runs in this process, else by the timer loop of the process that serves this store.
+
+        Raises :class:`~cpa.resolve.AgreementRefused` (a :class:`ConfigurationError`) when no agreement
+        in force lets us send it, :class:`ConfigurationError` for a choice the agreement forbids.
+        """
+        now = self.clock()
+        params = self._resolve_for(submission, now)
+        domain = self.settings.identity.message_id_domain
+        message_id = new_message_id(domain)
+        composed = compose(
+            params,
+            submission,
+            message_id=message_id,
+            now=now,
+            conversation_id=submission.conversation_id or new_message_id(domain),
+            content_id_domain=domain,
+            ack_default=self.settings.sending.ack_requested,
+            duplicate_elimination_default=self.settings.sending.duplicate_elimination,
+        )
+        reliability = Reliability.from_parameters(
+            params, ack_requested=composed.ack_requested, time_to_live=submission.time_to_live
+        )
+        state, actions = step(None, Submit(message_id, reliability), now)
+        after = _After()
+        with tempfile.SpooledTemporaryFile(max_size=1 << 20) as spool:
+            content_type = write_message(spool, composed.envelope, composed.attachments)  # type: ignore[arg-type]
+            spool.seek(0)
+            with self.store.transaction() as tx:
+                blob = tx.put_blob(spool)  # type: ignore[arg-type]
+                tx.insert_outbound(
+                    message_id=message_id,
+                    cpaid=params.cpaid,
+                    conversation_id=composed.envelope.message_header.conversation_id,  # type: ignore[union-attr]
+                    service=params.service,
+                    action=params.action,
+                    from_party=party_text(params.from_party_ids[0].value, params.from_party_ids[0].type),
+                    to_party=party_text(params.to_party_ids[0].value, params.to_party_ids[0].type),
+                    endpoint_url=params.endpoint_url,
+                    content_type=content_type,
+                    body_blob_id=blob,
+                    parameters=reliability_to_store(reliability),
+                    state=state_to_store(state),
+                )
+                tx.append_event(
+                    at=now,
+                    kind="submitted",
+                    message_id=message_id,
+                    direction=Direction.OUTBOUND,
+                    detail={"cpaid": params.cpaid, "action": params.action, "to": party_text(*submission.to_party)},
+                )
+                self._apply_sending_actions(tx, message_id, actions, now, after, queue_transmit=not self._running)
+        self._params[message_id] = params
+        self.counters["submitted"] += 1
+        self._after_commit(after)
+        return message_id
+
+    def status(self, message_id: str) -> OutboundMessage | None:
+        """The stored state of a message we sent (None: no such MessageId)."""
+        with self.store.transaction(readonly=True) as tx:
+            return tx.get_outbound(message_id)
+
+    def inbox(self, state: InboxState | None = InboxState.NEW, *, limit: int = 100) -> list[InboxEntry]:
+        """Received messages for the application (``state`` None: all), oldest first."""
+        with self.store.transaction(readonly=True) as tx:
+            return tx.inbox_list(state, limit=limit)
+
+    def fetch(self, entry_id: int) -> ReceivedMessage:
+        """The received message of inbox entry ``entry_id``, marked delivered-to-app (ack it when it is safe)."""
+        now = self.clock()
+        with self.store.transaction() as tx:
+            entry = tx.inbox_entry(entry_id)
+            if entry is None:
+                raise store_api.UnknownMessage(entry_id, "inbox entry")
+            record = tx.get_inbound(entry_id)
+            if record is None:
+                raise store_api.UnknownMessage(entry_id, "stored message of inbox entry")
+            with tx.open_blob(record.body_blob_id) as blob:
+                parsed = parse_message(blob, record.content_type, mode=ParseMode.LENIENT)
+            entry = tx.inbox_mark_delivered(entry_id, now)
+        return ReceivedMessage(entry, parsed)
+
+    def ack(self, entry_id: int) -> InboxEntry:
+        """The application holds inbox entry ``entry_id`` safely: it is not offered again."""
+        with self.store.transaction() as tx:
+            return tx.inbox_ack(entry_id, self.clock())
+
+    def _resolve_for(self, submission: Submission, now: datetime) -> SendingParameters:
+        common: dict[str, Any] = {
+            "from_party": self.party,
+            "from_role": submission.from_role,
+            "to_party": submission.to_party,
+            "to_role": submission.to_role,
+            "service": submission.service,
+            "action": submission.action,
+            "service_type": submission.service_type,
+            "now": now,
+        }
+        if submission.cpa_id is not None:
+            return self.registry.resolve(submission.cpa_id, **common)
+        found = self.registry.find(
+            self.party, submission.to_party, submission.service, submission.action, submission.service_type, now=now
+        )
+        if len(found) != 1:
+            what = "no agreement" if not found else f"{len(found)} agreements ({', '.join(c.cpaid for c in found)})"
+            raise ConfigurationError(
+                f"{what} in force let {self._party_label()} send {submission.service}/{submission.action} to "
+                f"{submission.to_party[0]!r}: name the CPAId"
+                + (" of the one to use" if found else ", or load the agreement that allows it")
+            )
+        return self.registry.resolve(found[0].cpaid, **common)
+
+    # ------------------------------------------------------------------------------ sending machine
+
+    def _apply_sending_actions(
+        self,
+        tx: store_api.Transaction,
+        message_id: str,
+        actions: Iterable[object],
+        now: datetime,
+        after: _After,
+        *,
+        queue_transmit: bool = False,
+    ) -> None:
+        for action in actions:
+            if isinstance(action, ScheduleTimer):
+                tx.schedule_timer(message_id, TIMER_RETRY, action.due_at, replace_existing=True)
+            elif isinstance(action, CancelTimer):
+                tx.cancel_timers(message_id)
+            elif isinstance(action, Transmit):
+                if queue_transmit:
+                    # Another process serves this store: its timer loop transmits (DESIGN.md §5.1).
+                    tx.schedule_timer(message_id, TIMER_TRANSMIT, now, replace_existing=True)
+                else:
+                    after.transmits.append((action.message_id, action.attempt))
+                if action.attempt > 1:
+                    self.counters["resent"] += 1
+                    tx.append_event(
+                        at=now,
+                        kind="resent",
+                        message_id=message_id,
+                        direction=Direction.OUTBOUND,
+                        detail={"attempt": action.attempt},
+                    )
+            elif isinstance(action, NotifyDelivered):
+                self.counters["acknowledged"] += 1
+                tx.append_event(at=now, kind="delivered", message_id=message_id, direction=Direction.OUTBOUND)
+                callback = self.on_delivered
+                if callback is not None:
+                    after.notices.append(functools.partial(callback, message_id))
+            elif isinstance(action, NotifyFailed):
+                self.counters["failed"] += 1
+                issue = action.issue
+                tx.append_event(
+                    at=now,
+                    kind="failed",
+                    message_id=message_id,
+                    direction=Direction.OUTBOUND,
+                    detail={
+                        "errorCode": issue.error_code.value,
+                        "severity": issue.severity.value,
+                        "description": issue.description,
+                    },
+                )
+                log.warning("message %s failed: %s", message_id, issue)
+                failed_cb = self.on_failed
+                if failed_cb is not None:
+                    after.notices.append(functools.partial(failed_cb, message_id, issue))
+
+    def _step_outbound(
+        self, tx: store_api.Transaction, message_id: str, event: Event, now: datetime, after: _After
+    ) -> OutboundStatus | None:
+        """One step of the sending machine of ``message_id``, committed with the caller's transaction."""
+        stored = tx.get_outbound(message_id, for_update=True)
+        if stored is None:
+            raise UnknownMessage(f"no outbound message {message_id}")
+        state = state_from_store(stored)
+        new, actions = step(state, event, now)
+        if new != state:
+            tx.update_outbound_state(message_id, state_to_store(new))
+        self._apply_sending_actions(tx, message_id, actions, now, after)
+        return new.status
+
+    def _route_to_outbound(
+        self, tx: store_api.Transaction, routed: OutboundEvent, now: datetime, after: _After
+    ) -> None:
+        stored = tx.get_outbound(routed.message_id)
+        if stored is None:
+            # ebMS2 §6.5.2: an Acknowledgment (or error) for a message we do not know is ignored.
+            self.counters["unknown-signals"] += 1
+            log.info("signal for unknown message %s ignored", routed.message_id)
+            return
+        if routed.from_party is not None and _party_text(routed.from_party) != stored.to_party:
+            # Only the party we sent it to may acknowledge it or report on it.
+            self.counters["foreign-signals"] += 1
+            log.warning(
+                "signal about %s from %s ignored: the message went to %s",
+                routed.message_id,
+                _party_text(routed.from_party),
+                stored.to_party,
+            )
+            return
+        if routed.cpa_id is not None and routed.cpa_id != stored.cpaid:
+            self.counters["foreign-signals"] += 1
+            log.warning(
+                "signal about %s under CPA %s ignored: it was sent under %s",
+                routed.message_id,
+                routed.cpa_id,
+                stored.cpaid,
+            )
+            return
+        self._step_outbound(tx, routed.message_id, routed.event, now, after)
+
+    # ------------------------------------------------------------------------------ receiving
+
+    def _stored_inbound(self, tx: store_api.Transaction, message_id: str) -> StoredInbound | None:
+        record = tx.find_inbound(message_id)
+        if record is None:
+            return None
+        entry = tx.inbox_entry(record.id)
+        delivered = entry is not None and entry.state is not InboxState.NEW
+        return StoredInbound(record.message_id, record.ack_envelope, delivered)
+
+    def _status_answer(self, tx: store_api.Transaction, envelope: Envelope) -> StatusAnswer | None:
+        request = envelope.status_request
+        if request is None:
+            return None
+        record = tx.find_inbound(request.ref_to_message_id)
+        if record is None:
+            return None
+        # ebMS2 §7.3.3: Received - the message was received by this MSH.
+        return StatusAnswer(MessageStatus.RECEIVED, record.received_at)
+
+    def _receive_tx(
+        self,
+        message: EbxmlMessage,
+        raw: BinaryIO | bytes,
+        now: datetime,
+        after: _After,
+        *,
+        sync_override: bool | None,
+        then: Callable[[store_api.Transaction], None] | None = None,
+    ) -> tuple[InboundDecision, bytes | None]:
+        """Decide and commit one received message; returns the decision and the synchronous reply bytes.
+
+        ``then`` runs in the same transaction, after the decision's store actions."""
+        envelope = message.envelope
+        s = self.settings.agreements
+        result = check(envelope, self.registry, now=now, reading=s.reading, msh_time_accuracy=s.time_accuracy)
+        header = envelope.message_header
+        for _attempt in range(3):
+            try:
+                with self.store.transaction() as tx:
+                    duplicate = None
+                    if header is not None and header.service.value != SERVICE_MSH:
+                        duplicate = self._stored_inbound(tx, header.message_id)
+                    decision = receive(
+                        envelope,
+                        check_result=result,
+                        duplicate=duplicate,
+                        now=now,
+                        new_message_id=new_message_id(self.settings.identity.message_id_domain),
+                        sync_reply_requested=sync_override,
+                        message_status=self._status_answer(tx, envelope),
+                    )
+                    sync = self._apply_inbound(tx, message, raw, decision, now, after)
+                    if then is not None:
+                        then(tx)
+                return decision, sync
+            except _Retry:
+                continue
+        raise ConfigurationError("a received message kept losing the race for its MessageId; giving up on it")
+
+    def _apply_inbound(
+        self,
+        tx: store_api.Transaction,
+        message: EbxmlMessage,
+        raw: BinaryIO | bytes,
+        decision: InboundDecision,
+        now: datetime,
+        after: _After,
+    ) -> bytes | None:
+        header = message.envelope.message_header
+        serialised: dict[int, bytes] = {}
+
+        def wire(stored: bytes | Envelope) -> bytes:
+            if isinstance(stored, bytes):
+                return stored
+            key = id(stored)
+            if key not in serialised:
+                serialised[key] = serialise_envelope(stored)
+            return serialised[key]
+
+        sync_reply: bytes | None = None
+        for action in decision.actions:
+            if isinstance(action, StoreInbound):
+                assert header is not None
+                ack = wire(action.record_ack) if action.record_ack is not None else None
+                if not isinstance(raw, bytes):
+                    raw.seek(0)  # the body as received, streamed to the store (again after a _Retry)
+                blob = tx.put_blob(raw)
+                try:
+                    record = tx.insert_inbound(
+                        message_id=action.message_id,
+                        from_party=_party_text(header.from_party),
+                        to_party=_party_text(header.to_party),
+                        cpaid=header.cpa_id,
+                        conversation_id=header.conversation_id,
+                        service=header.service.value,
+                        action=header.action,
+                        received_at=action.received_at or now,
+                        content_type=message.content_type,
+                        body_blob_id=blob,
+                        ack_envelope=ack,
+                        deliver=action.deliver,
+                        duplicate_elimination=action.duplicate_elimination,
+                    )
+                except DuplicateMessage:
+                    raise _Retry() from None
+                self.counters["received"] += 1
+                if action.deliver:
+                    self.counters["delivered-to-inbox"] += 1
+                tx.append_event(
+                    at=now,
+                    kind="received",
+                    message_id=action.message_id,
+                    direction=Direction.INBOUND,
+                    detail={
+                        "cpaid": header.cpa_id,
+                        "action": header.action,
+                        "acknowledged": ack is not None,
+                        "issues": [str(i) for i in decision.issues],
+                    },
+                )
+                callback = self.on_message
+                if callback is not None and action.deliver:
+                    after.notices.append(functools.partial(callback, record.id, record.message_id))
+            elif isinstance(action, RecordAcknowledgment):
+                tx.record_acknowledgment(action.message_id, wire(action.acknowledgment))
+            elif isinstance(action, ResendStoredAck):
+                count = tx.increment_duplicate(action.message_id, now)
+                self.counters["duplicates"] += 1
+                tx.append_event(
+                    at=now,
+                    kind="duplicate",
+                    message_id=action.message_id,
+                    direction=Direction.INBOUND,
+                    detail={"count": count},
+                )
+                if action.sync:
+                    sync_reply = wire(action.acknowledgment)
+                else:
+                    after.async_replies.append((wire(action.acknowledgment), action.to_endpoint))
+            elif isinstance(action, (ReplySync, SendAsync)):
+                if isinstance(action, ReplySync):
+                    sync_reply = wire(action.envelope)
+                else:
+                    after.async_replies.append((wire(action.envelope), action.to_endpoint))
+            elif isinstance(action, Reject):
+                self.counters["rejected"] += 1
+                tx.append_event(
+                    at=now,
+                    kind="rejected",
+                    message_id=action.message_id,
+                    direction=Direction.INBOUND,
+                    detail={"issues": [str(i) for i in decision.issues]},
+                )
+                log.info("message %s refused: %s", action.message_id, "; ".join(str(i) for i in decision.issues))
+                if action.sync:
+                    sync_reply = wire(action.error_message)
+                elif action.to_endpoint is not None:
+                    after.async_replies.append((wire(action.error_message), action.to_endpoint))
+            elif isinstance(action, OutboundEvent):
+                self._route_to_outbound(tx, action, now, after)
+            elif isinstance(action, SignalReceived):
+                self.counters[f"signal-{action.action}"] += 1
+                tx.append_event(
+                    at=now,
+                    kind=f"signal-{action.action}",
+                    message_id=action.ref_to_message_id,
+                    direction=Direction.INBOUND,
+                )
+            elif isinstance(action, Discard):
+                if decision.duplicate:
+                    self.counters["duplicates"] += 1
+                    assert header is not None
+                    tx.increment_duplicate(header.message_id, now)
+                log.info("discarded: %s", action.reason)
+        return sync_reply
+
+    def receive_http(self, body: BinaryIO | bytes, content_type: str | None) -> tuple[HttpReply, _After]:
+        """Process one POSTed message (on the store thread); the reply and the work for after the commit.
+
+        ``body`` is the request body, as bytes or a seekable stream (it is read twice: parsed, then
+        stored as received)."""
+        now = self.clock()
+        after = _After()
+        stream: BinaryIO = io.BytesIO(body) if isinstance(body, bytes) else body
+        try:
+            message = parse_message(stream, content_type, mode=self.settings.receiving.parse_mode)
+        except EnvelopeError as exc:
+            self.counters["unreadable"] += 1
+            log.info("unreadable message refused: %s", exc)
+            return self._fault(exc), after
+        except EbmsError as exc:
+            stream.seek(0)
+            return self._parse_refusal(exc, stream.read(1 << 20), content_type, now), after
+        try:
+            if message.warnings:
+                log.info("received with warnings: %s", "; ".join(str(w) for w in message.warnings))
+            decision, reply = self._receive_tx(message, stream, now, after, sync_override=None)
+        finally:
+            message.close()
+        if reply is None:
+            return HttpReply(202), after
+        if any(isinstance(a, Reject) and a.message_id is None for a in decision.actions):
+            return HttpReply(500, SOAP_CONTENT_TYPE, reply), after
+        return HttpReply(200, SOAP_CONTENT_TYPE, reply), after
+
+    def _fault(self, exc: EbmsError, *, status: int = 500) -> HttpReply:
+        # SOAP 1.1 §6.2: a SOAP Fault goes back with HTTP 500.
+        return HttpReply(status, SOAP_CONTENT_TYPE, serialise_envelope(soap_fault(exc)))
+
+    def _parse_refusal(self, exc: EbmsError, body: bytes, content_type: str | None, now: datetime) -> HttpReply:
+        self.counters["rejected"] += 1
+        log.info("unparseable message refused: %s", exc)
+        if isinstance(exc, MimeProblemError) and content_type is not None:
+            media = content_type.split(";", 1)[0].strip().lower()
+            if media not in ("multipart/related", "text/xml", "application/xml", "application/soap+xml"):
+                # ebMS2 §2.1.2: only multipart/related or text/xml carry ebXML messages.
+                return self._fault(exc, status=415)
+        header = _salvage_header(body)
+        if header is None:
+            return self._fault(exc)
+        # ebMS2 §4.2.4.2: the header is readable: report to its sender in an ErrorList message.
+        reply = error_message(
+            exc, in_reply_to=header, message_id=new_message_id(self.settings.identity.message_id_domain), timestamp=now
+        )
+        return HttpReply(200, SOAP_CONTENT_TYPE, serialise_envelope(reply))
+
+    # ------------------------------------------------------------------------------ runtime
+
+    @property
+    def running(self) -> bool:
+        return self._running
+
+    async def start(self) -> None:
+        """Start the HTTP client and the timer loop on the running event loop."""
+        if self._running:
+            return
+        self._loop = asyncio.get_running_loop()
+        self._db = ThreadPoolExecutor(max_workers=1, thread_name_prefix="msh-store")
+        s = self.settings.sending
+        timeout = aiohttp.ClientTimeout(total=s.http_timeout.total_seconds(), connect=s.connect_timeout.total_seconds())
+        connector = aiohttp.TCPConnector(
+            limit=s.max_in_flight * 2, limit_per_host=s.max_in_flight, keepalive_timeout=30
+        )
+        self._session = aiohttp.ClientSession(timeout=timeout, connector=connector, auto_decompress=False)
+        self._in_flight = asyncio.Semaphore(s.max_in_flight)
+        self._wake = asyncio.Event()
+        self._running = True
+        self._timer_task = asyncio.create_task(self._timer_loop(), name="msh-timers")
+
+    async def stop(self) -> None:
+        """Stop the timer loop, let transmissions in flight finish (bounded), close the client."""
+        if not self._running:
+            return
+        self._running = False
+        if self._timer_task is not None:
+            self._timer_task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._timer_task
+        if self._tasks:
+            await asyncio.wait(set(self._tasks), timeout=self.settings.sending.http_timeout.total_seconds() + 1)
+        for task in list(self._tasks):
+            task.cancel()
+        if self._session is not None:
+            await self._session.close()
+        if self._db is not None:
+            self._db.shutdown(wait=True)
+
+    def close(self) -> None:
+        """Close the store (when this object opened it)."""
+        if self._own_store:
+            self.store.close()
+
+    async def _in_db(self, fn: Callable[..., _T], *args: Any) -> _T:
+        loop = asyncio.get_running_loop()
+        return await loop.run_in_executor(self._db, fn, *args)
+
+    async def handle_http(self, body: BinaryIO | bytes, content_type: str | None) -> HttpReply:
+        """The endpoint: process a POSTed message, do the after-commit work, return the HTTP reply."""
+        try:
+            reply, after = await self._in_db(self.receive_http, body, content_type)
+        except Exception as exc:  # the store failed: nothing was committed, the sender will resend
+            log.exception("could not process a received message")
+            issue = Issue(ErrorCode.UNKNOWN, Severity.ERROR, f"the receiving MSH could not process the message: {exc}")
+            return HttpReply(500, SOAP_CONTENT_TYPE, serialise_envelope(soap_fault(issue, server=True)))
+        self._after_commit(after)
+        return reply
+
+    def _after_commit(self, after: _After) -> None:
+        for notice in after.notices:
+            try:
+                notice()
+            except Exception:
+                log.exception("an application callback raised")
+        if not after.transmits and not after.async_replies:
+            return
+        loop = self._loop
+        if loop is None or not self._running:
+            return
+        for message_id, attempt in after.transmits:
+            self._spawn_threadsafe(loop, functools.partial(self._transmit, message_id, attempt))
+        for body, ref in after.async_replies:
+            self._spawn_threadsafe(loop, functools.partial(self._send_async_reply, body, ref))
+
+    def _spawn_threadsafe(self, loop: asyncio.AbstractEventLoop, make: Callable[[], Awaitable[None]]) -> None:
+        def spawn() -> None:
+            task = asyncio.ensure_future(make())
+            self._tasks.add(task)
+            task.add_done_callback(self._tasks.discard)
+
+        try:
+            running = asyncio.get_running_loop()
+        except RuntimeError:
+            running = None
+        if running is loop:
+            spawn()
+        else:
+            loop.call_soon_threadsafe(spawn)
+
+    # -- transmitting
+
+    def _load_for_send(self, message_id: str) -> tuple[OutboundMessage, bytes] | None:
+        with self.store.transaction(readonly=True) as tx:
+            stored = tx.get_outbound(message_id)
+            if stored is None or stored.state.status.value in ("delivered", "failed"):
+                return None
+            with tx.open_blob(stored.body_blob_id) as blob:
+                body = blob.read()
+        return stored, body
+
+    def _params_of(self, stored: OutboundMessage) -> SendingParameters | None:
+        params = self._params.get(stored.message_id)
+        if params is not None:
+            return params
+        cpa = self.registry.get(stored.cpaid)
+        if cpa is None:
+            return None
+        to_keys = [k for info in cpa.party_infos for k in party_keys(info) if party_text(*k) == stored.to_party]
+        if not to_keys:
+            return None
+        try:
+            params = self.registry.resolve(
+                stored.cpaid,
+                from_party=self.party,
+                to_party=to_keys[0],
+                service=stored.service,
+                action=stored.action,
+                now=self.clock(),
+            )
+        except AgreementRefused:
+            return None
+        self._params[stored.message_id] = params
+        return params
+
+    async def _transmit(self, message_id: str, attempt: int) -> None:
+        assert self._in_flight is not None and self._session is not None
+        async with self._in_flight:
+            loaded = await self._in_db(self._load_for_send, message_id)
+            if loaded is None:
+                return
+            stored, body = loaded
+            params = self._params_of(stored)
+            ssl_context = (
+                self._tls.for_parameters(params) if params is not None else self._tls.for_url(stored.endpoint_url)
+            )
+            self.counters["transmissions"] += 1
+            headers = {"Content-Type": stored.content_type, "SOAPAction": '"ebXML"'}
+            try:
+                async with self._session.post(
+                    stored.endpoint_url, data=body, headers=headers, ssl=ssl_context if ssl_context else False
+                ) as response:
+                    if (response.content_length or 0) > _MAX_ANSWER:
+                        raise aiohttp.ClientPayloadError(f"answer of {response.content_length} bytes is too large")
+                    reply = await response.read()
+                    outcome = (response.status, response.headers.get("Content-Type"), reply)
+            except (TimeoutError, aiohttp.ClientError, OSError) as exc:
+                reason = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
+                self.counters["transmit-failures"] += 1
+                await self._step_async(message_id, TransmitFailed(f"POST {stored.endpoint_url}: {reason}"))
+                return
+        await self._outcome(message_id, *outcome)
+
+    async def _step_async(self, message_id: str, event: Event) -> None:
+        def work() -> _After:
+            after = _After()
+            now = self.clock()
+            with self.store.transaction() as tx:
+                try:
+                    self._step_outbound(tx, message_id, event, now, after)
+                except UnknownMessage:
+                    log.warning("no outbound message %s to apply %s to", message_id, type(event).__name__)
+            return after
+
+        self._after_commit(await self._in_db(work))
+
+    async def _outcome(self, message_id: str, status: int, content_type: str | None, body: bytes) -> None:
+        def work() -> _After:
+            after = _After()
+            now = self.clock()
+            message: EbxmlMessage | None = None
+            if body.strip():
+                try:
+                    message = parse_message(body, content_type, mode=ParseMode.LENIENT)
+                except EbmsError as exc:
+                    log.warning("answer to %s (HTTP %s) is not an ebXML message: %s", message_id, status, exc)
+            event: Event
+            if message is not None and message.envelope.fault is not None:
+                fault = message.envelope.fault
+                # SOAP 1.1 §4.4: the peer could not process our message at all; resending it will not help.
+                issue = Issue(
+                    ErrorCode.OTHER_XML,
+                    Severity.ERROR,
+                    f"the peer answered with a SOAP Fault: {fault.faultcode} {fault.faultstring}",
+                )
+                event = ErrorReceived(error_list(issue))
+            elif 200 <= status < 300:
+                event = TransmitSucceeded(reached_peer=True)
+            else:
+                event = TransmitFailed(f"HTTP {status} from the peer")
+
+            def outcome(tx: store_api.Transaction) -> None:
+                try:
+                    self._step_outbound(tx, message_id, event, now, after)
+                except UnknownMessage:
+                    log.warning("no outbound message %s for the outcome of its transmission", message_id)
+
+            try:
+                if message is not None and message.envelope.fault is None:
+                    # The answer on the connection (acknowledgment, ErrorList) commits with the exchange's outcome.
+                    self._receive_tx(message, body, now, after, sync_override=False, then=outcome)
+                else:
+                    with self.store.transaction() as tx:
+                        outcome(tx)
+            finally:
+                if message is not None:
+                    message.close()
+            return after
+
+        self._after_commit(await self._in_db(work))
+
+    async def _send_async_reply(self, body: bytes, ref: EndpointRef) -> None:
+        assert self._session is not None
+        try:
+            params = self.registry.resolve(
+                ref.cpa_id,
+                from_party=ref.from_party,
+                to_party=ref.to_party,
+                service=ref.service,
+                action=ref.action,
+                now=self.clock(),
+            )
+        except AgreementRefused as exc:
+            # ebMS2 §4.2.4.2: no endpoint to report to: log it.
+            log.warning("asynchronous %s not sent: %s", ref.action, exc)
+            return
+        ssl_context = self._tls.for_parameters(params)
+        try:
+            async with self._session.post(
+                params.endpoint_url,
+                data=body,
+                headers={"Content-Type": SOAP_CONTENT_TYPE, "SOAPAction": '"ebXML"'},
+                ssl=ssl_context if ssl_context else False,
+            ) as response:
+                await response.read()
+            self.counters["async-replies"] += 1
+        except (TimeoutError, aiohttp.ClientError, OSError) as exc:
+            # The sender resends its message and gets the stored acknowledgment again (ebMS2 §6.5.5).
+            log.info("asynchronous %s to %s lost: %s", ref.action, params.endpoint_url, exc)
+
+    # -- timers
+
+    def wake(self) -> None:
+        """Look for due timers now (e.g. after another process queued work)."""
+        if self._loop is not None and self._wake is not None:
+            self._loop.call_soon_threadsafe(self._wake.set)
+
+    async def _timer_loop(self) -> None:
+        assert self._wake is not None
+        poll = self.settings.timers.poll_interval.total_seconds()
+        while self._running:
+            try:
+                nearest = await self._run_due_timers()
+            except Exception:
+                log.exception("timer loop: store failure; trying again shortly")
+                nearest = None
+            wait = poll
+            if nearest is not None:
+                wait = max(0.0, min(poll, (nearest - self.clock()).total_seconds()))
+            if wait > 0:
+                self._wake.clear()
+                with contextlib.suppress(asyncio.TimeoutError):
+                    await asyncio.wait_for(self._wake.wait(), timeout=wait)
+
+    async def _run_due_timers(self) -> datetime | None:
+        lease = self.settings.timers.lease
+
+        def claim() -> tuple[list[store_api.Timer], datetime | None]:
+            now = self.clock()
+            with self.store.transaction() as tx:
+                timers = tx.claim_due_timers(now, self._owner, lease, limit=64)
+                nearest = tx.next_timer_due() if not timers else None
+            return timers, nearest
+
+        timers, nearest = await self._in_db(claim)
+        if timers:
+            await asyncio.gather(*(self._fire(t) for t in timers))
+            return self.clock()
+        return nearest
+
+    async def _fire(self, timer: store_api.Timer) -> None:
+        def work() -> _After:
+            after = _After()
+            now = self.clock()
+            with self.store.transaction() as tx:
+                if not tx.complete_timer(timer.id, self._owner):
+                    return after  # the lease was lost: another process does it
+                if timer.kind == TIMER_TRANSMIT:
+                    stored = tx.get_outbound(timer.message_id)
+                    if stored is not None and stored.state.status.value not in ("delivered", "failed"):
+                        after.transmits.append((timer.message_id, stored.state.attempts))
+                    return after
+                try:
+                    self._step_outbound(tx, timer.message_id, TimerDue(), now, after)
+                except UnknownMessage:
+                    log.warning("timer for unknown message %s dropped", timer.message_id)
+            return after
+
+        self._after_commit(await self._in_db(work))

@@ -1,0 +1,116 @@
+"""Running an MSH: the ASGI endpoint on uvicorn, the runtime beside it, clean shutdown (``msh serve``).
+
+uvicorn (with httptools and, where installed, uvloop) serves :class:`~msh.runtime.asgi.Endpoint`; TLS uses
+the context :mod:`msh.runtime.tls` builds from the settings and agreements (mutual TLS when
+``tls.require_client_certificate``). SIGINT/SIGTERM stop accepting, let transmissions in flight end and
+close the store; a SIGKILL loses nothing committed (DESIGN.md §5.6).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import socket
+from collections.abc import Callable
+
+import uvicorn
+
+from msh.runtime.asgi import Endpoint
+from msh.runtime.config import Settings
+from msh.runtime.msh import Msh
+from msh.runtime.tls import server_context, trust_anchors_pem
+
+__all__ = ["bind", "serve", "run"]
+
+log = logging.getLogger("msh.server")
+
+
+def bind(host: str, port: int) -> socket.socket:
+    """A listening TCP socket on ``host``:``port`` (0: any free port; read it from ``getsockname()``)."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind((host, port))
+    except OSError as exc:
+        sock.close()
+        from msh.errors import ConfigurationError
+
+        raise ConfigurationError(f"server.host/server.port: cannot listen on {host}:{port}: {exc.strerror}") from None
+    sock.listen(2048)
+    sock.setblocking(False)
+    return sock
+
+
+def _uvicorn_config(settings: Settings, msh: Msh) -> uvicorn.Config:
+    s = settings.server
+    app = Endpoint(msh, path=s.path, max_body_bytes=s.max_body_bytes)
+    config = uvicorn.Config(
+        app,
+        host=s.host,
+        port=s.port,
+        http="httptools",
+        loop="none",
+        lifespan="off",
+        access_log=False,
+        log_config=None,
+        timeout_keep_alive=30,
+        server_header=False,
+    )
+    config.load()
+    if s.tls:
+        tls = settings.tls
+        config.ssl = server_context(
+            certificate=tls.certificate,
+            private_key=tls.private_key,
+            client_anchors_pem=trust_anchors_pem(msh.registry, msh.party),
+            trusted=tls.trusted,
+            require_client_certificate=tls.require_client_certificate,
+        )
+    return config
+
+
+async def serve(
+    settings: Settings,
+    msh: Msh,
+    *,
+    sock: socket.socket | None = None,
+    ready: Callable[[int], None] | None = None,
+    stop: asyncio.Event | None = None,
+) -> None:
+    """Serve ``msh`` until SIGINT/SIGTERM (or ``stop`` is set); ``ready(port)`` is called once listening."""
+    config = _uvicorn_config(settings, msh)
+    listener = sock if sock is not None else bind(settings.server.host, settings.server.port)
+    port = int(listener.getsockname()[1])
+    server = uvicorn.Server(config)
+    await msh.start()
+    try:
+        task = asyncio.create_task(server.serve(sockets=[listener]))
+        while not server.started and not task.done():
+            await asyncio.sleep(0.01)
+        if task.done():
+            await task
+            return
+        if ready is not None:
+            ready(port)
+        if stop is not None:
+            waiter = asyncio.create_task(stop.wait())
+            await asyncio.wait({task, waiter}, return_when=asyncio.FIRST_COMPLETED)
+            server.should_exit = True
+            waiter.cancel()
+        await task
+    finally:
+        await msh.stop()
+        with contextlib.suppress(OSError):
+            listener.close()
+
+
+def run(settings: Settings, msh: Msh, *, ready: Callable[[int], None] | None = None) -> None:
+    """Blocking :func:`serve` on a new event loop (uvloop where installed)."""
+    try:
+        import uvloop
+    except ImportError:  # pragma: no cover - uvloop is not available on Windows
+        asyncio.run(serve(settings, msh, ready=ready))
+    else:
+        uvloop.run(serve(settings, msh, ready=ready))

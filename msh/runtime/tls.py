@@ -1,0 +1,143 @@
+"""TLS for the endpoint and the client, from the settings and the agreements (CPP/A 2.0 §8.4.26-§8.4.31).
+
+The server presents our certificate and, with ``tls.require_client_certificate``, asks every client for
+one that chains to a trust anchor: the certificates the agreements name as ``ClientSecurityDetails`` of our
+``TransportReceiver`` (or, lacking those, the other party's own certificates), plus ``tls.trusted``. The
+client presents the same certificate and verifies the partner's server against the agreement's
+``ServerSecurityDetails`` for that channel (plus ``tls.trusted``), host name included.
+"""
+
+from __future__ import annotations
+
+import ssl
+from collections.abc import Iterable
+from pathlib import Path
+
+from cryptography import x509
+from cryptography.hazmat.primitives.serialization import Encoding
+
+from cpa.model import Certificate, CollaborationProtocolAgreement
+from cpa.resolve import SendingParameters, party_keys
+from msh.errors import ConfigurationError
+
+__all__ = ["ClientContexts", "server_context", "trust_anchors_pem"]
+
+
+def _pem(der: bytes) -> str:
+    return x509.load_der_x509_certificate(der).public_bytes(Encoding.PEM).decode("ascii")
+
+
+def _certificates_pem(certs: Iterable[Certificate]) -> list[str]:
+    return [_pem(der) for c in certs for der in c.x509]
+
+
+def trust_anchors_pem(agreements: Iterable[CollaborationProtocolAgreement], our_party: tuple[str, str | None]) -> str:
+    """PEM text of the certificates our server accepts from clients, drawn from ``agreements``."""
+    out: list[str] = []
+    for cpa in agreements:
+        ours = [p for p in cpa.party_infos if our_party in party_keys(p)]
+        theirs = [p for p in cpa.party_infos if our_party not in party_keys(p)]
+        for info in ours:
+            for channel in (*info.delivery_channels, info.default_msh_channel):
+                receiver = channel.transport.receiver
+                security = receiver.server_security if receiver is not None else None
+                if security is not None and security.peer_security is not None:
+                    out += _certificates_pem(security.peer_security.trust_anchors)
+        for info in theirs:
+            # A partner's own certificates are what its client presents when the agreement names no anchors.
+            out += _certificates_pem(info.certificates)
+    return "".join(dict.fromkeys(out))
+
+
+def _load_extra(context: ssl.SSLContext, trusted: Iterable[Path]) -> None:
+    for path in trusted:
+        try:
+            context.load_verify_locations(cafile=str(path))
+        except (OSError, ssl.SSLError) as exc:
+            raise ConfigurationError(f"tls.trusted: cannot load {path} as PEM certificates: {exc}") from None
+
+
+def _load_own(context: ssl.SSLContext, certificate: Path | None, private_key: Path | None, what: str) -> None:
+    if certificate is None or private_key is None:
+        raise ConfigurationError(f"{what} needs tls.certificate and tls.private_key (PEM files)")
+    try:
+        context.load_cert_chain(str(certificate), str(private_key))
+    except (OSError, ssl.SSLError) as exc:
+        raise ConfigurationError(
+            f"tls.certificate/tls.private_key: cannot load {certificate} with {private_key}: {exc}"
+        ) from None
+
+
+def server_context(
+    *,
+    certificate: Path | None,
+    private_key: Path | None,
+    client_anchors_pem: str,
+    trusted: Iterable[Path] = (),
+    require_client_certificate: bool = True,
+) -> ssl.SSLContext:
+    """The server's TLS context (TLS 1.2 or newer)."""
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    context.minimum_version = ssl.TLSVersion.TLSv1_2
+    _load_own(context, certificate, private_key, "server.tls")
+    if require_client_certificate:
+        if client_anchors_pem:
+            context.load_verify_locations(cadata=client_anchors_pem)
+        _load_extra(context, trusted)
+        if not context.get_ca_certs():
+            raise ConfigurationError(
+                "tls.require_client_certificate is on but no agreement names a certificate to trust and "
+                "tls.trusted is empty: add the partners' certificates or turn client certificates off"
+            )
+        # CPP/A 2.0 §8.4.31: ClientSecurityDetails - the client must authenticate with a trusted certificate.
+        context.verify_mode = ssl.CERT_REQUIRED
+    return context
+
+
+class ClientContexts:
+    """One client TLS context per (agreement, channel), built on first use."""
+
+    def __init__(self, *, certificate: Path | None, private_key: Path | None, trusted: Iterable[Path] = ()) -> None:
+        self._certificate = certificate
+        self._private_key = private_key
+        self._trusted = tuple(trusted)
+        self._cache: dict[tuple[str, str], ssl.SSLContext] = {}
+
+    def for_parameters(self, params: SendingParameters) -> ssl.SSLContext | None:
+        """The context for sending under ``params`` (None for a plain http:// endpoint)."""
+        if not params.endpoint_url.lower().startswith("https:"):
+            return None
+        key = (params.cpaid, params.sending_channel_id)
+        context = self._cache.get(key)
+        if context is None:
+            context = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+            context.minimum_version = ssl.TLSVersion.TLSv1_2
+            anchors = params.tls_server_trust.trust_anchors if params.tls_server_trust is not None else ()
+            anchors_pem = "".join(_certificates_pem(anchors))
+            if params.tls_server_certificate is not None:
+                anchors_pem += "".join(_certificates_pem((params.tls_server_certificate,)))
+            if anchors_pem:
+                context.load_verify_locations(cadata=anchors_pem)
+            _load_extra(context, self._trusted)
+            if not context.get_ca_certs():
+                context.load_default_certs()
+            # CPP/A 2.0 §8.4.26: ClientCertificateRef - we authenticate with our certificate.
+            if self._certificate is not None and self._private_key is not None:
+                _load_own(context, self._certificate, self._private_key, "TLS client authentication")
+            self._cache[key] = context
+        return context
+
+    def for_url(self, url: str) -> ssl.SSLContext | None:
+        """A context for ``url`` without an agreement at hand (trusts ``tls.trusted`` and system CAs)."""
+        if not url.lower().startswith("https:"):
+            return None
+        key = ("", url)
+        context = self._cache.get(key)
+        if context is None:
+            context = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+            _load_extra(context, self._trusted)
+            context.load_default_certs()
+            if self._certificate is not None and self._private_key is not None:
+                _load_own(context, self._certificate, self._private_key, "TLS client authentication")
+            self._cache[key] = context
+        return context
