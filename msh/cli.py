@@ -5,7 +5,8 @@ Subcommands:
 - ``msh message inspect FILE…``: summarise ebXML message files (raw HTTP capture, MIME package, or bare
   SOAP envelope) with their validation verdict; ``--json`` for machines. Exit status 0 when every file
   is valid, 1 when any is only accepted leniently or rejected, 2 on bad usage.
-- ``msh demo``: parse, validate and round-trip the sample messages and print a summary.
+- ``msh demo``: the two-partner reliable-messaging demo (``--codec``: round-trip the sample messages).
+- ``msh serve | send | status | inbox``, ``msh cpa list``: the running MSH (:mod:`msh.runtime.commands`).
 - ``msh cpa validate FILE…``: load CPP/CPA 2.0 agreements and list every problem, one line each
   (``file:line: path: message``); exit status 0 when every file loads, 1 otherwise.
 - ``msh cpa show FILE``: a readable summary of one agreement: parties, roles, actions and the channels
@@ -39,9 +40,13 @@ def _cmd_message_inspect(args: argparse.Namespace) -> int:
 
 
 def _cmd_demo(args: argparse.Namespace) -> int:
-    from msh.demo import run_demo
+    if args.codec:
+        from msh.demo import run_demo
 
-    return run_demo(args.samples)
+        return run_demo(args.samples)
+    from msh.exchange_demo import run_exchange_demo
+
+    return run_exchange_demo(messages=args.messages, loss=args.loss)
 
 
 def _cmd_cpa_validate(args: argparse.Namespace) -> int:
@@ -228,10 +233,19 @@ def build_parser() -> argparse.ArgumentParser:
 
     demo = sub.add_parser(
         "demo",
-        help="run the demo over the sample messages",
-        description="Parse, validate and round-trip every sample message and print a summary.",
+        help="run the two-partner reliable-messaging demo",
+        description=(
+            "Start partners A and B of samples/cpas/demo-a-b.xml as two MSH processes (ports 8081, 8082 and "
+            "18082 on 127.0.0.1; each with its own SQLite file in a temporary folder), send reliable messages "
+            "from A to B through a lossy stretch that loses requests and acknowledgments, and print what each "
+            "side saw. Exit status 0 when every message was delivered exactly once. With --codec: parse, "
+            "validate and round-trip the sample message files instead."
+        ),
     )
-    demo.add_argument("--samples", default=None, help="folder of sample messages (default: the project's samples/)")
+    demo.add_argument("--messages", type=int, default=100, help="how many messages A sends (default 100)")
+    demo.add_argument("--loss", type=float, default=0.15, help="loss rate in the lossy stretch (default 0.15)")
+    demo.add_argument("--codec", action="store_true", help="run the codec demo over the sample message files")
+    demo.add_argument("--samples", default=None, help="with --codec: folder of sample messages")
     demo.set_defaults(func=_cmd_demo)
 
     cpa = sub.add_parser(

@@ -173,7 +173,7 @@ def reliable_messaging(indent: str) -> str:
     return (
         f"{indent}<tp:ReliableMessaging>\n"
         f"{indent}  <tp:Retries>5</tp:Retries>\n"
-        f"{indent}  <tp:RetryInterval>PT30S</tp:RetryInterval>\n"
+        f"{indent}  <tp:RetryInterval>PT5S</tp:RetryInterval>\n"
         f"{indent}  <tp:MessageOrderSemantics>NotGuaranteed</tp:MessageOrderSemantics>\n"
         f"{indent}</tp:ReliableMessaging>\n"
         f"{indent}<tp:PersistDuration>P1D</tp:PersistDuration>\n"

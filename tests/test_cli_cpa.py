@@ -46,7 +46,7 @@ def test_validate_reports_every_problem_one_line_each(capsys: pytest.CaptureFixt
     broken = tmp_path / "broken.xml"
     broken.write_text(
         text.replace("<tp:ChannelId>A_Channel<", "<tp:ChannelId>A_Chanel<", 1).replace(
-            "<tp:RetryInterval>PT30S<", "<tp:RetryInterval>P1M<", 1
+            "<tp:RetryInterval>PT5S<", "<tp:RetryInterval>P1M<", 1
         ),
         encoding="utf-8",
     )
@@ -86,7 +86,7 @@ def test_show_summary(capsys: pytest.CaptureFixture[str]) -> None:
         "channel A_Channel (transport A_Transport, doc exchange A_ReliableSigned)",
         "acknowledgments always (toPartyMSH), signed acks never, duplicate elimination always, "
         "sync reply mshSignalsOnly",
-        "sending: retries 5, retry interval 30s, order NotGuaranteed, persist duration 1d",
+        "sending: retries 5, retry interval 5s, order NotGuaranteed, persist duration 1d",
         "signed rsa-sha256 / sha256 with A_Cert; not encrypted",
         "sends over HTTP 1.1 / TLS 1.2, client certificate A_Cert",
         "receives at https://127.0.0.1:8081/msh (allPurpose) / TLS 1.2, server certificate A_Cert, "

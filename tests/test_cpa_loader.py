@@ -142,7 +142,7 @@ def test_demo_a_b_reliability_and_security(index: int, channel_id: str, endpoint
         rm = binding.reliable_messaging
         assert rm is not None
         assert rm.retries == 5
-        assert rm.retry_interval == timedelta(seconds=30)
+        assert rm.retry_interval == timedelta(seconds=5)
         assert rm.message_order_semantics is MessageOrderSemantics.NOT_GUARANTEED
         assert binding.persist_duration == timedelta(days=1)
         assert binding.non_repudiation is not None
@@ -194,7 +194,7 @@ def test_demo_routed_a_c() -> None:
         assert server.certificate.x509 == (pem_der("intermediary"),)
         assert ch.doc_exchange.receiver_binding is not None
         assert ch.doc_exchange.receiver_binding.reliable_messaging is not None
-        assert ch.doc_exchange.receiver_binding.reliable_messaging.retry_interval == timedelta(seconds=30)
+        assert ch.doc_exchange.receiver_binding.reliable_messaging.retry_interval == timedelta(seconds=5)
     send = a.collaboration_roles[0].service_binding.can_send[0]
     assert [ch.messaging_characteristics.actor for ch in send.channels] == [TO_PARTY_MSH, NEXT_MSH]
     assert [ch.transport.receiver.endpoints[0].uri for ch in send.channels if ch.transport.receiver] == [
@@ -227,7 +227,7 @@ def test_naive_and_offset_datetimes() -> None:
 
 
 def test_fractional_and_day_durations() -> None:
-    data = replace_once(demo_bytes(), b"<tp:RetryInterval>PT30S", b"<tp:RetryInterval>PT1M1.5S")
+    data = replace_once(demo_bytes(), b"<tp:RetryInterval>PT5S", b"<tp:RetryInterval>PT1M1.5S")
     data = replace_once(data, b"<tp:PersistDuration>P1D", b"<tp:PersistDuration>P2DT3H")
     a = load(data).party_infos[0]
     binding = channel(a, "A_Channel").doc_exchange.sender_binding
@@ -377,7 +377,7 @@ def test_known_algorithm_table() -> None:
 
 
 def test_duration_in_months() -> None:
-    data = replace_once(demo_bytes(), b"<tp:RetryInterval>PT30S<", b"<tp:RetryInterval>P1M<")
+    data = replace_once(demo_bytes(), b"<tp:RetryInterval>PT5S<", b"<tp:RetryInterval>P1M<")
     problem = only_problem(data)
     assert problem.line == line_of(data, b"<tp:RetryInterval>P1M<")
     assert problem.path.endswith("/DocExchange[1]/ebXMLSenderBinding/ReliableMessaging/RetryInterval")
@@ -470,7 +470,7 @@ def test_unreadable_file(tmp_path: Path) -> None:
 
 def test_several_problems_in_one_error() -> None:
     data = replace_once(demo_bytes(), b"<tp:ChannelId>A_Channel<", b"<tp:ChannelId>X<")
-    data = replace_once(data, b"<tp:RetryInterval>PT30S<", b"<tp:RetryInterval>P1Y<")
+    data = replace_once(data, b"<tp:RetryInterval>PT5S<", b"<tp:RetryInterval>P1Y<")
     with pytest.raises(CpaError) as caught:
         load(data)
     error = caught.value
