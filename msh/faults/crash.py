@@ -1,0 +1,172 @@
+"""The crash test (DESIGN.md §5.6): two MSH processes exchange messages while each is killed with SIGKILL
+at random moments and restarted; afterwards the receiving application must hold each message exactly once
+(payload intact) and the sender must hold every message as acknowledged.
+
+:func:`run_crash_test` is used by the test suite (shortened) and by ``scripts/crash_test.py`` (long).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import random
+import threading
+import time
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from msh.faults.pair import ACTION, PARTY_B, SERVICE, make_pair
+
+__all__ = ["CrashReport", "run_crash_test"]
+
+
+@dataclass(frozen=True, slots=True)
+class CrashReport:
+    """What the crash test saw; :attr:`ok` is the verdict."""
+
+    messages: int
+    kills_a: int
+    kills_b: int
+    acknowledged: int
+    failed: int
+    pending: int
+    delivered_once: int
+    delivered_twice_or_more: int
+    missing: int
+    unexpected: int
+    payloads_intact: int
+    seconds: float
+    work: Path
+
+    @property
+    def ok(self) -> bool:
+        return (
+            self.acknowledged == self.messages
+            and self.delivered_once == self.messages
+            and self.delivered_twice_or_more == 0
+            and self.unexpected == 0
+            and self.payloads_intact == self.messages
+        )
+
+    def summary(self) -> str:
+        return (
+            f"{self.messages} messages, A killed {self.kills_a}x, B killed {self.kills_b}x (SIGKILL) in "
+            f"{self.seconds:.1f} s: sender {self.acknowledged} acknowledged, {self.failed} failed, {self.pending} "
+            f"pending; receiver {self.delivered_once} exactly once, {self.delivered_twice_or_more} more than once, "
+            f"{self.missing} missing, {self.unexpected} unexpected, {self.payloads_intact} payloads intact -> "
+            + ("OK" if self.ok else "FAILED")
+        )
+
+
+def _payload(i: int) -> bytes:
+    return f"<order id='{i}'>{'crash-test ' * 180}</order>".encode()
+
+
+def run_crash_test(
+    work: Path,
+    *,
+    messages: int = 1000,
+    kill_for: float = 30.0,
+    mean_gap: float = 1.0,
+    settle_timeout: float = 180.0,
+    seed: int | None = None,
+    progress: Callable[[str], None] | None = None,
+) -> CrashReport:
+    """Run the crash test in ``work``: submit ``messages`` while killing for ``kill_for`` seconds."""
+    from msh.runtime.compose import Payload, Submission
+    from msh.runtime.config import load_settings
+    from msh.runtime.msh import Msh
+    from msh.store.api import Store
+
+    say = progress or (lambda _text: None)
+    rng = random.Random(seed)
+    pair = make_pair(work, retries=100, retry_interval="PT1S", first_resend="PT1S", http_timeout="PT0.8S", proxy=False)
+    kills = Counter[str]()
+    stop_killing = threading.Event()
+    started = time.monotonic()
+
+    def killer() -> None:
+        end = time.monotonic() + kill_for
+        while not stop_killing.is_set() and time.monotonic() < end:
+            if stop_killing.wait(rng.uniform(0.2, 2 * mean_gap)):
+                break
+            victim = pair.a if rng.random() < 0.5 else pair.b
+            victim.kill()
+            kills[victim.name] += 1
+            stop_killing.wait(rng.uniform(0.05, 0.5))
+            try:
+                victim.start()
+            except Exception as exc:  # a start that fails is retried on the next round
+                say(f"restart of {victim.name} failed: {exc}")
+
+    pair.b.start()
+    pair.a.start()
+    sender = Msh(load_settings(pair.a.config, env={}))
+    thread = threading.Thread(target=killer, name="killer", daemon=True)
+    sent: dict[str, str] = {}
+    try:
+        thread.start()
+        pace = kill_for * 0.8 / max(messages, 1)
+        for i in range(messages):
+            body = _payload(i)
+            message_id = sender.submit(Submission(PARTY_B, SERVICE, ACTION, (Payload(body, "application/xml"),)))
+            sent[message_id] = hashlib.sha256(body).hexdigest()
+            if pace:
+                time.sleep(pace)
+            if i and i % 200 == 0:
+                say(f"{i} submitted; kills so far A {kills['A']}, B {kills['B']}")
+        thread.join(kill_for + 5)
+        stop_killing.set()
+        thread.join(10)
+        for partner in (pair.a, pair.b):
+            if not partner.alive:
+                partner.start()
+        say("killing over; waiting for every message to settle")
+        deadline = time.monotonic() + settle_timeout
+        final: dict[str, str] = {}
+        while time.monotonic() < deadline and len(final) < len(sent):
+            with sender.store.transaction(readonly=True) as tx:
+                for message_id in sent:
+                    if message_id not in final:
+                        state = tx.outbound_status(message_id)
+                        if state is not None and state.status.value in ("delivered", "failed"):
+                            final[message_id] = state.status.value
+            time.sleep(0.25)
+    finally:
+        stop_killing.set()
+        sender.close()
+        pair.stop()
+    seen: Counter[str] = Counter()
+    intact = 0
+    from msh.ebms.message import ParseMode, parse_message
+
+    with Store.open(str(pair.b.store), migrate=False) as store, store.transaction(readonly=True) as tx:
+        for entry in tx.inbox_list(None, limit=messages * 10 + 10):
+            seen[entry.message_id] += 1
+            record = tx.get_inbound(entry.id)
+            if record is None or entry.message_id not in sent or seen[entry.message_id] > 1:
+                continue
+            with tx.open_blob(record.body_blob_id) as blob:
+                parsed = parse_message(blob, record.content_type, mode=ParseMode.LENIENT)
+            try:
+                data = parsed.payloads[0].body.read_bytes() if parsed.payloads else b""
+            finally:
+                parsed.close()
+            intact += hashlib.sha256(data).hexdigest() == sent[entry.message_id]
+    values = list(final.values())
+    return CrashReport(
+        messages=messages,
+        kills_a=kills["A"],
+        kills_b=kills["B"],
+        acknowledged=values.count("delivered"),
+        failed=values.count("failed"),
+        pending=len(sent) - len(final),
+        delivered_once=sum(1 for m in sent if seen[m] == 1),
+        delivered_twice_or_more=sum(1 for m in sent if seen[m] > 1),
+        missing=sum(1 for m in sent if seen[m] == 0),
+        unexpected=sum(1 for m in seen if m not in sent),
+        payloads_intact=intact,
+        seconds=time.monotonic() - started,
+        work=work,
+    )

@@ -1,0 +1,186 @@
+"""Two real MSH processes on loopback, for integration tests, the crash test and benchmarks.
+
+:func:`make_pair` writes, into a work folder, a copy of the demo agreement with free ports and the
+reliability asked for (Retries, RetryInterval), and a settings file per partner; :class:`Partner` starts,
+stops (SIGTERM) and kills (SIGKILL) ``msh serve`` for one of them. Partner B listens behind a
+:class:`~msh.faults.proxy.LossyProxy` port (the port the agreement names) when ``proxy`` is set, so a test
+can lose requests and acknowledgments or take the network down.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from msh.errors import ConfigurationError
+
+__all__ = ["PARTY_A", "PARTY_B", "Partner", "Pair", "free_port", "make_pair"]
+
+ROOT = Path(__file__).resolve().parent.parent.parent
+SAMPLES = ROOT / "samples"
+ISO6523 = "urn:oasis:names:tc:ebcore:partyid-type:iso6523:0088"
+PARTY_A = ("123456789", ISO6523)
+PARTY_B = ("987654321", ISO6523)
+SERVICE, ACTION = "urn:example:services:ordering", "NewOrder"
+
+
+def free_port() -> int:
+    """A TCP port on 127.0.0.1 that was free a moment ago."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@dataclass
+class Partner:
+    """One ``msh serve`` process: its settings file, store, port, log; start/stop/kill it."""
+
+    name: str
+    config: Path
+    store: Path
+    port: int
+    log: Path
+    proc: subprocess.Popen[bytes] | None = field(default=None, repr=False)
+    starts: int = 0
+
+    def start(self, timeout: float = 30.0) -> None:
+        """Start ``msh serve`` and wait until it listens."""
+        if self.alive:
+            return
+        mark = self.log.stat().st_size if self.log.exists() else 0
+        out = open(self.log, "ab")  # noqa: SIM115 - owned by the child process
+        try:
+            self.proc = subprocess.Popen(
+                [sys.executable, "-m", "msh.cli", "serve", "--config", str(self.config), "--log-level", "warning"],
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                env={**os.environ, "PYTHONUNBUFFERED": "1"},
+            )
+        finally:
+            out.close()
+        self.starts += 1
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            with open(self.log, "rb") as f:
+                f.seek(mark)
+                if b"listening on" in f.read():
+                    return
+            if self.proc.poll() is not None:
+                raise ConfigurationError(
+                    f"partner {self.name} exited at start:\n{self.log.read_text(errors='replace')}"
+                )
+            time.sleep(0.05)
+        raise ConfigurationError(f"partner {self.name} did not listen within {timeout:g} s")
+
+    @property
+    def alive(self) -> bool:
+        return self.proc is not None and self.proc.poll() is None
+
+    def stop(self, timeout: float = 15.0) -> None:
+        """SIGTERM, then SIGKILL if it does not end within ``timeout``."""
+        if self.proc is None:
+            return
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(timeout)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait(5)
+        self.proc = None
+
+    def kill(self) -> None:
+        """SIGKILL: the process dies wherever it is (DESIGN.md §5.6)."""
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait(10)
+        self.proc = None
+
+
+@dataclass
+class Pair:
+    """Partners A and B of one agreement in ``work``; ``b_public_port`` is where A sends (the proxy's port
+    when B is behind one, else B's own)."""
+
+    work: Path
+    cpa: Path
+    a: Partner
+    b: Partner
+    b_public_port: int
+
+    def stop(self) -> None:
+        for partner in (self.a, self.b):
+            partner.stop()
+
+
+def _settings_text(
+    name: str, party: tuple[str, str], cpa: Path, store: Path, port: int, options: dict[str, str]
+) -> str:
+    key = "a" if name == "A" else "b"
+    lines = [
+        "[identity]",
+        f'party_id = "{party[0]}"',
+        f'party_id_type = "{party[1]}"',
+        f'message_id_domain = "party-{key}.test"',
+        "[agreements]",
+        f"paths = [{str(cpa)!r}]",
+        "[store]",
+        f"url = {str(store)!r}",
+        "[server]",
+        'host = "127.0.0.1"',
+        f"port = {port}",
+        "[tls]",
+        f"certificate = {str(SAMPLES / 'keys' / f'party-{key}.cert.pem')!r}",
+        f"private_key = {str(SAMPLES / 'keys' / f'party-{key}.key.pem')!r}",
+        "[sending]",
+        f'first_resend_timeout = "{options["first_resend"]}"',
+        f'http_timeout = "{options["http_timeout"]}"',
+        "[timers]",
+        f'poll_interval = "{options["poll"]}"',
+        f'lease = "{options["lease"]}"',
+    ]
+    return "\n".join(lines) + "\n"
+
+
+def make_pair(
+    work: Path,
+    *,
+    retries: int = 5,
+    retry_interval: str = "PT1S",
+    first_resend: str = "PT1S",
+    http_timeout: str = "PT0.8S",
+    poll: str = "PT0.2S",
+    lease: str = "PT2S",
+    proxy: bool = True,
+) -> Pair:
+    """Write the agreement and both settings files into ``work`` (see the module docs)."""
+    work.mkdir(parents=True, exist_ok=True)
+    a_port, b_port = free_port(), free_port()
+    b_public = free_port() if proxy else b_port
+    text = (SAMPLES / "cpas" / "demo-a-b.xml").read_text(encoding="utf-8")
+    for old, new in (
+        ("https://127.0.0.1:8081/msh", f"https://127.0.0.1:{a_port}/msh"),
+        ("https://127.0.0.1:8082/msh", f"https://127.0.0.1:{b_public}/msh"),
+        ("<tp:Retries>5</tp:Retries>", f"<tp:Retries>{retries}</tp:Retries>"),
+        ("<tp:RetryInterval>PT5S</tp:RetryInterval>", f"<tp:RetryInterval>{retry_interval}</tp:RetryInterval>"),
+    ):
+        if old not in text:
+            raise ConfigurationError(f"the demo agreement no longer contains {old!r}; update msh.faults.pair")
+        text = text.replace(old, new)
+    cpa = work / "agreement.xml"
+    cpa.write_text(text, encoding="utf-8")
+    options = {"first_resend": first_resend, "http_timeout": http_timeout, "poll": poll, "lease": lease}
+    partners = []
+    for name, party, port in (("A", PARTY_A, a_port), ("B", PARTY_B, b_port)):
+        key = name.lower()
+        store = work / f"party-{key}.sqlite"
+        config = work / f"party-{key}.toml"
+        config.write_text(_settings_text(name, party, cpa, store, port, options), encoding="utf-8")
+        partners.append(Partner(name, config, store, port, work / f"party-{key}.log"))
+    return Pair(work, cpa, partners[0], partners[1], b_public)

@@ -1,0 +1,216 @@
+"""Reliable messaging between two real MSH processes on loopback (issue 4 evidence).
+
+Partner A and partner B run ``msh serve`` in processes of their own, over HTTPS with mutual TLS, B behind a
+lossy proxy. The test process submits to A's store (A's timer loop picks the messages up, as it does for
+``msh send``) and reads both stores afterwards. Every wait is bounded.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+import http.client
+import ssl
+import time
+from collections import Counter
+from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import pytest
+
+from msh.faults.pair import ACTION, PARTY_B, SAMPLES, SERVICE, Pair, make_pair
+from msh.faults.proxy import RunningProxy, run_in_thread
+from msh.runtime.compose import Payload, Submission
+from msh.runtime.config import load_settings
+from msh.runtime.msh import Msh
+from msh.store.api import Store
+
+FINAL = ("delivered", "failed")
+
+
+@pytest.fixture
+def work(tmp_path: Path) -> Path:
+    return tmp_path
+
+
+def sender(pair: Pair) -> Msh:
+    return Msh(load_settings(pair.a.config, env={}))
+
+
+def submit(msh: Msh, n: int, *, ttl: datetime | None = None, tag: str = "m") -> list[str]:
+    return [
+        msh.submit(
+            Submission(
+                PARTY_B,
+                SERVICE,
+                ACTION,
+                (Payload(f"<order id='{tag}{i}'>{'x' * 2000}</order>".encode(), "application/xml"),),
+                time_to_live=ttl,
+            )
+        )
+        for i in range(n)
+    ]
+
+
+def wait_final(msh: Msh, ids: list[str], timeout: float) -> dict[str, str]:
+    deadline = time.monotonic() + timeout
+    final: dict[str, str] = {}
+    while time.monotonic() < deadline and len(final) < len(ids):
+        for m in ids:
+            if m not in final:
+                s = msh.status(m)
+                if s is not None and s.state.status.value in FINAL:
+                    final[m] = s.state.status.value
+        time.sleep(0.1)
+    return final
+
+
+def inbox_counts(pair: Pair) -> Counter[str]:
+    with Store.open(str(pair.b.store), migrate=False) as store, store.transaction(readonly=True) as tx:
+        return Counter(e.message_id for e in tx.inbox_list(None, limit=100_000))
+
+
+def journal(path: Path) -> Counter[str]:
+    with Store.open(str(path), migrate=False) as store, store.transaction(readonly=True) as tx:
+        return Counter(e.kind for e in tx.list_events(0, limit=100_000))
+
+
+@pytest.fixture
+def lossy_pair(work: Path) -> Iterator[tuple[Pair, RunningProxy]]:
+    # Retries 12: a loss rate applies to each TLS handshake flight too, so an attempt on a fresh connection
+    # fails more often than the rate says; 13 attempts make a spurious DeliveryFailure vanishingly rare.
+    pair = make_pair(work / "pair", retries=12)
+    with run_in_thread(("127.0.0.1", pair.b_public_port), ("127.0.0.1", pair.b.port), seed=11) as proxy:
+        try:
+            yield pair, proxy
+        finally:
+            pair.stop()
+
+
+def test_lost_requests_and_lost_acknowledgments_end_in_exactly_once(lossy_pair: tuple[Pair, RunningProxy]) -> None:
+    pair, proxy = lossy_pair
+    pair.b.start()
+    pair.a.start()
+    proxy.set_loss(0.1, 0.1)
+    msh = sender(pair)
+    try:
+        ids = submit(msh, 30)
+        final = wait_final(msh, ids, timeout=60)
+    finally:
+        msh.close()
+    stats = proxy.stats()
+    assert stats.requests_dropped > 0 and stats.responses_dropped > 0
+    assert final == dict.fromkeys(ids, "delivered")
+    seen = inbox_counts(pair)
+    assert {m: seen[m] for m in ids} == dict.fromkeys(ids, 1)
+    a = journal(pair.a.store)
+    assert a["resent"] > 0 and a["delivered"] == 30
+
+
+def test_receiver_down_for_a_while_then_everything_arrives(lossy_pair: tuple[Pair, RunningProxy]) -> None:
+    pair, _proxy = lossy_pair
+    pair.a.start()
+    msh = sender(pair)
+    try:
+        ids = submit(msh, 5)
+        time.sleep(1.5)  # B is down: A's first transmissions and a resend fail
+        assert all(msh.status(m).state.status.value == "awaiting-ack" for m in ids)  # type: ignore[union-attr]
+        pair.b.start()
+        final = wait_final(msh, ids, timeout=30)
+    finally:
+        msh.close()
+    assert final == dict.fromkeys(ids, "delivered")
+    assert sorted(inbox_counts(pair).values()) == [1] * 5
+    assert journal(pair.a.store)["resent"] >= 5
+
+
+def test_receiver_down_longer_than_the_retries_gives_a_delivery_failure(work: Path) -> None:
+    pair = make_pair(work / "pair", retries=2, retry_interval="PT0.5S", first_resend="PT0.5S", http_timeout="PT0.3S")
+    try:
+        pair.a.start()
+        msh = sender(pair)
+        try:
+            ids = submit(msh, 3)
+            final = wait_final(msh, ids, timeout=30)
+            statuses = [msh.status(m) for m in ids]
+        finally:
+            msh.close()
+    finally:
+        pair.stop()
+    assert final == dict.fromkeys(ids, "failed")
+    for stored in statuses:
+        assert stored is not None
+        s = stored.state
+        # ebMS2 §6.5.7: never reached the peer -> DeliveryFailure of severity Error, after Retries + 1 sends.
+        assert (s.failure_code, str(s.failure_severity), s.attempts) == ("DeliveryFailure", "Error", 3)
+        assert "Retries 2" in (s.failure_description or "")
+    assert journal(pair.a.store)["failed"] == 3
+
+
+def test_time_to_live_stops_the_retries(work: Path) -> None:
+    pair = make_pair(work / "pair", retries=10, retry_interval="PT0.5S", first_resend="PT0.5S", http_timeout="PT0.3S")
+    try:
+        pair.a.start()
+        msh = sender(pair)
+        try:
+            ttl = datetime.now(UTC) + timedelta(seconds=2)
+            ids = submit(msh, 2, ttl=ttl)
+            final = wait_final(msh, ids, timeout=30)
+            statuses = [msh.status(m) for m in ids]
+        finally:
+            msh.close()
+    finally:
+        pair.stop()
+    assert final == dict.fromkeys(ids, "failed")
+    for stored in statuses:
+        assert stored is not None
+        assert stored.state.failure_code == "DeliveryFailure"
+        assert "TimeToLive" in (stored.state.failure_description or "")
+        assert stored.state.attempts < 11
+
+
+def _client_context() -> ssl.SSLContext:
+    context = ssl.create_default_context(cafile=str(SAMPLES / "keys" / "party-b.cert.pem"))
+    context.load_cert_chain(str(SAMPLES / "keys" / "party-a.cert.pem"), str(SAMPLES / "keys" / "party-a.key.pem"))
+    return context
+
+
+def _post(port: int, body: bytes, content_type: str) -> tuple[int, bytes]:
+    conn = http.client.HTTPSConnection("127.0.0.1", port, timeout=10, context=_client_context())
+    try:
+        conn.request("POST", "/msh", body=body, headers={"Content-Type": content_type, "SOAPAction": '"ebXML"'})
+        response = conn.getresponse()
+        return response.status, response.read()
+    finally:
+        conn.close()
+
+
+def test_a_duplicate_storm_is_delivered_once_and_answered_with_the_stored_acknowledgment(work: Path) -> None:
+    pair = make_pair(work / "pair", proxy=False)
+    try:
+        pair.b.start()
+        pair.a.start()
+        msh = sender(pair)
+        try:
+            [message_id] = submit(msh, 1)
+            assert wait_final(msh, [message_id], timeout=30) == {message_id: "delivered"}
+            with msh.store.transaction(readonly=True) as tx:
+                stored = tx.get_outbound(message_id)
+                assert stored is not None
+                with tx.open_blob(stored.body_blob_id) as blob:
+                    body = blob.read()
+        finally:
+            msh.close()
+        # The identical bytes, 40 times, 8 at once, straight to B (ebMS2 §6.5.5).
+        with concurrent.futures.ThreadPoolExecutor(8) as pool:
+            answers = list(pool.map(lambda _: _post(pair.b.port, body, stored.content_type), range(40)))
+        with Store.open(str(pair.b.store), migrate=False) as store, store.transaction(readonly=True) as tx:
+            record = tx.find_inbound(message_id)
+            entries = [e for e in tx.inbox_list(None, limit=1000) if e.message_id == message_id]
+    finally:
+        pair.stop()
+    assert record is not None and record.ack_envelope is not None
+    assert {status for status, _ in answers} == {200}
+    assert {reply for _, reply in answers} == {record.ack_envelope}
+    assert len(entries) == 1
+    assert record.duplicate_count == 40
