@@ -1,18 +1,30 @@
-"""A lossy TCP proxy: loses requests and responses between two MSHs, as a bad network would.
+"""A lossy TCP proxy: loses requests and acknowledgments on purpose, to test reliable messaging.
 
-It listens where the agreement says the receiver is and forwards each connection to the real server,
-untouched (TLS passes through; nothing is decrypted). Per connection it sees "messages": a run of bytes in
-one direction after bytes in the other (HTTP/1.1 sends one request at a time per connection and the
-answer after it; with TLS the handshake records count too). At the start of each message it may:
+The proxy sits in front of a receiving MSH: it listens on the address the agreement names and forwards
+every TCP connection to the real server. It never looks inside the bytes, so TLS passes through untouched.
 
-* lose a request (``drop_requests``): the bytes are swallowed and the connection aborted: the server never
-  got it, the client sees the connection die;
-* lose a response (``drop_responses``): the server processed the request but its answer is swallowed and
-  the connection aborted: the acknowledgment never arrives.
+Loss is decided per *message*, where a message is a run of chunks in one direction: a chunk flowing the
+other way from the connection's previous chunk starts a new message. For HTTP/1.1 (one request at a time
+per connection, keep-alive or not) client→server messages are requests and server→client messages are
+responses. At the start of each message the proxy draws once:
 
-``down`` aborts open connections and accepts new ones only to close them at once (a dead receiver).
-``seed`` makes the losses repeatable. :func:`run_in_thread` hosts a proxy for synchronous code; ``python -m
-msh.faults.proxy --help`` runs one from the command line.
+- ``drop_requests``: the client's message is swallowed and both sides are aborted (a lost request: the
+  server never gets a complete request, the client sees the connection reset before any answer);
+- ``drop_responses``: the server's message is swallowed and both sides are aborted (a lost
+  acknowledgment: the server processed the request, the client never sees the answer).
+
+Through TLS the first messages of a connection are the handshake records (ClientHello, ServerHello...);
+they are drawn for like any other message, so a dropped handshake is also a lost request or a lost
+response. A server that speaks first, or an interim ``100 Continue``, also starts a new message.
+
+``down`` refuses service: the listener stays bound (so the port stays ours), new connections are accepted
+and immediately aborted, and setting it aborts every open connection. A client sees a reset rather than
+"connection refused"; for a sender both are the same failed delivery attempt.
+
+Aborts are resets (``SO_LINGER`` 0), so a client fails at once instead of waiting for an answer.
+
+Run it from the command line (``python -m msh.faults.proxy --help``), from asyncio (:class:`LossyProxy`)
+or from synchronous code (:func:`run_in_thread`).
 """
 
 from __future__ import annotations
@@ -20,25 +32,39 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
-import dataclasses
+import enum
+import logging
+import math
 import random
 import signal
+import socket
+import struct
 import sys
 import threading
-from collections.abc import Iterator
-from dataclasses import dataclass
-from typing import Literal
+from collections.abc import Callable, Coroutine, Sequence
+from dataclasses import dataclass, fields
+from types import TracebackType
+from typing import Any, TypeVar
 
-__all__ = ["LossyProxy", "ProxyStats", "RunningProxy", "main", "run_in_thread"]
+__all__ = ["LossyProxy", "ProxyStats", "RunningProxy", "main", "parse_address", "run_in_thread"]
+
+_log = logging.getLogger(__name__)
 
 _CHUNK = 64 * 1024
+_T = TypeVar("_T")
 
 
 @dataclass(frozen=True, slots=True)
 class ProxyStats:
-    """What the proxy did so far."""
+    """A snapshot of the proxy's counters (requests and responses are messages, see the module docs).
+
+    ``connections`` counts the connections served; those refused while ``down`` are in
+    ``connections_refused``, those whose target could not be reached also in ``target_failures``.
+    """
 
     connections: int = 0
+    connections_refused: int = 0
+    target_failures: int = 0
     requests_forwarded: int = 0
     requests_dropped: int = 0
     responses_forwarded: int = 0
@@ -46,31 +72,82 @@ class ProxyStats:
     bytes_up: int = 0
     bytes_down: int = 0
 
+    def line(self) -> str:
+        """One human-readable line, as the command line prints it."""
+        return (
+            f"connections={self.connections} refused={self.connections_refused} "
+            f"target_failures={self.target_failures} "
+            f"requests forwarded={self.requests_forwarded} dropped={self.requests_dropped} "
+            f"responses forwarded={self.responses_forwarded} dropped={self.responses_dropped} "
+            f"bytes_up={self.bytes_up} bytes_down={self.bytes_down}"
+        )
 
-def _probability(name: str, value: float) -> float:
-    if not 0.0 <= value <= 1.0:
-        raise ValueError(f"{name} must be a probability between 0 and 1, got {value}")
+
+class _Direction(enum.Enum):
+    UP = "client->server"
+    DOWN = "server->client"
+
+
+def _probability(field: str, value: float) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise ValueError(f"{field} must be a number between 0 and 1, got {value!r}")
+    if math.isnan(value) or not 0.0 <= value <= 1.0:
+        raise ValueError(f"{field} must be between 0 and 1, got {value!r}")
     return float(value)
 
 
-class _Link:
-    """One proxied connection: which direction spoke last, and both transports to abort."""
+def _seconds(field: str, value: float) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float) or not 0.0 <= value < math.inf:
+        raise ValueError(f"{field} must be a finite number of seconds >= 0, got {value!r}")
+    return float(value)
 
-    def __init__(self, client: asyncio.StreamWriter, server: asyncio.StreamWriter) -> None:
+
+def _address(field: str, value: tuple[str, int]) -> tuple[str, int]:
+    host, port = value
+    if not isinstance(host, str) or not host:
+        raise ValueError(f"{field} host must be a non-empty string, got {host!r}")
+    if isinstance(port, bool) or not isinstance(port, int) or not 0 <= port <= 65535:
+        raise ValueError(f"{field} port must be an integer 0..65535, got {port!r}")
+    return host, port
+
+
+def _abort(writer: asyncio.StreamWriter | None) -> None:
+    """Close a connection at once with a reset (SO_LINGER 0), discarding anything not yet sent."""
+    if writer is None:
+        return
+    sock = writer.get_extra_info("socket")
+    if sock is not None:
+        with contextlib.suppress(OSError):
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+    writer.transport.abort()
+
+
+class _Link:
+    """One proxied connection: the client side, the server side and which direction spoke last."""
+
+    def __init__(self, client: asyncio.StreamWriter) -> None:
         self.client = client
-        self.server = server
-        self.last: Literal["up", "down"] | None = None
-        self.dead = False
+        self.server: asyncio.StreamWriter | None = None
+        self.last: _Direction | None = None
+        self.aborted = False
 
     def abort(self) -> None:
-        self.dead = True
+        if not self.aborted:
+            self.aborted = True
+            _abort(self.client)
+            _abort(self.server)
+
+    def close(self) -> None:
         for writer in (self.client, self.server):
-            with contextlib.suppress(Exception):
-                writer.transport.abort()
+            if writer is not None and not writer.transport.is_closing():
+                writer.close()
 
 
 class LossyProxy:
-    """The proxy (asyncio); see the module docs."""
+    """An asyncio TCP forwarder from ``listen`` to ``target`` that loses requests and responses.
+
+    Not thread-safe: use it from its event loop, or through :class:`RunningProxy`.
+    """
 
     def __init__(
         self,
@@ -82,18 +159,36 @@ class LossyProxy:
         delay: float = 0.0,
         seed: int | None = None,
     ) -> None:
-        self.listen = listen
-        self.target = target
+        self._listen = _address("listen", listen)
+        self._target = _address("target", target)
         self._drop_requests = _probability("drop_requests", drop_requests)
         self._drop_responses = _probability("drop_responses", drop_responses)
-        if delay < 0:
-            raise ValueError(f"delay must not be negative, got {delay}")
-        self.delay = delay
+        self._delay = _seconds("delay", delay)
         self._random = random.Random(seed)
         self._down = False
+        self._closing = False
         self._server: asyncio.Server | None = None
+        self._port: int | None = None
         self._links: set[_Link] = set()
-        self._counts: dict[str, int] = {f.name: 0 for f in dataclasses.fields(ProxyStats)}
+        self._handlers: set[asyncio.Task[Any]] = set()
+        self._counts: dict[str, int] = {f.name: 0 for f in fields(ProxyStats)}
+
+    # -- settings -------------------------------------------------------------------------------
+
+    @property
+    def listen(self) -> tuple[str, int]:
+        return self._listen
+
+    @property
+    def target(self) -> tuple[str, int]:
+        return self._target
+
+    @property
+    def port(self) -> int:
+        """The bound port (the real one when ``listen`` asked for port 0)."""
+        if self._port is None:
+            raise RuntimeError("the proxy is not started")
+        return self._port
 
     @property
     def drop_requests(self) -> float:
@@ -112,7 +207,16 @@ class LossyProxy:
         self._drop_responses = _probability("drop_responses", value)
 
     @property
+    def delay(self) -> float:
+        return self._delay
+
+    @delay.setter
+    def delay(self, value: float) -> None:
+        self._delay = _seconds("delay", value)
+
+    @property
     def down(self) -> bool:
+        """Refusing service: new connections are accepted and aborted; setting it aborts open ones."""
         return self._down
 
     @down.setter
@@ -122,108 +226,169 @@ class LossyProxy:
             for link in list(self._links):
                 link.abort()
 
-    @property
-    def port(self) -> int:
-        if self._server is None or not self._server.sockets:
-            raise RuntimeError("the proxy is not started")
-        return int(self._server.sockets[0].getsockname()[1])
-
     def stats(self) -> ProxyStats:
         return ProxyStats(**self._counts)
 
+    # -- lifecycle ------------------------------------------------------------------------------
+
     async def start(self) -> None:
-        self._server = await asyncio.start_server(self._accept, self.listen[0], self.listen[1], reuse_address=True)
+        """Bind the listening socket (on the ``listen`` host only); connections are served from then on."""
+        if self._server is not None:
+            raise RuntimeError("the proxy is already started")
+        host, port = self._listen
+        self._closing = False
+        self._server = await asyncio.start_server(self._handle, host, port)
+        self._port = int(self._server.sockets[0].getsockname()[1])
+        _log.info("lossy proxy on %s:%d -> %s:%d", host, self._port, *self._target)
 
     async def stop(self) -> None:
-        if self._server is not None:
-            self._server.close()
-            for link in list(self._links):
-                link.abort()
-            with contextlib.suppress(Exception):
-                await asyncio.wait_for(self._server.wait_closed(), 2)
-            self._server = None
+        """Close the listener and abort every open connection; idempotent."""
+        self._closing = True
+        server, self._server = self._server, None
+        if server is not None:
+            server.close()
+        for link in list(self._links):
+            link.abort()
+        handlers = list(self._handlers)
+        for task in handlers:
+            task.cancel()
+        await asyncio.gather(*handlers, return_exceptions=True)
+        if server is not None:
+            await server.wait_closed()
 
-    async def _accept(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+    async def __aenter__(self) -> LossyProxy:
+        await self.start()
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.stop()
+
+    # -- forwarding -----------------------------------------------------------------------------
+
+    async def _handle(self, client_reader: asyncio.StreamReader, client_writer: asyncio.StreamWriter) -> None:
+        if self._down or self._closing:
+            self._counts["connections_refused"] += 1
+            _abort(client_writer)
+            return
+        task = asyncio.current_task()
+        assert task is not None
+        self._handlers.add(task)
         self._counts["connections"] += 1
-        if self._down:
-            writer.transport.abort()
-            return
-        try:
-            up_reader, up_writer = await asyncio.open_connection(*self.target)
-        except OSError:
-            writer.transport.abort()  # the real server is not there: the client sees a dead connection
-            return
-        link = _Link(writer, up_writer)
+        link = _Link(client_writer)
         self._links.add(link)
         try:
-            await asyncio.gather(self._pump(link, reader, up_writer, "up"), self._pump(link, up_reader, writer, "down"))
+            try:
+                server_reader, link.server = await asyncio.open_connection(*self._target)
+            except OSError as exc:
+                self._counts["target_failures"] += 1
+                _log.info("target %s:%d unreachable: %s", *self._target, exc)
+                link.abort()
+                return
+            if self._down or self._closing:
+                link.abort()
+                return
+            await asyncio.gather(
+                self._pump(link, _Direction.UP, client_reader, link.server),
+                self._pump(link, _Direction.DOWN, server_reader, client_writer),
+            )
         finally:
             self._links.discard(link)
-            link.abort()
+            self._handlers.discard(task)
+            link.close()
+
+    def _lose(self, direction: _Direction) -> bool:
+        """Draw for the start of a new message; count it as forwarded or dropped."""
+        up = direction is _Direction.UP
+        probability = self._drop_requests if up else self._drop_responses
+        dropped = probability > 0.0 and self._random.random() < probability
+        kind = "requests" if up else "responses"
+        self._counts[f"{kind}_{'dropped' if dropped else 'forwarded'}"] += 1
+        return dropped
 
     async def _pump(
-        self, link: _Link, source: asyncio.StreamReader, sink: asyncio.StreamWriter, way: Literal["up", "down"]
+        self,
+        link: _Link,
+        direction: _Direction,
+        source: asyncio.StreamReader,
+        sink: asyncio.StreamWriter,
     ) -> None:
-        while not link.dead:
-            try:
-                data = await source.read(_CHUNK)
-            except (ConnectionError, OSError):
-                break
-            if not data or link.dead:
-                break
-            if link.last != way:
-                link.last = way
-                kind = "requests" if way == "up" else "responses"
-                chance = self._drop_requests if way == "up" else self._drop_responses
-                if chance and self._random.random() < chance:
-                    self._counts[f"{kind}_dropped"] += 1
-                    link.abort()
-                    break
-                self._counts[f"{kind}_forwarded"] += 1
-            self._counts["bytes_up" if way == "up" else "bytes_down"] += len(data)
-            if self.delay:
-                await asyncio.sleep(self.delay)
-            try:
+        counter = "bytes_up" if direction is _Direction.UP else "bytes_down"
+        try:
+            while data := await source.read(_CHUNK):
+                if link.aborted:
+                    return
+                if link.last is not direction:
+                    link.last = direction
+                    if self._lose(direction):
+                        _log.debug("dropping a %s message", direction.value)
+                        link.abort()
+                        return
+                if self._delay:
+                    await asyncio.sleep(self._delay)
+                    if link.aborted:
+                        return
                 sink.write(data)
+                self._counts[counter] += len(data)
                 await sink.drain()
-            except (ConnectionError, OSError):
-                break
-        if not link.dead:
-            with contextlib.suppress(Exception):
-                sink.write_eof()
+            if not link.aborted and sink.can_write_eof():
+                sink.write_eof()  # pass a half-close on
+        except OSError:  # a reset on one side resets the other
+            link.abort()
+
+
+# -- synchronous hosting --------------------------------------------------------------------------
 
 
 class RunningProxy:
-    """A :class:`LossyProxy` on an event loop in a daemon thread (for synchronous tests and scripts)."""
+    """A :class:`LossyProxy` served by an event loop in a daemon thread; every method is thread-safe.
 
-    def __init__(self, proxy: LossyProxy) -> None:
+    Each call waits (up to ``timeout`` seconds) until the proxy's loop has carried it out, so a
+    ``set_down(True)`` or ``set_loss(...)`` is in force when it returns.
+    """
+
+    def __init__(self, proxy: LossyProxy, *, timeout: float = 10.0) -> None:
         self.proxy = proxy
-        self._loop = asyncio.new_event_loop()
-        self._thread = threading.Thread(target=self._loop.run_forever, name="lossy-proxy", daemon=True)
-
-    def _call(self, coro: object) -> object:
-        return asyncio.run_coroutine_threadsafe(coro, self._loop).result(10)  # type: ignore[arg-type]
-
-    def start(self) -> None:
-        self._thread.start()
-        self._call(self.proxy.start())
-
-    def stop(self) -> None:
-        with contextlib.suppress(Exception):
-            self._call(self.proxy.stop())
-        self._loop.call_soon_threadsafe(self._loop.stop)
-        self._thread.join(5)
-        self._loop.close()
+        self._timeout = timeout
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._thread: threading.Thread | None = None
 
     @property
     def port(self) -> int:
         return self.proxy.port
 
+    def start(self) -> RunningProxy:
+        if self._loop is not None:
+            raise RuntimeError("the proxy thread is already started")
+        loop = asyncio.new_event_loop()
+        self._loop = loop
+        self._thread = threading.Thread(target=loop.run_forever, name="lossy-proxy", daemon=True)
+        self._thread.start()
+        try:
+            self._call(self.proxy.start())
+        except BaseException:
+            self._shutdown()
+            raise
+        return self
+
+    def stop(self) -> None:
+        """Stop the proxy and its thread; idempotent."""
+        if self._loop is None:
+            return
+        try:
+            self._call(self.proxy.stop())
+        finally:
+            self._shutdown()
+
+    close = stop
+
     def stats(self) -> ProxyStats:
-        return self.proxy.stats()
+        return self._run(self.proxy.stats)
 
     def set_down(self, down: bool) -> None:
-        self._loop.call_soon_threadsafe(setattr, self.proxy, "down", down)
+        def apply() -> None:
+            self.proxy.down = down
+
+        self._run(apply)
 
     def set_loss(self, drop_requests: float, drop_responses: float) -> None:
         _probability("drop_requests", drop_requests)
@@ -233,10 +398,40 @@ class RunningProxy:
             self.proxy.drop_requests = drop_requests
             self.proxy.drop_responses = drop_responses
 
-        self._loop.call_soon_threadsafe(apply)
+        self._run(apply)
+
+    def __enter__(self) -> RunningProxy:
+        return self.start()
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.stop()
+
+    def _call(self, coro: Coroutine[Any, Any, _T]) -> _T:
+        if self._loop is None:
+            coro.close()
+            raise RuntimeError("the proxy thread is not started")
+        return asyncio.run_coroutine_threadsafe(coro, self._loop).result(self._timeout)
+
+    def _run(self, fn: Callable[[], _T]) -> _T:
+        async def in_loop() -> _T:
+            return fn()
+
+        return self._call(in_loop())
+
+    def _shutdown(self) -> None:
+        loop, thread = self._loop, self._thread
+        self._loop = self._thread = None
+        if loop is None:
+            return
+        loop.call_soon_threadsafe(loop.stop)
+        if thread is not None:
+            thread.join(self._timeout)
+        if thread is None or not thread.is_alive():
+            loop.close()
 
 
-@contextlib.contextmanager
 def run_in_thread(
     listen: tuple[str, int],
     target: tuple[str, int],
@@ -245,23 +440,70 @@ def run_in_thread(
     drop_responses: float = 0.0,
     delay: float = 0.0,
     seed: int | None = None,
-) -> Iterator[RunningProxy]:
-    """Run a proxy in a thread for the duration of the ``with`` block."""
-    running = RunningProxy(
+) -> RunningProxy:
+    """A proxy for synchronous code: ``with run_in_thread(...) as proxy:`` serves it in a daemon thread."""
+    return RunningProxy(
         LossyProxy(listen, target, drop_requests=drop_requests, drop_responses=drop_responses, delay=delay, seed=seed)
     )
-    running.start()
+
+
+# -- command line ---------------------------------------------------------------------------------
+
+
+def parse_address(text: str, *, default_host: str = "127.0.0.1") -> tuple[str, int]:
+    """``host:port``, ``[v6]:port`` or a bare ``port`` (on ``default_host``)."""
+    host, sep, port = text.rpartition(":")
+    if not sep:
+        host = default_host
+    host = host.strip("[]") or default_host
     try:
-        yield running
-    finally:
-        running.stop()
+        number = int(port)
+    except ValueError:
+        raise ValueError(f"not a host:port address: {text!r}") from None
+    return _address("address", (host, number))
 
 
-def _address(text: str) -> tuple[str, int]:
-    host, _, port = text.rpartition(":")
-    if not port.isdigit():
-        raise argparse.ArgumentTypeError(f"{text!r} is not HOST:PORT")
-    return (host or "127.0.0.1", int(port))
+def _argument_parser() -> argparse.ArgumentParser:
+    def address(text: str) -> tuple[str, int]:
+        try:
+            return parse_address(text)
+        except ValueError as exc:
+            raise argparse.ArgumentTypeError(str(exc)) from None
+
+    def checked(check: Callable[[str, float], float], what: str) -> Callable[[str], float]:
+        def convert(text: str) -> float:
+            try:
+                return check(what, float(text))
+            except ValueError as exc:
+                raise argparse.ArgumentTypeError(str(exc)) from None
+
+        return convert
+
+    parser = argparse.ArgumentParser(
+        prog="python -m msh.faults.proxy",
+        description=(
+            "A lossy TCP proxy: forwards connections from --listen to --target, losing requests and "
+            "responses with the given probabilities. TLS passes through untouched. Prints counters "
+            "every --stats-every seconds and on exit. On POSIX, SIGUSR1 toggles 'down' (refuse service); "
+            "Ctrl-C or SIGTERM stops."
+        ),
+    )
+    add = parser.add_argument
+    add(
+        "--listen",
+        type=address,
+        default=("127.0.0.1", 8082),
+        metavar="HOST:PORT",
+        help="where to listen (default 127.0.0.1:8082; a bare PORT binds 127.0.0.1 only)",
+    )
+    add("--target", type=address, required=True, metavar="HOST:PORT", help="the real server")
+    add("--drop-requests", type=checked(_probability, "--drop-requests"), default=0.0, metavar="P", help="0..1")
+    add("--drop-responses", type=checked(_probability, "--drop-responses"), default=0.0, metavar="P", help="0..1")
+    add("--delay", type=checked(_seconds, "--delay"), default=0.0, metavar="S", help="added before each chunk")
+    add("--seed", type=int, default=None, help="seed for repeatable losses")
+    add("--stats-every", type=checked(_seconds, "--stats-every"), default=5.0, metavar="S", help="default 5")
+    add("--down", action="store_true", help="start refusing service")
+    return parser
 
 
 async def _serve(args: argparse.Namespace) -> None:
@@ -273,35 +515,39 @@ async def _serve(args: argparse.Namespace) -> None:
         delay=args.delay,
         seed=args.seed,
     )
-    await proxy.start()
-    print(f"lossy proxy {args.listen[0]}:{proxy.port} -> {args.target[0]}:{args.target[1]}", flush=True)
-    stop = asyncio.Event()
+    proxy.down = args.down
+    stopping = asyncio.Event()
     loop = asyncio.get_running_loop()
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        with contextlib.suppress(NotImplementedError):
-            loop.add_signal_handler(sig, stop.set)
-    while not stop.is_set():
-        with contextlib.suppress(asyncio.TimeoutError):
-            await asyncio.wait_for(stop.wait(), args.report_every)
-        print(proxy.stats(), flush=True)
-    await proxy.stop()
+
+    def toggle() -> None:
+        proxy.down = not proxy.down
+        print(f"down={proxy.down}", flush=True)
+
+    handlers: list[tuple[int, Callable[[], object]]] = [(signal.SIGINT, stopping.set)]
+    if sys.platform != "win32":
+        handlers += [(signal.SIGTERM, stopping.set), (signal.SIGUSR1, toggle)]
+    for signum, handler in handlers:
+        with contextlib.suppress(NotImplementedError, RuntimeError):
+            loop.add_signal_handler(signum, handler)
+
+    await proxy.start()
+    print(f"listening on {proxy.listen[0]}:{proxy.port} -> {args.target[0]}:{args.target[1]}", flush=True)
+    try:
+        while not stopping.is_set():
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(stopping.wait(), args.stats_every or None)
+            if not stopping.is_set():
+                print(proxy.stats().line(), flush=True)
+    finally:
+        await proxy.stop()
+        print(f"final: {proxy.stats().line()}", flush=True)
 
 
-def main(argv: list[str] | None = None) -> int:
+def main(argv: Sequence[str] | None = None) -> int:
     """``python -m msh.faults.proxy``: run a lossy proxy until Ctrl-C or SIGTERM."""
-    parser = argparse.ArgumentParser(
-        prog="python -m msh.faults.proxy",
-        description="Forward TCP connections from LISTEN to TARGET, losing requests and responses at random.",
-    )
-    parser.add_argument("--listen", type=_address, required=True, metavar="HOST:PORT")
-    parser.add_argument("--target", type=_address, required=True, metavar="HOST:PORT")
-    parser.add_argument("--drop-requests", type=float, default=0.0, metavar="P", help="probability, 0..1")
-    parser.add_argument("--drop-responses", type=float, default=0.0, metavar="P", help="probability, 0..1")
-    parser.add_argument("--delay", type=float, default=0.0, metavar="SECONDS", help="added before each chunk")
-    parser.add_argument("--seed", type=int, default=None)
-    parser.add_argument("--report-every", type=float, default=5.0, metavar="SECONDS")
-    args = parser.parse_args(argv)
-    asyncio.run(_serve(args))
+    args = _argument_parser().parse_args(argv)
+    with contextlib.suppress(KeyboardInterrupt):
+        asyncio.run(_serve(args))
     return 0
 
 
