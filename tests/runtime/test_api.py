@@ -1,0 +1,155 @@
+"""The Python API with the runtime in this process: callbacks reach the application after the commit."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+from msh.engine import OutboundState, OutboundStatus, Reliability
+from msh.errors import ErrorCode, Issue, Severity
+from msh.faults.pair import ACTION, PARTY_B, SERVICE, make_pair
+from msh.runtime.compose import Payload, Submission
+from msh.runtime.config import load_settings
+from msh.runtime.mapping import state_from_store, state_to_store
+from msh.runtime.msh import Msh
+from msh.runtime.server import bind, serve
+from msh.store.api import Store
+
+
+@contextmanager
+def running(msh: Msh) -> Iterator[None]:
+    """``serve`` on a loop in a thread, stopped at the end (bounded)."""
+    loop = asyncio.new_event_loop()
+    stop = asyncio.Event()
+    up = threading.Event()
+    sock = bind("127.0.0.1", msh.settings.server.port)
+
+    def run() -> None:
+        loop.run_until_complete(serve(msh.settings, msh, sock=sock, ready=lambda _port: up.set(), stop=stop))
+
+    thread = threading.Thread(target=run, daemon=True)
+    thread.start()
+    assert up.wait(20), "the MSH did not start"
+    try:
+        yield
+    finally:
+        loop.call_soon_threadsafe(stop.set)
+        thread.join(20)
+        loop.close()
+
+
+def wait_for(predicate: object, timeout: float) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline and not predicate():  # type: ignore[operator]
+        time.sleep(0.05)
+
+
+def submission(n: int = 0) -> Submission:
+    return Submission(PARTY_B, SERVICE, ACTION, (Payload(f"<o n='{n}'/>".encode(), "application/xml"),))
+
+
+def test_on_delivered_and_on_message_fire_once_per_message(tmp_path: Path) -> None:
+    pair = make_pair(tmp_path / "pair", proxy=False)
+    delivered: list[str] = []
+    failed: list[tuple[str, Issue]] = []
+    pair.b.start()
+    try:
+        msh = Msh(
+            load_settings(pair.a.config, env={}),
+            on_delivered=delivered.append,
+            on_failed=lambda m, i: failed.append((m, i)),
+        )
+        with running(msh):
+            ids = [msh.submit(submission(i)) for i in range(5)]
+            wait_for(lambda: len(delivered) == 5, 30)
+        msh.close()
+    finally:
+        pair.stop()
+    assert sorted(delivered) == sorted(ids) and failed == []
+
+
+def test_a_delivery_failure_reaches_the_sending_application(tmp_path: Path) -> None:
+    pair = make_pair(
+        tmp_path / "pair", retries=1, retry_interval="PT0.3S", first_resend="PT0.3S", http_timeout="PT0.2S", proxy=False
+    )
+    failed: list[tuple[str, Issue]] = []
+    msh = Msh(load_settings(pair.a.config, env={}), on_failed=lambda m, i: failed.append((m, i)))
+    with running(msh):  # B never runs
+        message_id = msh.submit(submission())
+        wait_for(lambda: failed, 20)
+    stored = msh.status(message_id)
+    msh.close()
+    assert [m for m, _ in failed] == [message_id]
+    issue = failed[0][1]
+    # ebMS2 §6.5.7: no attempt reached the peer -> severity Error.
+    assert (issue.error_code, issue.severity) == (ErrorCode.DELIVERY_FAILURE, Severity.ERROR)
+    assert stored is not None and stored.state.status.value == "failed" and stored.state.attempts == 2
+
+
+def test_the_inbox_hands_a_message_over_until_the_application_acknowledges_it(tmp_path: Path) -> None:
+    pair = make_pair(tmp_path / "pair", proxy=False)
+    pair.a.start()
+    try:
+        received: list[tuple[int, str]] = []
+        b = Msh(load_settings(pair.b.config, env={}), on_message=lambda i, m: received.append((i, m)))
+        sender = Msh(load_settings(pair.a.config, env={}))
+        with running(b):
+            message_id = sender.submit(submission(7))
+            wait_for(lambda: received, 30)
+        sender.close()
+        [entry] = b.inbox()
+        assert received == [(entry.id, message_id)]
+        got = b.fetch(entry.id)
+        try:
+            assert got.envelope.message_id == message_id
+            assert got.message.payloads[0].body.read_bytes() == b"<o n='7'/>"
+        finally:
+            got.close()
+        assert [e.state.value for e in b.inbox(None)] == ["delivered-to-app"]
+        assert b.inbox() == []  # no longer new
+        assert b.ack(entry.id).state.value == "acknowledged-by-app"
+        b.close()
+    finally:
+        pair.stop()
+
+
+def test_engine_state_survives_the_trip_through_the_store() -> None:
+    t0 = datetime(2026, 11, 22, 12, 0, tzinfo=UTC)
+    r = Reliability(
+        3,
+        timedelta(seconds=5),
+        timedelta(seconds=2),
+        timedelta(days=1),
+        t0 + timedelta(hours=1),
+        True,
+        "urn:oasis:names:tc:ebxml-msg:actor:toPartyMSH",
+    )
+    issue = Issue(ErrorCode.DELIVERY_FAILURE, Severity.WARNING, "no Acknowledgment after 4 transmissions")
+    state = OutboundState("m@x", OutboundStatus.FAILED, r, 4, t0, True, None, issue)
+    with Store.open("memory:") as store:
+        from msh.runtime.mapping import reliability_to_store
+
+        with store.transaction() as tx:
+            blob = tx.put_blob(b"body")
+            tx.insert_outbound(
+                message_id="m@x",
+                cpaid="c",
+                conversation_id="k",
+                service="s",
+                action="a",
+                to_party="b",
+                endpoint_url="https://127.0.0.1:1/msh",
+                content_type="text/xml",
+                body_blob_id=blob,
+                parameters=reliability_to_store(r),
+                state=state_to_store(state),
+            )
+        with store.transaction(readonly=True) as tx:
+            stored = tx.get_outbound("m@x")
+    assert stored is not None
+    assert state_from_store(stored) == state
