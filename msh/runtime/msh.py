@@ -109,6 +109,7 @@ __all__ = ["HttpReply", "Msh", "ReceivedMessage", "load_agreements"]
 log = logging.getLogger("msh.runtime")
 
 SOAP_CONTENT_TYPE: Final = 'text/xml; charset="UTF-8"'
+_KEEP_FOR_FIRST_SEND: Final = 1 << 20  # bytes: a submitted body this small is kept in memory until sent once
 _MAX_ANSWER: Final = 16 << 20  # bytes: an answer on the connection is a signal, never a large payload
 _T = TypeVar("_T")
 
@@ -247,6 +248,7 @@ class Msh:
             certificate=settings.tls.certificate, private_key=settings.tls.private_key, trusted=settings.tls.trusted
         )
         self._params: dict[str, SendingParameters] = {}
+        self._first_send: dict[str, tuple[str, str, bytes]] = {}
         self._loop: asyncio.AbstractEventLoop | None = None
         self._db: ThreadPoolExecutor | None = None
         self._session: aiohttp.ClientSession | None = None
@@ -289,11 +291,13 @@ class Msh:
         )
         state, actions = step(None, Submit(message_id, reliability), now)
         after = _After()
-        with tempfile.SpooledTemporaryFile(max_size=1 << 20) as spool:
+        with tempfile.SpooledTemporaryFile(max_size=_KEEP_FOR_FIRST_SEND) as spool:
             content_type = write_message(spool, composed.envelope, composed.attachments)  # type: ignore[arg-type]
+            small = spool.tell() <= _KEEP_FOR_FIRST_SEND
             spool.seek(0)
+            body: bytes | BinaryIO = spool.read() if small else spool  # type: ignore[assignment]
             with self.store.transaction() as tx:
-                blob = tx.put_blob(spool)  # type: ignore[arg-type]
+                blob = tx.put_blob(body)
                 tx.insert_outbound(
                     message_id=message_id,
                     cpaid=params.cpaid,
@@ -317,6 +321,9 @@ class Msh:
                 )
                 self._apply_sending_actions(tx, message_id, actions, now, after, queue_transmit=not self._running)
         self._params[message_id] = params
+        if small and self._running and isinstance(body, bytes) and any(isinstance(a, Transmit) for a in actions):
+            # The first transmission sends these bytes, identical to the stored ones, without reading them back.
+            self._first_send[message_id] = (content_type, params.endpoint_url, body)
         self.counters["submitted"] += 1
         self._after_commit(after)
         return message_id
@@ -434,10 +441,18 @@ class Msh:
                     after.notices.append(functools.partial(failed_cb, message_id, issue))
 
     def _step_outbound(
-        self, tx: store_api.Transaction, message_id: str, event: Event, now: datetime, after: _After
+        self,
+        tx: store_api.Transaction,
+        message_id: str,
+        event: Event,
+        now: datetime,
+        after: _After,
+        stored: OutboundMessage | None = None,
     ) -> OutboundStatus | None:
-        """One step of the sending machine of ``message_id``, committed with the caller's transaction."""
-        stored = tx.get_outbound(message_id, for_update=True)
+        """One step of the sending machine of ``message_id``, committed with the caller's transaction
+        (``stored``: its row, already read for update in this transaction)."""
+        if stored is None:
+            stored = tx.get_outbound(message_id, for_update=True)
         if stored is None:
             raise UnknownMessage(f"no outbound message {message_id}")
         state = state_from_store(stored)
@@ -450,7 +465,7 @@ class Msh:
     def _route_to_outbound(
         self, tx: store_api.Transaction, routed: OutboundEvent, now: datetime, after: _After
     ) -> None:
-        stored = tx.get_outbound(routed.message_id)
+        stored = tx.get_outbound(routed.message_id, for_update=True)
         if stored is None:
             # ebMS2 §6.5.2: an Acknowledgment (or error) for a message we do not know is ignored.
             self.counters["unknown-signals"] += 1
@@ -475,7 +490,7 @@ class Msh:
                 stored.cpaid,
             )
             return
-        self._step_outbound(tx, routed.message_id, routed.event, now, after)
+        self._step_outbound(tx, routed.message_id, routed.event, now, after, stored)
 
     # ------------------------------------------------------------------------------ receiving
 
@@ -834,19 +849,24 @@ class Msh:
     async def _transmit(self, message_id: str, attempt: int) -> None:
         assert self._in_flight is not None and self._session is not None
         async with self._in_flight:
-            loaded = await self._in_db(self._load_for_send, message_id)
-            if loaded is None:
-                return
-            stored, body = loaded
-            params = self._params_of(stored)
-            ssl_context = (
-                self._tls.for_parameters(params) if params is not None else self._tls.for_url(stored.endpoint_url)
-            )
+            first = self._first_send.pop(message_id, None)
+            params: SendingParameters | None
+            if first is not None and attempt == 1:
+                content_type, endpoint_url, body = first
+                params = self._params.get(message_id)
+            else:
+                loaded = await self._in_db(self._load_for_send, message_id)
+                if loaded is None:
+                    return
+                stored, body = loaded
+                content_type, endpoint_url = stored.content_type, stored.endpoint_url
+                params = self._params_of(stored)
+            ssl_context = self._tls.for_parameters(params) if params is not None else self._tls.for_url(endpoint_url)
             self.counters["transmissions"] += 1
-            headers = {"Content-Type": stored.content_type, "SOAPAction": '"ebXML"'}
+            headers = {"Content-Type": content_type, "SOAPAction": '"ebXML"'}
             try:
                 async with self._session.post(
-                    stored.endpoint_url, data=body, headers=headers, ssl=ssl_context if ssl_context else False
+                    endpoint_url, data=body, headers=headers, ssl=ssl_context if ssl_context else False
                 ) as response:
                     if (response.content_length or 0) > _MAX_ANSWER:
                         raise aiohttp.ClientPayloadError(f"answer of {response.content_length} bytes is too large")
@@ -855,7 +875,7 @@ class Msh:
             except (TimeoutError, aiohttp.ClientError, OSError) as exc:
                 reason = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
                 self.counters["transmit-failures"] += 1
-                await self._step_async(message_id, TransmitFailed(f"POST {stored.endpoint_url}: {reason}"))
+                await self._step_async(message_id, TransmitFailed(f"POST {endpoint_url}: {reason}"))
                 return
         await self._outcome(message_id, *outcome)
 
