@@ -1,0 +1,148 @@
+"""Party B's MSH served over plain HTTP on 127.0.0.1 in a background thread, for endpoint tests."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import dataclasses
+import threading
+import tomllib
+from collections.abc import Iterator
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from msh.ebms.message import build_message
+from msh.ebms.model import Envelope, Party, PartyId
+from msh.runtime.compose import Payload, Submission, compose
+from msh.runtime.config import Settings, settings_from_mapping
+from msh.runtime.msh import Msh
+from msh.runtime.server import bind, serve
+from msh.store.api import utc_now
+
+CONFIG_DIR = Path(__file__).resolve().parents[2] / "samples" / "config"
+PARTY_ID_TYPE = "urn:oasis:names:tc:ebcore:partyid-type:iso6523:0088"
+PARTY_A = ("123456789", PARTY_ID_TYPE)
+PARTY_B = ("987654321", PARTY_ID_TYPE)
+CPA_ID = "cpa-demo-a-b"
+SERVICE = "urn:example:services:ordering"
+ACTION = "NewOrder"
+START_TIMEOUT = 20.0
+STOP_TIMEOUT = 20.0
+
+
+@dataclass(frozen=True)
+class RunningMsh:
+    """A served MSH: its endpoint URL (``http://127.0.0.1:<port>/msh``), port and object."""
+
+    url: str
+    port: int
+    msh: Msh
+
+
+def party_b_settings(tmp_path: Path, **server: Any) -> Settings:
+    """Settings like samples/config/party-b.toml, over plain HTTP on a free port, store in ``tmp_path``."""
+    tmp_path.mkdir(parents=True, exist_ok=True)
+    data = tomllib.loads((CONFIG_DIR / "party-b.toml").read_text(encoding="utf-8"))
+    data["server"] = {**data["server"], "tls": False, "port": 0, "host": "127.0.0.1", **server}
+    data["store"] = {**data["store"], "url": str(tmp_path / "party-b.sqlite")}
+    return settings_from_mapping(data, base_dir=CONFIG_DIR, source=str(CONFIG_DIR / "party-b.toml"), env={})
+
+
+@contextlib.contextmanager
+def serving(tmp_path: Path, **server: Any) -> Iterator[RunningMsh]:
+    """Run party B's MSH with the real server on its own asyncio loop in a thread; stop it (bounded)."""
+    settings = party_b_settings(tmp_path, **server)
+    msh = Msh(settings)
+    loop = asyncio.new_event_loop()
+    stop = asyncio.Event()
+    ports: list[int] = []
+    up = threading.Event()
+    failure: list[BaseException] = []
+    sock = bind("127.0.0.1", 0)
+
+    def ready(port: int) -> None:
+        ports.append(port)
+        up.set()
+
+    def run() -> None:
+        try:
+            loop.run_until_complete(serve(settings, msh, sock=sock, ready=ready, stop=stop))
+        except BaseException as exc:  # reported to the test thread
+            failure.append(exc)
+            up.set()
+
+    thread = threading.Thread(target=run, name="msh-b-server", daemon=True)
+    thread.start()
+    try:
+        assert up.wait(START_TIMEOUT), "the MSH did not start listening in time"
+        assert not failure, f"the MSH failed to start: {failure[0]!r}"
+        yield RunningMsh(f"http://127.0.0.1:{ports[0]}/msh", ports[0], msh)
+    finally:
+        if thread.is_alive():
+            loop.call_soon_threadsafe(stop.set)
+        thread.join(STOP_TIMEOUT)
+        alive = thread.is_alive()
+        if not alive:
+            loop.close()
+            msh.close()
+        with contextlib.suppress(OSError):
+            sock.close()
+        assert not alive, "the MSH did not stop in time"
+
+
+@pytest.fixture
+def party_b(tmp_path: Path) -> Iterator[RunningMsh]:
+    """Party B's MSH with the default server.max_body_bytes (64 MiB)."""
+    with serving(tmp_path / "b") as running:
+        yield running
+
+
+@pytest.fixture
+def party_b_small(tmp_path: Path) -> Iterator[RunningMsh]:
+    """Party B's MSH accepting bodies of at most 1 MiB."""
+    with serving(tmp_path / "b-small", max_body_bytes=1 << 20) as running:
+        yield running
+
+
+def valid_message(
+    msh: Msh,
+    message_id: str,
+    *,
+    cpa_id: str = CPA_ID,
+    from_party: tuple[str, str] = PARTY_A,
+    payload: bytes = b"<order n='1'/>",
+    now: datetime | None = None,
+) -> tuple[str, bytes]:
+    """A valid ebXML message from A to B (Content-Type, body), as A would send it, with ``message_id``.
+
+    ``cpa_id`` and ``from_party`` are written into the header after composing, to make messages that
+    are well formed but not allowed by B's agreement."""
+    when = now or utc_now()
+    params = msh.registry.resolve(
+        CPA_ID, from_party=PARTY_A, to_party=PARTY_B, service=SERVICE, action=ACTION, now=when
+    )
+    submission = Submission(PARTY_B, SERVICE, ACTION, (Payload(payload, "application/xml"),))
+    composed = compose(
+        params,
+        submission,
+        message_id=message_id,
+        now=when,
+        conversation_id=f"conv-{message_id}",
+        content_id_domain="party-a.example",
+    )
+    envelope = composed.envelope
+    if cpa_id != CPA_ID or from_party != PARTY_A:
+        envelope = _rewrite_header(envelope, cpa_id, from_party)
+    return build_message(envelope, composed.attachments)
+
+
+def _rewrite_header(envelope: Envelope, cpa_id: str, from_party: tuple[str, str]) -> Envelope:
+    header = envelope.message_header
+    assert header is not None
+    party = Party((PartyId(from_party[0], from_party[1]),), header.from_party.role)
+    header = dataclasses.replace(header, cpa_id=cpa_id, from_party=party)
+    return dataclasses.replace(envelope, message_header=header)
