@@ -23,6 +23,7 @@ from collections import Counter
 from pathlib import Path
 
 from msh.errors import ConfigurationError
+from msh.faults.proxy import ProxyStats
 
 __all__ = ["run_exchange_demo"]
 
@@ -139,7 +140,15 @@ def run_exchange_demo(messages: int = 100, loss: float = 0.15, lossy_share: floa
                 proc.wait()
 
 
-def _report(messages, sent, final, elapsed, stats, a_store: Path, b_store: Path) -> int:  # type: ignore[no-untyped-def]
+def _report(
+    messages: int,
+    sent: dict[str, str],
+    final: dict[str, str],
+    elapsed: float,
+    stats: ProxyStats,
+    a_store: Path,
+    b_store: Path,
+) -> int:
     from msh.ebms.message import ParseMode, parse_message
     from msh.store.api import Store
 

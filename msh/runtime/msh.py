@@ -118,11 +118,8 @@ FailedCallback = Callable[[str, Issue], object]
 MessageCallback = Callable[[int, str], object]
 
 
-def load_agreements(paths: Iterable[Path], *, verify_signatures: bool = True) -> list[CollaborationProtocolAgreement]:
-    """Load every agreement named by ``paths`` (files, or folders whose ``*.xml`` files are loaded)."""
-    files: list[Path] = []
-    for path in paths:
-        files += sorted(path.glob("*.xml")) if path.is_dir() else [path]
+def load_agreements(files: Iterable[Path], *, verify_signatures: bool = True) -> list[CollaborationProtocolAgreement]:
+    """Load every agreement file of ``files`` (:meth:`AgreementSettings.files` expands folders)."""
     agreements = []
     for f in files:
         try:
@@ -220,7 +217,7 @@ class Msh:
         loaded = (
             list(agreements)
             if agreements is not None
-            else load_agreements(settings.agreements.paths, verify_signatures=settings.agreements.verify_signatures)
+            else load_agreements(settings.agreements.files(), verify_signatures=settings.agreements.verify_signatures)
         )
         ours = [c for c in loaded if any(self.party in party_keys(p) for p in c.party_infos)]
         if not ours:
