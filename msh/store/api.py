@@ -93,6 +93,7 @@ __all__ = [
     "StoreError",
     "Timer",
     "Transaction",
+    "TransactionLost",
     "UnknownBlob",
     "UnknownMessage",
     "utc_now",
@@ -121,6 +122,11 @@ class DuplicateMessage(StoreError):
         super().__init__(f"{direction.value} message {message_id!r} is already stored")
         self.message_id = message_id
         self.direction = direction
+
+
+class TransactionLost(StoreError):
+    """The database ended the whole transaction (e.g. a disk or I/O error rolled it back): nothing of it
+    will be committed and it must be left."""
 
 
 class UnknownMessage(StoreError, LookupError):
@@ -375,6 +381,14 @@ class Transaction(ABC):
     @abstractmethod
     def readonly(self) -> bool:
         """True for a transaction opened with ``readonly=True``."""
+
+    @abstractmethod
+    def savepoint(self) -> AbstractContextManager[None]:
+        """A nested unit of work: ``with tx.savepoint(): ...``. When the block raises, the changes made in
+        it, and only those, are undone and the exception propagates; the transaction stays usable (this
+        is how several callers' work shares one commit, :mod:`msh.store.writer`). Savepoints nest.
+        Refused (:class:`StoreError`) in a read-only transaction. If the database lost the whole
+        transaction meanwhile, leaving the block raises :class:`TransactionLost`."""
 
     # -- blobs
 

@@ -89,13 +89,29 @@ class _MemoryTransaction(Transaction):
         del table[key]
 
     def rollback(self) -> None:
-        for table, key, old in reversed(self._undo):
+        self._undo_to(0)
+        self.new_blobs.clear()
+
+    def _undo_to(self, mark: int) -> None:
+        while len(self._undo) > mark:
+            table, key, old = self._undo.pop()
             if old is _MISSING:
                 table.pop(key, None)
             else:
                 table[key] = old
-        self._undo.clear()
-        self.new_blobs.clear()
+
+    @contextmanager
+    def savepoint(self) -> Iterator[None]:
+        self._write()
+        mark = len(self._undo)
+        blobs_before = set(self.new_blobs)
+        try:
+            yield
+        except BaseException:
+            self._undo_to(mark)
+            for blob_id in set(self.new_blobs) - blobs_before:
+                del self.new_blobs[blob_id]
+            raise
 
     def _chunks(self, blob_id: int) -> tuple[bytes, ...]:
         store = self._use()

@@ -52,6 +52,7 @@ from typing import Any, BinaryIO, Final
 
 from sqlalchemy import (
     and_,
+    bindparam,
     case,
     create_engine,
     delete,
@@ -87,6 +88,7 @@ from msh.store.api import (
     StoreError,
     Timer,
     Transaction,
+    TransactionLost,
     UnknownBlob,
     UnknownMessage,
     check_aware,
@@ -346,6 +348,53 @@ def _blob_bytes(value: object) -> bytes | None:
     raise StoreError(f"a blob chunk was read back as {type(value).__name__}, not bytes")
 
 
+# ------------------------------------------------------------------------------------------- statements
+# Built once: SQLAlchemy then finds their compiled form in its cache without rebuilding the expression on
+# every call (the hot path runs a dozen statements per message).
+
+_BLOB_ID = select(blobs.c.id).where(blobs.c.id == bindparam("b_id"))
+_BLOB_ROW = select(blobs).where(blobs.c.id == bindparam("b_id"))
+_BLOB_INSERT = insert(blobs)
+_BLOB_SIZE = update(blobs).where(blobs.c.id == bindparam("b_id"))
+_CHUNK_INSERT = insert(blob_chunks)
+_CHUNK_READ = select(blob_chunks.c.data).where(
+    blob_chunks.c.blob_id == bindparam("b_id"), blob_chunks.c.seq == bindparam("b_seq")
+)
+_OUTBOUND = select(outbound_messages).where(outbound_messages.c.message_id == bindparam("b_message_id"))
+_OUTBOUND_FOR_UPDATE = _OUTBOUND.with_for_update()
+_OUTBOUND_STATE = update(outbound_messages).where(outbound_messages.c.message_id == bindparam("b_message_id"))
+_FIRST_COPY = (
+    select(func.min(inbound_messages.c.id))
+    .where(inbound_messages.c.message_id == bindparam("b_message_id"))
+    .scalar_subquery()
+)
+_FIND_INBOUND = select(inbound_messages).where(inbound_messages.c.id == _FIRST_COPY)
+_INBOUND = select(inbound_messages).where(inbound_messages.c.id == bindparam("b_id"))
+_INBOUND_INSERT = insert(inbound_messages)
+_INBOX_INSERT = insert(inbox)
+_INBOX_ENTRY = select(inbox).where(inbox.c.inbound_id == bindparam("b_id"))
+_TIMER_INSERT = insert(timers)
+_TIMER_CANCEL = delete(timers).where(timers.c.message_id == bindparam("b_message_id"))
+_TIMER_CANCEL_KIND = _TIMER_CANCEL.where(timers.c.kind == bindparam("b_kind"))
+_TIMER_COMPLETE = delete(timers).where(timers.c.id == bindparam("b_id"), timers.c.lease_owner == bindparam("b_owner"))
+_EVENT_INSERT = insert(events)
+_INSERT_NEW: dict[tuple[bool, str, str | None], Any] = {}
+
+
+def _insert_new_statement(postgres: bool, table: Table, where: str | None) -> Any:
+    """``INSERT … ON CONFLICT (message_id) DO NOTHING RETURNING <key>``, built once per dialect and table."""
+    cache_key = (postgres, table.name, where)
+    statement = _INSERT_NEW.get(cache_key)
+    if statement is None:
+        index_where = None if where is None else text(where)
+        dialect_insert = pg_insert if postgres else sqlite_insert
+        statement = dialect_insert(table).on_conflict_do_nothing(index_elements=["message_id"], index_where=index_where)
+        # RETURNING tells whether a row went in (rowcount is not reported for INSERT on every driver).
+        statement = statement.returning(next(iter(table.primary_key.columns)))
+        _INSERT_NEW[cache_key] = statement
+    return statement
+
+
 # ------------------------------------------------------------------------------------------ transaction
 
 
@@ -360,6 +409,25 @@ class _SqlTransaction(Transaction):
     @property
     def readonly(self) -> bool:
         return self._readonly
+
+    @contextmanager
+    def savepoint(self) -> Iterator[None]:
+        conn = self._write()
+        nested = conn.begin_nested()
+        try:
+            yield
+        except BaseException as exc:
+            try:
+                nested.rollback()
+            except DBAPIError as lost:
+                raise TransactionLost(
+                    f"the store at {self._store.url} ended the transaction ({_reason(lost)}) after: {exc}"
+                ) from exc
+            raise
+        try:
+            nested.commit()
+        except DBAPIError as lost:
+            raise TransactionLost(f"the store at {self._store.url} ended the transaction: {_reason(lost)}") from lost
 
     # -- helpers
 
@@ -381,17 +449,11 @@ class _SqlTransaction(Transaction):
         """Insert unless the row would repeat a message_id (among the rows matching ``where``, the unique
         index's condition); the row's primary key, or None if nothing was inserted."""
         conn = self._write()
-        index_where = None if where is None else text(where)
-        if self._postgres:
-            stmt: Any = pg_insert(table).on_conflict_do_nothing(index_elements=["message_id"], index_where=index_where)
-        else:
-            stmt = sqlite_insert(table).on_conflict_do_nothing(index_elements=["message_id"], index_where=index_where)
-        # RETURNING tells whether a row went in (rowcount is not reported for INSERT on every driver).
-        key = next(iter(table.primary_key.columns))
-        return conn.execute(stmt.returning(key), dict(values)).scalar_one_or_none()
+        statement = _insert_new_statement(self._postgres, table, where)
+        return conn.execute(statement, dict(values)).scalar_one_or_none()
 
     def _require_blob(self, blob_id: int) -> None:
-        found = self._use().execute(select(blobs.c.id).where(blobs.c.id == blob_id)).first()
+        found = self._use().execute(_BLOB_ID, {"b_id": blob_id}).first()
         if found is None:
             raise UnknownBlob(blob_id)
 
@@ -399,33 +461,36 @@ class _SqlTransaction(Transaction):
 
     def put_blob(self, source: BinaryIO | bytes) -> int:
         conn = self._write()
-        result = conn.execute(insert(blobs), {"size": 0, "chunk_count": 0, "created_at": self._now()})
+        chunk_size = self._store.blob_chunk_size
+        known = isinstance(source, (bytes, bytearray, memoryview))
+        # The size of bytes is known up front: the blob row is written once; a stream's when it has been read.
+        size = len(source) if known else 0  # type: ignore[arg-type]
+        count = -(-size // chunk_size) if known else 0
+        result = conn.execute(_BLOB_INSERT, {"size": size, "chunk_count": count, "created_at": self._now()})
         key = result.inserted_primary_key
         assert key is not None
         blob_id = int(key[0])
         size = count = 0
-        statement = insert(blob_chunks)
-        for chunk in iter_chunks(source, self._store.blob_chunk_size):
-            conn.execute(statement, {"blob_id": blob_id, "seq": count, "data": chunk})
+        for chunk in iter_chunks(source, chunk_size):
+            conn.execute(_CHUNK_INSERT, {"blob_id": blob_id, "seq": count, "data": chunk})
             size += len(chunk)
             count += 1
             del chunk
-        conn.execute(update(blobs).where(blobs.c.id == blob_id).values(size=size, chunk_count=count))
+        if not known:
+            conn.execute(_BLOB_SIZE, {"b_id": blob_id, "size": size, "chunk_count": count})
         return blob_id
 
     def _blob_row(self, blob_id: int) -> RowMapping:
-        row = self._use().execute(select(blobs).where(blobs.c.id == blob_id)).mappings().first()
+        row = self._use().execute(_BLOB_ROW, {"b_id": blob_id}).mappings().first()
         if row is None:
             raise UnknownBlob(blob_id)
         return row
 
     def open_blob(self, blob_id: int) -> BinaryIO:
         row = self._blob_row(blob_id)
-        statement = select(blob_chunks.c.data)
 
         def fetch(seq: int) -> bytes | None:
-            where = and_(blob_chunks.c.blob_id == blob_id, blob_chunks.c.seq == seq)
-            return _blob_bytes(self._use().execute(statement.where(where)).scalar_one_or_none())
+            return _blob_bytes(self._use().execute(_CHUNK_READ, {"b_id": blob_id, "b_seq": seq}).scalar_one_or_none())
 
         return open_chunks(fetch, int(row["chunk_count"]), int(row["size"]))
 
@@ -498,21 +563,18 @@ class _SqlTransaction(Transaction):
         return record
 
     def get_outbound(self, message_id: str, *, for_update: bool = False) -> OutboundMessage | None:
-        statement = select(outbound_messages).where(outbound_messages.c.message_id == message_id)
-        if for_update and not self._readonly:
-            statement = statement.with_for_update()
-        row = self._use().execute(statement).mappings().first()
+        statement = _OUTBOUND_FOR_UPDATE if for_update and not self._readonly else _OUTBOUND
+        row = self._use().execute(statement, {"b_message_id": message_id}).mappings().first()
         return None if row is None else _outbound(row)
 
     def update_outbound_state(self, message_id: str, state: OutboundState) -> None:
         if not isinstance(state, OutboundState):
             raise ValueError("state must be an OutboundState")
         conn = self._write()
-        result = conn.execute(
-            update(outbound_messages)
-            .where(outbound_messages.c.message_id == message_id)
-            .values(**_state_values(state), updated_at=self._now())
-        )
+        values = _state_values(state)
+        values["updated_at"] = self._now()
+        values["b_message_id"] = message_id
+        result = conn.execute(_OUTBOUND_STATE, values)
         if result.rowcount == 0:
             raise UnknownMessage(message_id, "outbound message")
 
@@ -530,13 +592,11 @@ class _SqlTransaction(Transaction):
         )
 
     def find_inbound(self, message_id: str) -> InboundMessage | None:
-        statement = select(inbound_messages).where(inbound_messages.c.id == self._first_copy(message_id))
-        row = self._use().execute(statement).mappings().first()
+        row = self._use().execute(_FIND_INBOUND, {"b_message_id": message_id}).mappings().first()
         return None if row is None else _inbound(row)
 
     def get_inbound(self, inbound_id: int) -> InboundMessage | None:
-        statement = select(inbound_messages).where(inbound_messages.c.id == inbound_id)
-        row = self._use().execute(statement).mappings().first()
+        row = self._use().execute(_INBOUND, {"b_id": inbound_id}).mappings().first()
         return None if row is None else _inbound(row)
 
     def insert_inbound(
@@ -583,14 +643,14 @@ class _SqlTransaction(Transaction):
             if key is None:
                 raise DuplicateMessage(message_id, Direction.INBOUND)
         else:
-            primary = conn.execute(insert(inbound_messages), values).inserted_primary_key
+            primary = conn.execute(_INBOUND_INSERT, values).inserted_primary_key
             assert primary is not None
             key = primary[0]
         inbound_id = int(key)
         if deliver:
             # DESIGN.md §5.3: the inbox row is written in the duplicate-elimination record's transaction.
             conn.execute(
-                insert(inbox),
+                _INBOX_INSERT,
                 {
                     "inbound_id": inbound_id,
                     "message_id": message_id,
@@ -655,7 +715,7 @@ class _SqlTransaction(Transaction):
         return [_inbox(row) for row in self._use().execute(statement).mappings()]
 
     def inbox_entry(self, entry_id: int) -> InboxEntry | None:
-        row = self._use().execute(select(inbox).where(inbox.c.inbound_id == entry_id)).mappings().first()
+        row = self._use().execute(_INBOX_ENTRY, {"b_id": entry_id}).mappings().first()
         return None if row is None else _inbox(row)
 
     def _existing_entry(self, entry_id: int) -> InboxEntry:
@@ -697,16 +757,15 @@ class _SqlTransaction(Transaction):
         if replace_existing:
             self.cancel_timers(message_id, kind)
         values = {"message_id": message_id, "kind": kind, "due_at": due, "created_at": self._now()}
-        key = conn.execute(insert(timers), values).inserted_primary_key
+        key = conn.execute(_TIMER_INSERT, values).inserted_primary_key
         assert key is not None
         return Timer(int(key[0]), message_id, kind, due, None, None)
 
     def cancel_timers(self, message_id: str, kind: str | None = None) -> int:
         conn = self._write()
-        statement = delete(timers).where(timers.c.message_id == message_id)
-        if kind is not None:
-            statement = statement.where(timers.c.kind == kind)
-        return int(conn.execute(statement).rowcount)
+        if kind is None:
+            return int(conn.execute(_TIMER_CANCEL, {"b_message_id": message_id}).rowcount)
+        return int(conn.execute(_TIMER_CANCEL_KIND, {"b_message_id": message_id, "b_kind": kind}).rowcount)
 
     def claim_due_timers(self, now: datetime, owner: str, lease: timedelta, limit: int = 100) -> list[Timer]:
         moment = check_aware("now", now)
@@ -731,7 +790,7 @@ class _SqlTransaction(Transaction):
 
     def complete_timer(self, timer_id: int, owner: str) -> bool:
         conn = self._write()
-        result = conn.execute(delete(timers).where(timers.c.id == timer_id, timers.c.lease_owner == owner))
+        result = conn.execute(_TIMER_COMPLETE, {"b_id": timer_id, "b_owner": owner})
         return bool(result.rowcount)
 
     def next_timer_due(self) -> datetime | None:
@@ -762,7 +821,7 @@ class _SqlTransaction(Transaction):
             "direction": None if direction is None else Direction(direction).value,
             "detail": normalise_detail(detail),
         }
-        key = self._write().execute(insert(events), values).inserted_primary_key
+        key = self._write().execute(_EVENT_INSERT, values).inserted_primary_key
         assert key is not None
         return int(key[0])
 

@@ -685,3 +685,63 @@ def test_postgres_read_only_transactions_are_read_only_in_the_database(
     with store.transaction(readonly=True) as tx:
         conn = tx._conn  # type: ignore[attr-defined]
         assert conn.execute(text("SHOW transaction_read_only")).scalar() == "on"
+
+
+# ---------------------------------------------------------------------------------------------- savepoints
+
+
+def test_a_savepoint_that_raises_undoes_only_its_own_changes(store: Store) -> None:
+    with store.transaction() as tx:
+        add_outbound(tx, "kept@example.com", body=b"kept")
+        with pytest.raises(Boom), tx.savepoint():
+            add_outbound(tx, "undone@example.com", body=b"undone")
+            tx.schedule_timer("kept@example.com", "retry", T0)
+            tx.append_event(at=T0, kind="undone")
+            tx.update_outbound_state("kept@example.com", OutboundState(status=OutboundStatus.FAILED))
+            assert tx.get_outbound("undone@example.com") is not None
+            raise Boom
+        assert tx.get_outbound("undone@example.com") is None
+        with tx.savepoint():
+            add_inbound(tx, "after@example.com")
+    with store.transaction(readonly=True) as tx:
+        kept = tx.get_outbound("kept@example.com")
+        assert kept is not None and kept.state.status is OutboundStatus.PENDING
+        assert tx.get_outbound("undone@example.com") is None
+        assert tx.find_inbound("after@example.com") is not None
+        assert [e.kind for e in tx.list_events()] == []
+        assert tx.next_timer_due() is None
+    with store.open_blob(kept.body_blob_id) as body:
+        assert body.read() == b"kept"
+
+
+def test_savepoints_nest_and_a_duplicate_inside_one_leaves_the_rest(store: Store) -> None:
+    with store.transaction() as tx:
+        add_inbound(tx, "dup@example.com", body=b"first")
+        with tx.savepoint():
+            add_outbound(tx, "outer@example.com")
+            with pytest.raises(DuplicateMessage), tx.savepoint():
+                add_inbound(tx, "dup@example.com", body=b"second")
+            with tx.savepoint():
+                add_outbound(tx, "inner@example.com")
+    with store.transaction(readonly=True) as tx:
+        assert tx.get_outbound("outer@example.com") is not None
+        assert tx.get_outbound("inner@example.com") is not None
+        first = tx.find_inbound("dup@example.com")
+        assert first is not None
+        assert len(tx.inbox_list(None)) == 1
+    with store.open_blob(first.body_blob_id) as body:
+        assert body.read() == b"first"
+
+
+def test_changes_of_a_released_savepoint_roll_back_with_the_transaction(store: Store) -> None:
+    with pytest.raises(Boom), store.transaction() as tx:
+        with tx.savepoint():
+            add_outbound(tx, "gone@example.com")
+        raise Boom
+    with store.transaction(readonly=True) as tx:
+        assert tx.get_outbound("gone@example.com") is None
+
+
+def test_a_read_only_transaction_refuses_a_savepoint(store: Store) -> None:
+    with store.transaction(readonly=True) as tx, pytest.raises(StoreError, match="read-only"), tx.savepoint():
+        pass

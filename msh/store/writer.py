@@ -1,0 +1,197 @@
+"""Group commit: the write work of many callers in shared transactions, one commit (one fsync) for all.
+
+A durable commit costs a disk flush, and SQLite has one writer at a time: an MSH that commits every step of
+every message on its own spends its time waiting for the write lock and the disk. :class:`GroupCommitWriter`
+owns one thread that takes every queued *unit* (a function of a :class:`~msh.store.api.Transaction`), runs
+as many as are waiting (up to ``max_batch``) in one transaction, each in a savepoint of its own, and
+commits once. While one batch commits the next one queues up, so the batches grow with the load and the
+cost of a commit is shared.
+
+Rules (what a caller can rely on)
+    * A unit's result (or its exception) is handed back only after the transaction it ran in has
+      committed (or failed): nothing is decided on a change that could still be lost (DESIGN.md §5).
+    * A unit that raises leaves nothing behind: its savepoint is rolled back, its exception goes to its
+      caller, and the other units of the batch commit as if it had never run.
+    * A failed commit fails every unit of the batch with the store's error: none of them committed, as
+      with a transaction of their own. If the database ends the whole transaction while a unit runs
+      (:class:`~msh.store.api.TransactionLost`), the units that ran in it fail with that error and those
+      not yet run go into the next batch.
+    * Units run one at a time, in the order they were queued, on the writer's thread: a unit must not
+      wait for the writer itself (:meth:`call` from a unit raises :class:`~msh.store.api.StoreError`).
+
+Read-only work does not need the writer: ``store.transaction(readonly=True)`` on any thread runs beside it
+(SQLite in WAL mode; PostgreSQL).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import queue
+import threading
+from collections.abc import Callable
+from concurrent.futures import Future
+from dataclasses import dataclass
+from typing import Generic, TypeVar
+
+from msh.store.api import Store, StoreError, Transaction, TransactionLost
+
+__all__ = ["GroupCommitWriter", "Unit", "WriterStats"]
+
+log = logging.getLogger("msh.store.writer")
+
+_T = TypeVar("_T")
+
+Unit = Callable[[Transaction], _T]
+"""A unit of write work: runs inside a shared transaction, in a savepoint of its own."""
+
+
+@dataclass
+class WriterStats:
+    """What the writer has done: committed transactions, units run in them, units that raised."""
+
+    batches: int = 0
+    units: int = 0
+    failed_units: int = 0
+    failed_batches: int = 0
+    largest_batch: int = 0
+
+    @property
+    def mean_batch(self) -> float:
+        """Units per committed transaction (the group-commit factor)."""
+        return self.units / self.batches if self.batches else 0.0
+
+
+@dataclass(eq=False)
+class _Job(Generic[_T]):
+    unit: Callable[[Transaction], _T]
+    future: Future[_T]
+
+
+_STOP = object()
+
+
+class GroupCommitWriter:
+    """One writer thread for ``store``: :meth:`submit` / :meth:`call` / :meth:`run` a unit, get its result
+    after the commit. Start is lazy (the first unit starts the thread); :meth:`close` drains and stops."""
+
+    def __init__(self, store: Store, *, max_batch: int = 64, name: str = "msh-writer") -> None:
+        if isinstance(max_batch, bool) or not isinstance(max_batch, int) or max_batch < 1:
+            raise ValueError("max_batch must be a positive number of units")
+        self.store = store
+        self.max_batch = max_batch
+        self.name = name
+        self.stats = WriterStats()
+        self._queue: queue.SimpleQueue[_Job[object] | object] = queue.SimpleQueue()
+        self._carry: list[_Job[object]] = []
+        self._thread: threading.Thread | None = None
+        self._lock = threading.Lock()
+        self._closed = False
+
+    # ------------------------------------------------------------------------------------------ callers
+
+    def submit(self, unit: Callable[[Transaction], _T]) -> Future[_T]:
+        """Queue ``unit``; the future holds its result once its transaction has committed."""
+        future: Future[_T] = Future()
+        with self._lock:
+            if self._closed:
+                raise StoreError("the store writer is closed; no more work can be committed")
+            if self._thread is None:
+                self._thread = threading.Thread(target=self._run, name=self.name, daemon=True)
+                self._thread.start()
+            self._queue.put(_Job(unit, future))
+        return future
+
+    def call(self, unit: Callable[[Transaction], _T]) -> _T:
+        """Run ``unit`` and wait for its commit (from any thread but the writer's own)."""
+        if threading.current_thread() is self._thread:
+            raise StoreError("a unit of work cannot wait for the writer it runs on; do the work in the same unit")
+        return self.submit(unit).result()
+
+    async def run(self, unit: Callable[[Transaction], _T]) -> _T:
+        """Run ``unit`` and await its commit without blocking the event loop."""
+        return await asyncio.wrap_future(self.submit(unit))
+
+    def close(self, timeout: float | None = None) -> None:
+        """Commit what is queued, then stop the thread (waiting at most ``timeout`` seconds for it)."""
+        with self._lock:
+            if self._closed:
+                return
+            self._closed = True
+            thread = self._thread
+            self._queue.put(_STOP)
+        if thread is not None and thread is not threading.current_thread():
+            thread.join(timeout)
+
+    @property
+    def closed(self) -> bool:
+        return self._closed
+
+    # ------------------------------------------------------------------------------------------- thread
+
+    def _run(self) -> None:
+        stopping = False
+        while not stopping or self._carry:
+            batch: list[_Job[object]] = self._carry
+            self._carry = []
+            if not batch:
+                first = self._queue.get()
+                if first is _STOP:
+                    stopping = True
+                    continue
+                batch.append(first)  # type: ignore[arg-type]
+            while len(batch) < self.max_batch:
+                try:
+                    more = self._queue.get_nowait()
+                except queue.Empty:
+                    break
+                if more is _STOP:
+                    stopping = True
+                    break
+                batch.append(more)  # type: ignore[arg-type]
+            self._commit(batch)
+
+    def _commit(self, batch: list[_Job[object]]) -> None:
+        ran: list[tuple[_Job[object], bool, object]] = []  # (job, ok, result or exception)
+        carry: list[_Job[object]] = []
+        lost: TransactionLost | None = None
+        try:
+            with self.store.transaction() as tx:
+                for index, job in enumerate(batch):
+                    if not job.future.set_running_or_notify_cancel():
+                        continue  # the caller cancelled it before it ran
+                    try:
+                        with tx.savepoint():
+                            result = job.unit(tx)
+                    except TransactionLost as exc:
+                        # The database dropped the transaction: what ran in it is lost; the rest goes next.
+                        lost = exc
+                        ran.append((job, False, exc))
+                        carry = batch[index + 1 :]
+                        break
+                    except BaseException as exc:  # the unit's own failure: only its savepoint was undone
+                        ran.append((job, False, exc))
+                    else:
+                        ran.append((job, True, result))
+                if lost is not None:
+                    raise lost
+        except BaseException as exc:  # BEGIN or COMMIT failed, or the transaction was lost: nothing committed
+            failure = lost if lost is not None else exc
+            self.stats.failed_batches += 1
+            log.warning("a group commit of %d unit(s) failed: %s", len(ran), failure)
+            waiting = {id(job) for job in carry}
+            for job in batch:
+                if id(job) not in waiting and not job.future.done():
+                    job.future.set_exception(failure)
+            self._carry = carry
+            return
+        self.stats.batches += 1
+        self.stats.units += len(ran)
+        self.stats.largest_batch = max(self.stats.largest_batch, len(ran))
+        for job, ok, value in ran:
+            if ok:
+                job.future.set_result(value)
+            else:
+                self.stats.failed_units += 1
+                assert isinstance(value, BaseException)
+                job.future.set_exception(value)
