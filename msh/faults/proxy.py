@@ -33,6 +33,7 @@ import argparse
 import asyncio
 import contextlib
 import enum
+import functools
 import logging
 import math
 import random
@@ -237,7 +238,7 @@ class LossyProxy:
             raise RuntimeError("the proxy is already started")
         host, port = self._listen
         self._closing = False
-        self._server = await asyncio.start_server(self._handle, host, port)
+        self._server = await asyncio.start_server(self._accept, host, port)
         self._port = int(self._server.sockets[0].getsockname()[1])
         _log.info("lossy proxy on %s:%d -> %s:%d", host, self._port, *self._target)
 
@@ -265,14 +266,34 @@ class LossyProxy:
 
     # -- forwarding -----------------------------------------------------------------------------
 
-    async def _handle(self, client_reader: asyncio.StreamReader, client_writer: asyncio.StreamWriter) -> None:
+    def _accept(self, client_reader: asyncio.StreamReader, client_writer: asyncio.StreamWriter) -> None:
+        """The listener's callback: refuse the connection, or serve it in a task tracked from its creation.
+
+        The callback is synchronous on purpose. For a coroutine callback asyncio creates the task itself
+        and adds a done-callback that calls ``task.exception()``, which on Python 3.11 raises for a
+        cancelled task: every handler :meth:`stop` cancels would be logged as "Exception in callback ...
+        CancelledError". Tracking the task here also lets :meth:`stop` cancel one that has not started.
+        """
         if self._down or self._closing:
             self._counts["connections_refused"] += 1
             _abort(client_writer)
             return
-        task = asyncio.current_task()
-        assert task is not None
+        task = asyncio.get_running_loop().create_task(self._handle(client_reader, client_writer))
         self._handlers.add(task)
+        task.add_done_callback(functools.partial(self._handled, client_writer))
+
+    def _handled(self, client_writer: asyncio.StreamWriter, task: asyncio.Task[None]) -> None:
+        """A handler task ended: forget it, and make sure its client is closed whatever the ending."""
+        self._handlers.discard(task)
+        if task.cancelled():  # by stop(), possibly before _handle's first step, so before its finally
+            _abort(client_writer)
+            return
+        exc = task.exception()  # retrieved, so asyncio does not report it again when the task is freed
+        if exc is not None:
+            _log.error("proxied connection failed", exc_info=exc)
+            _abort(client_writer)
+
+    async def _handle(self, client_reader: asyncio.StreamReader, client_writer: asyncio.StreamWriter) -> None:
         self._counts["connections"] += 1
         link = _Link(client_writer)
         self._links.add(link)
@@ -293,7 +314,6 @@ class LossyProxy:
             )
         finally:
             self._links.discard(link)
-            self._handlers.discard(task)
             link.close()
 
     def _lose(self, direction: _Direction) -> bool:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import gc
 import hashlib
 import os
 import signal
@@ -342,6 +343,91 @@ def test_stop_closes_listener_and_open_connections() -> None:
         await server.stop()
 
     run(body())
+
+
+def record_loop_reports() -> list[dict[str, Any]]:
+    """Collect what the running loop would otherwise log ("Exception in callback ...", "Task exception was
+    never retrieved" ...) instead of printing it to stderr."""
+    reports: list[dict[str, Any]] = []
+    asyncio.get_running_loop().set_exception_handler(lambda _loop, context: reports.append(context))
+    return reports
+
+
+async def settle() -> None:
+    """Let callbacks scheduled by aborts and cancellations run, and report tasks freed unretrieved."""
+    for _ in range(5):
+        await asyncio.sleep(0)
+    gc.collect()
+    await asyncio.sleep(0.01)
+
+
+def test_stop_with_busy_idle_and_fresh_connections_reports_nothing_to_the_loop() -> None:
+    server = EchoServer()
+
+    async def body() -> list[dict[str, Any]]:
+        reports = record_loop_reports()
+        await server.start()
+        proxy = LossyProxy((HOST, 0), server.address)
+        await proxy.start()
+        # mid-transfer: the client keeps sending and never reads, so the pumps block in drain()
+        busy_reader, busy_writer = await asyncio.open_connection(HOST, proxy.port)
+
+        async def flood() -> None:
+            with contextlib.suppress(OSError):
+                while True:
+                    busy_writer.write(b"x" * 65536)
+                    await busy_writer.drain()
+
+        flooding = asyncio.create_task(flood())
+        idle_reader, idle_writer = await asyncio.open_connection(HOST, proxy.port)
+        idle_writer.write(b"ping")
+        await idle_writer.drain()
+        assert await asyncio.wait_for(idle_reader.readexactly(4), 5) == b"ping"
+        for _ in range(50):  # until the flood has filled the buffers on the way
+            if proxy.stats().bytes_up >= 256 * 1024:
+                break
+            await asyncio.sleep(0.01)
+        assert proxy.stats().bytes_up > 0
+        # fresh: stop() comes right after the connect, while its handler is at most starting up
+        fresh_reader, fresh_writer = await asyncio.open_connection(HOST, proxy.port)
+        await asyncio.wait_for(proxy.stop(), 5)
+        await asyncio.wait_for(flooding, 5)  # the flood ends on the reset
+        for reader, writer in [(busy_reader, busy_writer), (idle_reader, idle_writer), (fresh_reader, fresh_writer)]:
+            with contextlib.suppress(OSError):
+                while await asyncio.wait_for(reader.read(65536), 5):
+                    pass  # the echoes already on their way, then the reset
+            await close(writer)
+        await server.stop()
+        await settle()
+        return reports
+
+    assert run(body()) == []
+
+
+def test_down_and_dropped_messages_report_nothing_to_the_loop() -> None:
+    server = LineServer()
+
+    async def body(proxy: LossyProxy) -> list[dict[str, Any]]:
+        reports = record_loop_reports()
+        reader, writer = await asyncio.open_connection(HOST, proxy.port)
+        writer.write(b"before\n")
+        await writer.drain()
+        assert await asyncio.wait_for(reader.readline(), 5) == b"OK before\n"
+        proxy.down = True
+        assert await dead(reader)
+        await close(writer)
+        assert await exchange(proxy.port, b"while down\n") is None
+        proxy.down = False
+        proxy.drop_requests = 1.0
+        assert await exchange(proxy.port, b"lost request\n") is None
+        proxy.drop_requests, proxy.drop_responses = 0.0, 1.0
+        assert await exchange(proxy.port, b"lost response\n") is None
+        await settle()
+        return reports
+
+    reports, stats = run(with_proxy(server, body))
+    assert reports == []
+    assert (stats.connections_refused, stats.requests_dropped, stats.responses_dropped) == (1, 1, 1)
 
 
 # -- thread hosting -----------------------------------------------------------------------------------
