@@ -74,7 +74,7 @@ class Endpoint:
                 spool.write(chunk)
                 more = message.get("more_body", False)
             spool.seek(0)
-            reply = await self.msh.handle_http(spool, headers.get("content-type"))  # type: ignore[arg-type]
+            reply = await self.msh.handle_http(spool, headers.get("content-type"), size=size)  # type: ignore[arg-type]
         await _respond(send, reply)
 
     async def _lifespan(self, receive: Receive, send: Send) -> None:

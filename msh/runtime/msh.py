@@ -20,8 +20,12 @@ Runtime (asyncio, after :meth:`Msh.start`)
       due. It wakes at the next due time, and at least every ``timers.poll_interval`` to pick up work
       that other processes wrote (``msh send`` while ``msh serve`` runs).
 
-Store work runs on one thread of its own (SQLite has one writer; PostgreSQL would allow more, not needed
-at this scale), so the event loop never waits on a commit.
+Store writes go through one :class:`~msh.store.writer.GroupCommitWriter` (group commit): every step of
+every message is a unit of work run in a savepoint, and the units that queue up while one transaction
+commits share the next one, so one disk flush serves many messages and their results (the reply to send,
+the transmission to start, the callback to call) are acted on only after that commit. Parsing, agreement
+checks and reads run beside it on a small thread pool, so neither the event loop nor the writer waits on
+them.
 """
 
 from __future__ import annotations
@@ -35,18 +39,17 @@ import os
 import re
 import socket
 import tempfile
-import threading
 from collections import Counter
 from collections.abc import Awaitable, Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any, BinaryIO, Final, TypeVar
 
 import aiohttp
 
-from cpa.check import check
+from cpa.check import CheckResult, check
 from cpa.errors import CpaError
 from cpa.loader import load
 from cpa.model import CollaborationProtocolAgreement
@@ -102,7 +105,8 @@ from msh.runtime.mapping import (
 from msh.runtime.tls import ClientContexts
 from msh.safexml import parse_xml
 from msh.store import api as store_api
-from msh.store.api import Direction, DuplicateMessage, InboxEntry, InboxState, OutboundMessage, Store
+from msh.store.api import Direction, DuplicateMessage, InboxEntry, InboxState, OutboundMessage, Store, Transaction
+from msh.store.writer import GroupCommitWriter
 
 __all__ = ["HttpReply", "Msh", "ReceivedMessage", "load_agreements"]
 
@@ -111,6 +115,9 @@ log = logging.getLogger("msh.runtime")
 SOAP_CONTENT_TYPE: Final = 'text/xml; charset="UTF-8"'
 _KEEP_FOR_FIRST_SEND: Final = 1 << 20  # bytes: a submitted body this small is kept in memory until sent once
 _MAX_ANSWER: Final = 16 << 20  # bytes: an answer on the connection is a signal, never a large payload
+_GROUP_COMMIT: Final = 64  # units of work (message steps) at most in one store transaction
+_POOL_THREADS: Final = 2  # parsing, agreement checks, reads beside the writer
+_PARSE_ON_LOOP: Final = 256 << 10  # bytes: a message this small is parsed on the event loop (no thread hops)
 _T = TypeVar("_T")
 
 DeliveredCallback = Callable[[str], object]
@@ -157,11 +164,23 @@ class ReceivedMessage:
 
 @dataclass
 class _After:
-    """Work decided in a transaction, done once it has committed."""
+    """Work decided in a unit of work, done once its transaction has committed; and the outbound rows
+    the unit has read or written (so a second step of the same message in the unit reads no row)."""
 
     transmits: list[tuple[str, int]] = field(default_factory=list)
     notices: list[Callable[[], object]] = field(default_factory=list)
     async_replies: list[tuple[bytes, EndpointRef]] = field(default_factory=list)
+    rows: dict[str, OutboundMessage] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class _Inbound:
+    """A received message, parsed and checked against the agreements, ready for its unit of work."""
+
+    message: EbxmlMessage
+    raw: BinaryIO | bytes
+    result: CheckResult
+    now: datetime
 
 
 class _Retry(Exception):
@@ -186,6 +205,27 @@ def _salvage_header(body: bytes) -> MessageHeader | None:
     except (EbmsError, ValueError):
         return None
     return envelope.message_header
+
+
+@dataclass(frozen=True, slots=True)
+class _Prepared:
+    """A submission composed and serialised, with the unit of work that commits it."""
+
+    message_id: str
+    params: SendingParameters
+    content_type: str
+    body: bytes | BinaryIO
+    unit: Callable[[Transaction], _After]
+
+    def close(self) -> None:
+        if not isinstance(self.body, bytes):
+            self.body.close()
+
+
+def _large(submission: Submission) -> bool:
+    """Whether composing ``submission`` reads or copies enough to be done off the event loop."""
+    sizes = (len(p.content) if isinstance(p.content, bytes) else _KEEP_FOR_FIRST_SEND + 1 for p in submission.payloads)
+    return sum(sizes) > _KEEP_FOR_FIRST_SEND
 
 
 def _party_text(party: Party) -> str:
@@ -244,17 +284,17 @@ class Msh:
         self._tls = ClientContexts(
             certificate=settings.tls.certificate, private_key=settings.tls.private_key, trusted=settings.tls.trusted
         )
-        self._params: dict[str, SendingParameters] = {}
-        self._first_send: dict[str, tuple[str, str, bytes]] = {}
+        self._writer = GroupCommitWriter(self.store, max_batch=_GROUP_COMMIT, name="msh-store-writer")
+        self._routes: dict[tuple[str, str, str, str], SendingParameters] = {}
+        self._first_send: dict[str, tuple[str, str, bytes, SendingParameters]] = {}
         self._loop: asyncio.AbstractEventLoop | None = None
-        self._db: ThreadPoolExecutor | None = None
+        self._pool: ThreadPoolExecutor | None = None
         self._session: aiohttp.ClientSession | None = None
         self._in_flight: asyncio.Semaphore | None = None
         self._tasks: set[asyncio.Task[Any]] = set()
         self._timer_task: asyncio.Task[None] | None = None
         self._wake: asyncio.Event | None = None
         self._running = False
-        self._lock = threading.Lock()
 
     def _party_label(self) -> str:
         value, type_ = self.party
@@ -268,7 +308,27 @@ class Msh:
 
         Raises :class:`~cpa.resolve.AgreementRefused` (a :class:`ConfigurationError`) when no agreement
         in force lets us send it, :class:`ConfigurationError` for a choice the agreement forbids.
+        Blocks until the commit; on an event loop, ``await`` :meth:`submit_async` instead.
         """
+        prepared = self._prepare(submission)
+        try:
+            after = self._writer.call(prepared.unit)
+        finally:
+            prepared.close()
+        return self._submitted(prepared, after)
+
+    async def submit_async(self, submission: Submission) -> str:
+        """:meth:`submit` for asyncio applications: the commit is awaited, not waited for, so many
+        submissions share a commit (group commit) and the event loop goes on meanwhile."""
+        prepared = await self._off_loop(self._prepare, submission) if _large(submission) else self._prepare(submission)
+        try:
+            after = await self._writer.run(prepared.unit)
+        finally:
+            prepared.close()
+        return self._submitted(prepared, after)
+
+    def _prepare(self, submission: Submission) -> _Prepared:
+        """Resolve, compose and serialise a submission; its unit of work commits it (DESIGN.md §5.1)."""
         now = self.clock()
         params = self._resolve_for(submission, now)
         domain = self.settings.identity.message_id_domain
@@ -287,43 +347,66 @@ class Msh:
             params, ack_requested=composed.ack_requested, time_to_live=submission.time_to_live
         )
         state, actions = step(None, Submit(message_id, reliability), now)
-        after = _After()
-        with tempfile.SpooledTemporaryFile(max_size=_KEEP_FOR_FIRST_SEND) as spool:
+        spool = tempfile.SpooledTemporaryFile(max_size=_KEEP_FOR_FIRST_SEND)  # noqa: SIM115 (closed by _Prepared.close)
+        try:
             content_type = write_message(spool, composed.envelope, composed.attachments)  # type: ignore[arg-type]
             small = spool.tell() <= _KEEP_FOR_FIRST_SEND
             spool.seek(0)
             body: bytes | BinaryIO = spool.read() if small else spool  # type: ignore[assignment]
-            with self.store.transaction() as tx:
-                blob = tx.put_blob(body)
-                tx.insert_outbound(
-                    message_id=message_id,
-                    cpaid=params.cpaid,
-                    conversation_id=composed.envelope.message_header.conversation_id,  # type: ignore[union-attr]
-                    service=params.service,
-                    action=params.action,
-                    from_party=party_text(params.from_party_ids[0].value, params.from_party_ids[0].type),
-                    to_party=party_text(params.to_party_ids[0].value, params.to_party_ids[0].type),
-                    endpoint_url=params.endpoint_url,
-                    content_type=content_type,
-                    body_blob_id=blob,
-                    parameters=reliability_to_store(reliability),
-                    state=state_to_store(state),
-                )
-                tx.append_event(
-                    at=now,
-                    kind="submitted",
-                    message_id=message_id,
-                    direction=Direction.OUTBOUND,
-                    detail={"cpaid": params.cpaid, "action": params.action, "to": party_text(*submission.to_party)},
-                )
-                self._apply_sending_actions(tx, message_id, actions, now, after, queue_transmit=not self._running)
-        self._params[message_id] = params
-        if small and self._running and isinstance(body, bytes) and any(isinstance(a, Transmit) for a in actions):
+        except BaseException:
+            spool.close()
+            raise
+        if small:
+            spool.close()
+        conversation_id = composed.envelope.message_header.conversation_id  # type: ignore[union-attr]
+
+        def unit(tx: Transaction) -> _After:
+            after = _After()
+            if not isinstance(body, bytes):
+                body.seek(0)  # streamed to the store (again, if a lost transaction runs this unit twice)
+            blob = tx.put_blob(body)
+            tx.insert_outbound(
+                message_id=message_id,
+                cpaid=params.cpaid,
+                conversation_id=conversation_id,
+                service=params.service,
+                action=params.action,
+                from_party=party_text(params.from_party_ids[0].value, params.from_party_ids[0].type),
+                to_party=party_text(params.to_party_ids[0].value, params.to_party_ids[0].type),
+                endpoint_url=params.endpoint_url,
+                content_type=content_type,
+                body_blob_id=blob,
+                parameters=reliability_to_store(reliability),
+                state=state_to_store(state),
+            )
+            tx.append_event(
+                at=now,
+                kind="submitted",
+                message_id=message_id,
+                direction=Direction.OUTBOUND,
+                detail={"cpaid": params.cpaid, "action": params.action, "to": party_text(*submission.to_party)},
+            )
+            # A new message has no timer to replace.
+            self._apply_sending_actions(
+                tx, message_id, actions, now, after, queue_transmit=not self._running, fresh=True
+            )
+            return after
+
+        return _Prepared(message_id, params, content_type, body, unit)
+
+    def _submitted(self, prepared: _Prepared, after: _After) -> str:
+        body = prepared.body
+        if self._running and isinstance(body, bytes) and after.transmits:
             # The first transmission sends these bytes, identical to the stored ones, without reading them back.
-            self._first_send[message_id] = (content_type, params.endpoint_url, body)
+            self._first_send[prepared.message_id] = (
+                prepared.content_type,
+                prepared.params.endpoint_url,
+                body,
+                prepared.params,
+            )
         self.counters["submitted"] += 1
         self._after_commit(after)
-        return message_id
+        return prepared.message_id
 
     def status(self, message_id: str) -> OutboundMessage | None:
         """The stored state of a message we sent (None: no such MessageId)."""
@@ -337,23 +420,25 @@ class Msh:
 
     def fetch(self, entry_id: int) -> ReceivedMessage:
         """The received message of inbox entry ``entry_id``, marked delivered-to-app (ack it when it is safe)."""
-        now = self.clock()
-        with self.store.transaction() as tx:
-            entry = tx.inbox_entry(entry_id)
-            if entry is None:
-                raise store_api.UnknownMessage(entry_id, "inbox entry")
-            record = tx.get_inbound(entry_id)
-            if record is None:
-                raise store_api.UnknownMessage(entry_id, "stored message of inbox entry")
-            with tx.open_blob(record.body_blob_id) as blob:
-                parsed = parse_message(blob, record.content_type, mode=ParseMode.LENIENT)
-            entry = tx.inbox_mark_delivered(entry_id, now)
+        with self.store.transaction(readonly=True) as tx:
+            record = tx.get_inbound(entry_id) if tx.inbox_entry(entry_id) is not None else None
+        if record is None:
+            raise store_api.UnknownMessage(entry_id, "inbox entry")
+        # The stored body never changes: it is parsed outside the write transaction.
+        with self.store.open_blob(record.body_blob_id) as blob:
+            parsed = parse_message(blob, record.content_type, mode=ParseMode.LENIENT)
+        try:
+            now = self.clock()
+            entry = self._writer.call(lambda tx: tx.inbox_mark_delivered(entry_id, now))
+        except BaseException:
+            parsed.close()
+            raise
         return ReceivedMessage(entry, parsed)
 
     def ack(self, entry_id: int) -> InboxEntry:
         """The application holds inbox entry ``entry_id`` safely: it is not offered again."""
-        with self.store.transaction() as tx:
-            return tx.inbox_ack(entry_id, self.clock())
+        now = self.clock()
+        return self._writer.call(lambda tx: tx.inbox_ack(entry_id, now))
 
     def _resolve_for(self, submission: Submission, now: datetime) -> SendingParameters:
         common: dict[str, Any] = {
@@ -391,16 +476,18 @@ class Msh:
         after: _After,
         *,
         queue_transmit: bool = False,
+        fresh: bool = False,
     ) -> None:
+        """Execute the sending machine's actions in ``tx`` (``fresh``: a new message, which has no timers)."""
         for action in actions:
             if isinstance(action, ScheduleTimer):
-                tx.schedule_timer(message_id, TIMER_RETRY, action.due_at, replace_existing=True)
+                tx.schedule_timer(message_id, TIMER_RETRY, action.due_at, replace_existing=not fresh)
             elif isinstance(action, CancelTimer):
                 tx.cancel_timers(message_id)
             elif isinstance(action, Transmit):
                 if queue_transmit:
                     # Another process serves this store: its timer loop transmits (DESIGN.md §5.1).
-                    tx.schedule_timer(message_id, TIMER_TRANSMIT, now, replace_existing=True)
+                    tx.schedule_timer(message_id, TIMER_TRANSMIT, now, replace_existing=not fresh)
                 else:
                     after.transmits.append((action.message_id, action.attempt))
                 if action.attempt > 1:
@@ -449,20 +536,25 @@ class Msh:
         """One step of the sending machine of ``message_id``, committed with the caller's transaction
         (``stored``: its row, already read for update in this transaction)."""
         if stored is None:
+            stored = after.rows.get(message_id)
+        if stored is None:
             stored = tx.get_outbound(message_id, for_update=True)
         if stored is None:
             raise UnknownMessage(f"no outbound message {message_id}")
         state = state_from_store(stored)
         new, actions = step(state, event, now)
         if new != state:
-            tx.update_outbound_state(message_id, state_to_store(new))
+            written = state_to_store(new)
+            tx.update_outbound_state(message_id, written)
+            stored = replace(stored, state=written)
+        after.rows[message_id] = stored
         self._apply_sending_actions(tx, message_id, actions, now, after)
         return new.status
 
     def _route_to_outbound(
         self, tx: store_api.Transaction, routed: OutboundEvent, now: datetime, after: _After
     ) -> None:
-        stored = tx.get_outbound(routed.message_id, for_update=True)
+        stored = after.rows.get(routed.message_id) or tx.get_outbound(routed.message_id, for_update=True)
         if stored is None:
             # ebMS2 §6.5.2: an Acknowledgment (or error) for a message we do not know is ignored.
             self.counters["unknown-signals"] += 1
@@ -509,45 +601,53 @@ class Msh:
         # ebMS2 §7.3.3: Received - the message was received by this MSH.
         return StatusAnswer(MessageStatus.RECEIVED, record.received_at)
 
-    def _receive_tx(
+    def _check(self, message: EbxmlMessage, raw: BinaryIO | bytes) -> _Inbound:
+        """Check a parsed message against the agreements (no store access: done outside the writer)."""
+        now = self.clock()
+        s = self.settings.agreements
+        result = check(message.envelope, self.registry, now=now, reading=s.reading, msh_time_accuracy=s.time_accuracy)
+        return _Inbound(message, raw, result, now)
+
+    def _receive_unit(
         self,
-        message: EbxmlMessage,
-        raw: BinaryIO | bytes,
-        now: datetime,
-        after: _After,
+        inbound: _Inbound,
         *,
         sync_override: bool | None,
-        then: Callable[[store_api.Transaction], None] | None = None,
-    ) -> tuple[InboundDecision, bytes | None]:
-        """Decide and commit one received message; returns the decision and the synchronous reply bytes.
-
-        ``then`` runs in the same transaction, after the decision's store actions."""
-        envelope = message.envelope
-        s = self.settings.agreements
-        result = check(envelope, self.registry, now=now, reading=s.reading, msh_time_accuracy=s.time_accuracy)
+        then: Callable[[Transaction, _After], None] | None = None,
+    ) -> Callable[[Transaction], tuple[InboundDecision, bytes | None, _After]]:
+        """The unit of work that decides and commits one received message: it returns the decision, the
+        synchronous reply bytes and the work for after the commit. ``then`` runs in the same unit, after
+        the decision's store actions."""
+        envelope = inbound.message.envelope
         header = envelope.message_header
-        for _attempt in range(3):
-            try:
-                with self.store.transaction() as tx:
-                    duplicate = None
-                    if header is not None and header.service.value != SERVICE_MSH:
-                        duplicate = self._stored_inbound(tx, header.message_id)
-                    decision = receive(
-                        envelope,
-                        check_result=result,
-                        duplicate=duplicate,
-                        now=now,
-                        new_message_id=new_message_id(self.settings.identity.message_id_domain),
-                        sync_reply_requested=sync_override,
-                        message_status=self._status_answer(tx, envelope),
-                    )
-                    sync = self._apply_inbound(tx, message, raw, decision, now, after)
-                    if then is not None:
-                        then(tx)
-                return decision, sync
-            except _Retry:
-                continue
-        raise ConfigurationError("a received message kept losing the race for its MessageId; giving up on it")
+        now = inbound.now
+
+        def unit(tx: Transaction) -> tuple[InboundDecision, bytes | None, _After]:
+            for _attempt in range(3):
+                after = _After()
+                try:
+                    with tx.savepoint():
+                        duplicate = None
+                        if header is not None and header.service.value != SERVICE_MSH:
+                            duplicate = self._stored_inbound(tx, header.message_id)
+                        decision = receive(
+                            envelope,
+                            check_result=inbound.result,
+                            duplicate=duplicate,
+                            now=now,
+                            new_message_id=new_message_id(self.settings.identity.message_id_domain),
+                            sync_reply_requested=sync_override,
+                            message_status=self._status_answer(tx, envelope),
+                        )
+                        sync = self._apply_inbound(tx, inbound.message, inbound.raw, decision, now, after)
+                        if then is not None:
+                            then(tx, after)
+                    return decision, sync, after
+                except _Retry:
+                    continue  # another process stored this MessageId meanwhile: decide again, as a duplicate
+            raise ConfigurationError("a received message kept losing the race for its MessageId; giving up on it")
+
+        return unit
 
     def _apply_inbound(
         self,
@@ -667,28 +767,41 @@ class Msh:
         return sync_reply
 
     def receive_http(self, body: BinaryIO | bytes, content_type: str | None) -> tuple[HttpReply, _After]:
-        """Process one POSTed message (on the store thread); the reply and the work for after the commit.
+        """Process one POSTed message and commit it (blocking; :meth:`handle_http` is the endpoint's way):
+        the reply and the work for after the commit.
 
         ``body`` is the request body, as bytes or a seekable stream (it is read twice: parsed, then
         stored as received)."""
-        now = self.clock()
-        after = _After()
+        parsed = self._parse_inbound(body, content_type)
+        if isinstance(parsed, HttpReply):
+            return parsed, _After()
+        try:
+            return self._http_reply(*self._writer.call(self._receive_unit(parsed, sync_override=None)))
+        finally:
+            parsed.message.close()
+
+    def _parse_inbound(self, body: BinaryIO | bytes, content_type: str | None) -> _Inbound | HttpReply:
+        """Parse and check a POSTed message; an HttpReply when it cannot be read (nothing to commit)."""
         stream: BinaryIO = io.BytesIO(body) if isinstance(body, bytes) else body
         try:
             message = parse_message(stream, content_type, mode=self.settings.receiving.parse_mode)
         except EnvelopeError as exc:
             self.counters["unreadable"] += 1
             log.info("unreadable message refused: %s", exc)
-            return self._fault(exc), after
+            return self._fault(exc)
         except EbmsError as exc:
             stream.seek(0)
-            return self._parse_refusal(exc, stream.read(1 << 20), content_type, now), after
+            return self._parse_refusal(exc, stream.read(1 << 20), content_type, self.clock())
         try:
             if message.warnings:
                 log.info("received with warnings: %s", "; ".join(str(w) for w in message.warnings))
-            decision, reply = self._receive_tx(message, stream, now, after, sync_override=None)
-        finally:
+            return self._check(message, stream)
+        except BaseException:
             message.close()
+            raise
+
+    @staticmethod
+    def _http_reply(decision: InboundDecision, reply: bytes | None, after: _After) -> tuple[HttpReply, _After]:
         if reply is None:
             return HttpReply(202), after
         if any(isinstance(a, Reject) and a.message_id is None for a in decision.actions):
@@ -727,7 +840,7 @@ class Msh:
         if self._running:
             return
         self._loop = asyncio.get_running_loop()
-        self._db = ThreadPoolExecutor(max_workers=1, thread_name_prefix="msh-store")
+        self._pool = ThreadPoolExecutor(max_workers=_POOL_THREADS, thread_name_prefix="msh-work")
         s = self.settings.sending
         timeout = aiohttp.ClientTimeout(total=s.http_timeout.total_seconds(), connect=s.connect_timeout.total_seconds())
         connector = aiohttp.TCPConnector(
@@ -754,22 +867,46 @@ class Msh:
             task.cancel()
         if self._session is not None:
             await self._session.close()
-        if self._db is not None:
-            self._db.shutdown(wait=True)
+        if self._pool is not None:
+            self._pool.shutdown(wait=True)
+            self._pool = None
 
     def close(self) -> None:
-        """Close the store (when this object opened it)."""
+        """Commit what is queued, stop the store writer and close the store (when this object opened it)."""
+        self._writer.close()
         if self._own_store:
             self.store.close()
 
-    async def _in_db(self, fn: Callable[..., _T], *args: Any) -> _T:
-        loop = asyncio.get_running_loop()
-        return await loop.run_in_executor(self._db, fn, *args)
+    @property
+    def writer(self) -> GroupCommitWriter:
+        """The store writer (its ``stats`` show how many steps each commit carried)."""
+        return self._writer
 
-    async def handle_http(self, body: BinaryIO | bytes, content_type: str | None) -> HttpReply:
-        """The endpoint: process a POSTed message, do the after-commit work, return the HTTP reply."""
+    async def _off_loop(self, fn: Callable[..., _T], *args: Any) -> _T:
+        """Run ``fn`` on the work pool (parsing, checks, reads), not on the event loop."""
+        loop = asyncio.get_running_loop()
+        return await loop.run_in_executor(self._pool, fn, *args)
+
+    async def handle_http(
+        self, body: BinaryIO | bytes, content_type: str | None, *, size: int | None = None
+    ) -> HttpReply:
+        """The endpoint: process a POSTed message, do the after-commit work, return the HTTP reply.
+
+        ``size`` (the body's length, when known) lets a small message be parsed on the event loop; a
+        large one is parsed on the work pool."""
+        if size is None and isinstance(body, bytes):
+            size = len(body)
         try:
-            reply, after = await self._in_db(self.receive_http, body, content_type)
+            if size is not None and size <= _PARSE_ON_LOOP:
+                parsed = self._parse_inbound(body, content_type)
+            else:
+                parsed = await self._off_loop(self._parse_inbound, body, content_type)
+            if isinstance(parsed, HttpReply):
+                return parsed
+            try:
+                reply, after = self._http_reply(*await self._writer.run(self._receive_unit(parsed, sync_override=None)))
+            finally:
+                parsed.message.close()
         except Exception as exc:  # the store failed: nothing was committed, the sender will resend
             log.exception("could not process a received message")
             issue = Issue(ErrorCode.UNKNOWN, Severity.ERROR, f"the receiving MSH could not process the message: {exc}")
@@ -820,7 +957,9 @@ class Msh:
         return stored, body
 
     def _params_of(self, stored: OutboundMessage) -> SendingParameters | None:
-        params = self._params.get(stored.message_id)
+        """The sending parameters of a stored message's route (resolved once per route, not per message)."""
+        route = (stored.cpaid, stored.to_party, stored.service, stored.action)
+        params = self._routes.get(route)
         if params is not None:
             return params
         cpa = self.registry.get(stored.cpaid)
@@ -840,7 +979,7 @@ class Msh:
             )
         except AgreementRefused:
             return None
-        self._params[stored.message_id] = params
+        self._routes[route] = params
         return params
 
     async def _transmit(self, message_id: str, attempt: int) -> None:
@@ -849,10 +988,9 @@ class Msh:
             first = self._first_send.pop(message_id, None)
             params: SendingParameters | None
             if first is not None and attempt == 1:
-                content_type, endpoint_url, body = first
-                params = self._params.get(message_id)
+                content_type, endpoint_url, body, params = first
             else:
-                loaded = await self._in_db(self._load_for_send, message_id)
+                loaded = await self._off_loop(self._load_for_send, message_id)
                 if loaded is None:
                     return
                 stored, body = loaded
@@ -877,28 +1015,58 @@ class Msh:
         await self._outcome(message_id, *outcome)
 
     async def _step_async(self, message_id: str, event: Event) -> None:
-        def work() -> _After:
+        def unit(tx: Transaction) -> _After:
             after = _After()
-            now = self.clock()
-            with self.store.transaction() as tx:
-                try:
-                    self._step_outbound(tx, message_id, event, now, after)
-                except UnknownMessage:
-                    log.warning("no outbound message %s to apply %s to", message_id, type(event).__name__)
+            try:
+                self._step_outbound(tx, message_id, event, self.clock(), after)
+            except UnknownMessage:
+                log.warning("no outbound message %s to apply %s to", message_id, type(event).__name__)
             return after
 
-        self._after_commit(await self._in_db(work))
+        self._after_commit(await self._writer.run(unit))
 
     async def _outcome(self, message_id: str, status: int, content_type: str | None, body: bytes) -> None:
-        def work() -> _After:
+        if len(body) <= _PARSE_ON_LOOP:
+            inbound, event = self._read_answer(message_id, status, content_type, body)
+        else:
+            inbound, event = await self._off_loop(self._read_answer, message_id, status, content_type, body)
+
+        def outcome(tx: Transaction, after: _After) -> None:
+            try:
+                self._step_outbound(tx, message_id, event, self.clock(), after)
+            except UnknownMessage:
+                log.warning("no outbound message %s for the outcome of its transmission", message_id)
+
+        def unit(tx: Transaction) -> _After:
             after = _After()
-            now = self.clock()
-            message: EbxmlMessage | None = None
-            if body.strip():
-                try:
-                    message = parse_message(body, content_type, mode=ParseMode.LENIENT)
-                except EbmsError as exc:
-                    log.warning("answer to %s (HTTP %s) is not an ebXML message: %s", message_id, status, exc)
+            outcome(tx, after)
+            return after
+
+        try:
+            if inbound is not None:
+                # The answer on the connection (acknowledgment, ErrorList) commits with the exchange's outcome.
+                _decision, _reply, after = await self._writer.run(
+                    self._receive_unit(inbound, sync_override=False, then=outcome)
+                )
+            else:
+                after = await self._writer.run(unit)
+        finally:
+            if inbound is not None:
+                inbound.message.close()
+        self._after_commit(after)
+
+    def _read_answer(
+        self, message_id: str, status: int, content_type: str | None, body: bytes
+    ) -> tuple[_Inbound | None, Event]:
+        """What the answer to a transmission means: the ebXML message it carries (checked, for the
+        receiving machine) and the sending machine's event for the transmission itself."""
+        message: EbxmlMessage | None = None
+        if body.strip():
+            try:
+                message = parse_message(body, content_type, mode=ParseMode.LENIENT)
+            except EbmsError as exc:
+                log.warning("answer to %s (HTTP %s) is not an ebXML message: %s", message_id, status, exc)
+        try:
             event: Event
             if message is not None and message.envelope.fault is not None:
                 fault = message.envelope.fault
@@ -913,26 +1081,15 @@ class Msh:
                 event = TransmitSucceeded(reached_peer=True)
             else:
                 event = TransmitFailed(f"HTTP {status} from the peer")
-
-            def outcome(tx: store_api.Transaction) -> None:
-                try:
-                    self._step_outbound(tx, message_id, event, now, after)
-                except UnknownMessage:
-                    log.warning("no outbound message %s for the outcome of its transmission", message_id)
-
-            try:
-                if message is not None and message.envelope.fault is None:
-                    # The answer on the connection (acknowledgment, ErrorList) commits with the exchange's outcome.
-                    self._receive_tx(message, body, now, after, sync_override=False, then=outcome)
-                else:
-                    with self.store.transaction() as tx:
-                        outcome(tx)
-            finally:
+            if message is None or message.envelope.fault is not None:
                 if message is not None:
                     message.close()
-            return after
-
-        self._after_commit(await self._in_db(work))
+                return None, event
+            return self._check(message, body), event
+        except BaseException:
+            if message is not None:
+                message.close()
+            raise
 
     async def _send_async_reply(self, body: bytes, ref: EndpointRef) -> None:
         assert self._session is not None
@@ -990,35 +1147,30 @@ class Msh:
     async def _run_due_timers(self) -> datetime | None:
         lease = self.settings.timers.lease
 
-        def claim() -> tuple[list[store_api.Timer], datetime | None]:
-            now = self.clock()
-            with self.store.transaction() as tx:
-                timers = tx.claim_due_timers(now, self._owner, lease, limit=64)
-                nearest = tx.next_timer_due() if not timers else None
-            return timers, nearest
+        def claim(tx: Transaction) -> tuple[list[store_api.Timer], datetime | None]:
+            timers = tx.claim_due_timers(self.clock(), self._owner, lease, limit=_GROUP_COMMIT)
+            return timers, (tx.next_timer_due() if not timers else None)
 
-        timers, nearest = await self._in_db(claim)
+        timers, nearest = await self._writer.run(claim)
         if timers:
             await asyncio.gather(*(self._fire(t) for t in timers))
             return self.clock()
         return nearest
 
     async def _fire(self, timer: store_api.Timer) -> None:
-        def work() -> _After:
+        def unit(tx: Transaction) -> _After:
             after = _After()
-            now = self.clock()
-            with self.store.transaction() as tx:
-                if not tx.complete_timer(timer.id, self._owner):
-                    return after  # the lease was lost: another process does it
-                if timer.kind == TIMER_TRANSMIT:
-                    stored = tx.get_outbound(timer.message_id)
-                    if stored is not None and stored.state.status.value not in ("delivered", "failed"):
-                        after.transmits.append((timer.message_id, stored.state.attempts))
-                    return after
-                try:
-                    self._step_outbound(tx, timer.message_id, TimerDue(), now, after)
-                except UnknownMessage:
-                    log.warning("timer for unknown message %s dropped", timer.message_id)
+            if not tx.complete_timer(timer.id, self._owner):
+                return after  # the lease was lost: another process does it
+            if timer.kind == TIMER_TRANSMIT:
+                stored = tx.get_outbound(timer.message_id)
+                if stored is not None and stored.state.status.value not in ("delivered", "failed"):
+                    after.transmits.append((timer.message_id, stored.state.attempts))
+                return after
+            try:
+                self._step_outbound(tx, timer.message_id, TimerDue(), self.clock(), after)
+            except UnknownMessage:
+                log.warning("timer for unknown message %s dropped", timer.message_id)
             return after
 
-        self._after_commit(await self._in_db(work))
+        self._after_commit(await self._writer.run(unit))

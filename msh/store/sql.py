@@ -41,10 +41,11 @@ Payloads
 
 from __future__ import annotations
 
+import contextlib
 import importlib.util
 import sqlite3
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from datetime import datetime, timedelta
 from pathlib import Path
@@ -66,7 +67,7 @@ from sqlalchemy import (
 )
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
-from sqlalchemy.engine import URL, Connection, Engine, RowMapping, make_url
+from sqlalchemy.engine import URL, Connection, Dialect, Engine, RowMapping, make_url
 from sqlalchemy.exc import ArgumentError, DBAPIError, NoSuchModuleError
 from sqlalchemy.sql.schema import Table
 
@@ -98,6 +99,7 @@ from msh.store.api import (
     utc_now,
 )
 from msh.store.blobs import DEFAULT_CHUNK_SIZE, MAX_CHUNK_SIZE, iter_chunks, open_chunks
+from msh.store.prepared import Prepared
 from msh.store.schema import (
     DE_WHERE,
     UtcDateTime,
@@ -349,50 +351,77 @@ def _blob_bytes(value: object) -> bytes | None:
 
 
 # ------------------------------------------------------------------------------------------- statements
-# Built once: SQLAlchemy then finds their compiled form in its cache without rebuilding the expression on
-# every call (the hot path runs a dozen statements per message).
+# The statements of every message step, compiled once per store and run on the driver's cursor
+# (msh.store.prepared: the SQL and the value conversions are SQLAlchemy's, the per-call machinery is not).
 
-_BLOB_ID = select(blobs.c.id).where(blobs.c.id == bindparam("b_id"))
-_BLOB_ROW = select(blobs).where(blobs.c.id == bindparam("b_id"))
-_BLOB_INSERT = insert(blobs)
-_BLOB_SIZE = update(blobs).where(blobs.c.id == bindparam("b_id"))
-_CHUNK_INSERT = insert(blob_chunks)
-_CHUNK_READ = select(blob_chunks.c.data).where(
-    blob_chunks.c.blob_id == bindparam("b_id"), blob_chunks.c.seq == bindparam("b_seq")
-)
-_OUTBOUND = select(outbound_messages).where(outbound_messages.c.message_id == bindparam("b_message_id"))
-_OUTBOUND_FOR_UPDATE = _OUTBOUND.with_for_update()
-_OUTBOUND_STATE = update(outbound_messages).where(outbound_messages.c.message_id == bindparam("b_message_id"))
+
+def _insert_new_statement(table: Table, where: str | None) -> Callable[[Dialect], Any]:
+    """``INSERT … ON CONFLICT (message_id) DO NOTHING RETURNING <key>`` (for the partial unique index
+    ``where`` when given): RETURNING tells whether a row went in."""
+
+    def build(dialect: Dialect) -> Any:
+        index_where = None if where is None else text(where)
+        dialect_insert = pg_insert if dialect.name == "postgresql" else sqlite_insert
+        statement = dialect_insert(table).on_conflict_do_nothing(index_elements=["message_id"], index_where=index_where)
+        return statement.returning(next(iter(table.primary_key.columns)))
+
+    return build
+
+
+def _fixed(statement: Any) -> Callable[[Dialect], Any]:
+    return lambda _dialect: statement
+
+
 _FIRST_COPY = (
     select(func.min(inbound_messages.c.id))
     .where(inbound_messages.c.message_id == bindparam("b_message_id"))
     .scalar_subquery()
 )
-_FIND_INBOUND = select(inbound_messages).where(inbound_messages.c.id == _FIRST_COPY)
-_INBOUND = select(inbound_messages).where(inbound_messages.c.id == bindparam("b_id"))
-_INBOUND_INSERT = insert(inbound_messages)
-_INBOX_INSERT = insert(inbox)
-_INBOX_ENTRY = select(inbox).where(inbox.c.inbound_id == bindparam("b_id"))
-_TIMER_INSERT = insert(timers)
-_TIMER_CANCEL = delete(timers).where(timers.c.message_id == bindparam("b_message_id"))
-_TIMER_CANCEL_KIND = _TIMER_CANCEL.where(timers.c.kind == bindparam("b_kind"))
-_TIMER_COMPLETE = delete(timers).where(timers.c.id == bindparam("b_id"), timers.c.lease_owner == bindparam("b_owner"))
-_EVENT_INSERT = insert(events)
-_INSERT_NEW: dict[tuple[bool, str, str | None], Any] = {}
+_OUTBOUND = select(outbound_messages).where(outbound_messages.c.message_id == bindparam("b_message_id"))
 
+_BLOB_KEYS: Final = ("size", "chunk_count", "created_at")
+_BLOB_SIZE_KEYS: Final = ("size", "chunk_count")
+_CHUNK_KEYS: Final = ("blob_id", "seq", "data")
+_STATE_KEYS: Final = (
+    "status",
+    "attempts",
+    "first_sent_at",
+    "reached_peer",
+    "next_due_at",
+    "failure_code",
+    "failure_severity",
+    "failure_description",
+    "updated_at",
+)
+_EVENT_KEYS: Final = ("at", "kind", "message_id", "direction", "detail")
 
-def _insert_new_statement(postgres: bool, table: Table, where: str | None) -> Any:
-    """``INSERT … ON CONFLICT (message_id) DO NOTHING RETURNING <key>``, built once per dialect and table."""
-    cache_key = (postgres, table.name, where)
-    statement = _INSERT_NEW.get(cache_key)
-    if statement is None:
-        index_where = None if where is None else text(where)
-        dialect_insert = pg_insert if postgres else sqlite_insert
-        statement = dialect_insert(table).on_conflict_do_nothing(index_elements=["message_id"], index_where=index_where)
-        # RETURNING tells whether a row went in (rowcount is not reported for INSERT on every driver).
-        statement = statement.returning(next(iter(table.primary_key.columns)))
-        _INSERT_NEW[cache_key] = statement
-    return statement
+_STATEMENTS: Final[dict[str, Callable[[Dialect], Any]]] = {
+    "blob-id": _fixed(select(blobs.c.id).where(blobs.c.id == bindparam("b_id"))),
+    "blob-insert": _fixed(insert(blobs).returning(blobs.c.id)),
+    "blob-size": _fixed(update(blobs).where(blobs.c.id == bindparam("b_id"))),
+    "chunk-insert": _fixed(insert(blob_chunks)),
+    "outbound": _fixed(_OUTBOUND),
+    "outbound-for-update": _fixed(_OUTBOUND.with_for_update()),
+    "outbound-insert": _insert_new_statement(outbound_messages, None),
+    "outbound-state": _fixed(
+        update(outbound_messages).where(outbound_messages.c.message_id == bindparam("b_message_id"))
+    ),
+    "inbound-find": _fixed(select(inbound_messages).where(inbound_messages.c.id == _FIRST_COPY)),
+    "inbound": _fixed(select(inbound_messages).where(inbound_messages.c.id == bindparam("b_id"))),
+    "inbound-insert-de": _insert_new_statement(inbound_messages, DE_WHERE),
+    "inbound-insert": _fixed(insert(inbound_messages).returning(inbound_messages.c.id)),
+    "inbox-insert": _fixed(insert(inbox)),
+    "inbox-entry": _fixed(select(inbox).where(inbox.c.inbound_id == bindparam("b_id"))),
+    "timer-insert": _fixed(insert(timers).returning(timers.c.id)),
+    "timer-cancel": _fixed(delete(timers).where(timers.c.message_id == bindparam("b_message_id"))),
+    "timer-cancel-kind": _fixed(
+        delete(timers).where(timers.c.message_id == bindparam("b_message_id"), timers.c.kind == bindparam("b_kind"))
+    ),
+    "timer-complete": _fixed(
+        delete(timers).where(timers.c.id == bindparam("b_id"), timers.c.lease_owner == bindparam("b_owner"))
+    ),
+    "event-insert": _fixed(insert(events).returning(events.c.id)),
+}
 
 
 # ------------------------------------------------------------------------------------------ transaction
@@ -404,7 +433,52 @@ class _SqlTransaction(Transaction):
         self._conn = connection
         self._readonly = readonly
         self._postgres = connection.dialect.name == "postgresql"
+        self._cursor: Any = None
+        self._savepoints = 0
         self.closed = False
+
+    def close(self) -> None:
+        self.closed = True
+        if self._cursor is not None:
+            with contextlib.suppress(Exception):
+                self._cursor.close()
+            self._cursor = None
+
+    def _driver_cursor(self) -> Any:
+        """The DBAPI cursor of this transaction's connection (for the prepared statements)."""
+        self._use()
+        if self._cursor is None:
+            self._cursor = self._conn.connection.driver_connection.cursor()  # type: ignore[union-attr]
+        return self._cursor
+
+    def _run(self, name: str, values: Mapping[str, object], *, keys: tuple[str, ...] | None = None) -> Any:
+        """Run the prepared statement ``name`` on this transaction's driver cursor (``keys``: the columns
+        an INSERT or UPDATE sets); the cursor."""
+        prepared = self._store.prepared(name, keys)
+        cursor = self._driver_cursor()
+        try:
+            return prepared.execute(cursor, values)
+        except self._store.driver_error as exc:
+            raise self._store.failure(exc) from exc
+
+    def _one(self, name: str, values: Mapping[str, object], *, keys: tuple[str, ...] | None = None) -> Any:
+        prepared = self._store.prepared(name, keys)
+        cursor = self._driver_cursor()
+        try:
+            return prepared.one(cursor, values)
+        except self._store.driver_error as exc:
+            raise self._store.failure(exc) from exc
+
+    def _scalar(self, name: str, values: Mapping[str, object], *, keys: tuple[str, ...] | None = None) -> Any:
+        row = self._one(name, values, keys=keys)
+        return None if row is None else next(iter(row.values()))
+
+    def _sql(self, statement: str) -> None:
+        cursor = self._driver_cursor()
+        try:
+            cursor.execute(statement)
+        except self._store.driver_error as exc:
+            raise self._store.failure(exc) from exc
 
     @property
     def readonly(self) -> bool:
@@ -412,22 +486,25 @@ class _SqlTransaction(Transaction):
 
     @contextmanager
     def savepoint(self) -> Iterator[None]:
-        conn = self._write()
-        nested = conn.begin_nested()
+        self._write()
+        self._savepoints += 1
+        name = f"msh_sp{self._savepoints}"
+        self._sql(f"SAVEPOINT {name}")
         try:
             yield
         except BaseException as exc:
             try:
-                nested.rollback()
-            except DBAPIError as lost:
+                self._sql(f"ROLLBACK TO SAVEPOINT {name}")
+                self._sql(f"RELEASE SAVEPOINT {name}")
+            except StoreError as lost:
                 raise TransactionLost(
-                    f"the store at {self._store.url} ended the transaction ({_reason(lost)}) after: {exc}"
+                    f"the store at {self._store.url} ended the transaction ({lost}) after: {exc}"
                 ) from exc
             raise
         try:
-            nested.commit()
-        except DBAPIError as lost:
-            raise TransactionLost(f"the store at {self._store.url} ended the transaction: {_reason(lost)}") from lost
+            self._sql(f"RELEASE SAVEPOINT {name}")
+        except StoreError as lost:
+            raise TransactionLost(f"the store at {self._store.url} ended the transaction: {lost}") from lost
 
     # -- helpers
 
@@ -448,40 +525,40 @@ class _SqlTransaction(Transaction):
     def _insert_new(self, table: Table, values: Mapping[str, object], where: str | None = None) -> Any:
         """Insert unless the row would repeat a message_id (among the rows matching ``where``, the unique
         index's condition); the row's primary key, or None if nothing was inserted."""
-        conn = self._write()
-        statement = _insert_new_statement(self._postgres, table, where)
-        return conn.execute(statement, dict(values)).scalar_one_or_none()
+        self._write()
+        name = f"{table.name.split('_')[0]}-insert{'-de' if where else ''}"
+        return self._scalar(name, values, keys=tuple(values))
 
     def _require_blob(self, blob_id: int) -> None:
-        found = self._use().execute(_BLOB_ID, {"b_id": blob_id}).first()
-        if found is None:
+        if self._one("blob-id", {"b_id": blob_id}) is None:
             raise UnknownBlob(blob_id)
 
     # -- blobs
 
     def put_blob(self, source: BinaryIO | bytes) -> int:
-        conn = self._write()
+        self._write()
         chunk_size = self._store.blob_chunk_size
         known = isinstance(source, (bytes, bytearray, memoryview))
         # The size of bytes is known up front: the blob row is written once; a stream's when it has been read.
         size = len(source) if known else 0  # type: ignore[arg-type]
         count = -(-size // chunk_size) if known else 0
-        result = conn.execute(_BLOB_INSERT, {"size": size, "chunk_count": count, "created_at": self._now()})
-        key = result.inserted_primary_key
-        assert key is not None
-        blob_id = int(key[0])
+        blob_id = int(
+            self._scalar(
+                "blob-insert", {"size": size, "chunk_count": count, "created_at": self._now()}, keys=_BLOB_KEYS
+            )
+        )
         size = count = 0
         for chunk in iter_chunks(source, chunk_size):
-            conn.execute(_CHUNK_INSERT, {"blob_id": blob_id, "seq": count, "data": chunk})
+            self._run("chunk-insert", {"blob_id": blob_id, "seq": count, "data": chunk}, keys=_CHUNK_KEYS)
             size += len(chunk)
             count += 1
             del chunk
         if not known:
-            conn.execute(_BLOB_SIZE, {"b_id": blob_id, "size": size, "chunk_count": count})
+            self._run("blob-size", {"b_id": blob_id, "size": size, "chunk_count": count}, keys=_BLOB_SIZE_KEYS)
         return blob_id
 
     def _blob_row(self, blob_id: int) -> RowMapping:
-        row = self._use().execute(_BLOB_ROW, {"b_id": blob_id}).mappings().first()
+        row = self._use().execute(select(blobs).where(blobs.c.id == blob_id)).mappings().first()
         if row is None:
             raise UnknownBlob(blob_id)
         return row
@@ -490,7 +567,8 @@ class _SqlTransaction(Transaction):
         row = self._blob_row(blob_id)
 
         def fetch(seq: int) -> bytes | None:
-            return _blob_bytes(self._use().execute(_CHUNK_READ, {"b_id": blob_id, "b_seq": seq}).scalar_one_or_none())
+            where = and_(blob_chunks.c.blob_id == blob_id, blob_chunks.c.seq == seq)
+            return _blob_bytes(self._use().execute(select(blob_chunks.c.data).where(where)).scalar_one_or_none())
 
         return open_chunks(fetch, int(row["chunk_count"]), int(row["size"]))
 
@@ -563,18 +641,18 @@ class _SqlTransaction(Transaction):
         return record
 
     def get_outbound(self, message_id: str, *, for_update: bool = False) -> OutboundMessage | None:
-        statement = _OUTBOUND_FOR_UPDATE if for_update and not self._readonly else _OUTBOUND
-        row = self._use().execute(statement, {"b_message_id": message_id}).mappings().first()
+        name = "outbound-for-update" if for_update and not self._readonly else "outbound"
+        row = self._one(name, {"b_message_id": message_id})
         return None if row is None else _outbound(row)
 
     def update_outbound_state(self, message_id: str, state: OutboundState) -> None:
         if not isinstance(state, OutboundState):
             raise ValueError("state must be an OutboundState")
-        conn = self._write()
+        self._write()
         values = _state_values(state)
         values["updated_at"] = self._now()
         values["b_message_id"] = message_id
-        result = conn.execute(_OUTBOUND_STATE, values)
+        result = self._run("outbound-state", values, keys=_STATE_KEYS)
         if result.rowcount == 0:
             raise UnknownMessage(message_id, "outbound message")
 
@@ -592,11 +670,11 @@ class _SqlTransaction(Transaction):
         )
 
     def find_inbound(self, message_id: str) -> InboundMessage | None:
-        row = self._use().execute(_FIND_INBOUND, {"b_message_id": message_id}).mappings().first()
+        row = self._one("inbound-find", {"b_message_id": message_id})
         return None if row is None else _inbound(row)
 
     def get_inbound(self, inbound_id: int) -> InboundMessage | None:
-        row = self._use().execute(_INBOUND, {"b_id": inbound_id}).mappings().first()
+        row = self._one("inbound", {"b_id": inbound_id})
         return None if row is None else _inbound(row)
 
     def insert_inbound(
@@ -616,7 +694,7 @@ class _SqlTransaction(Transaction):
         duplicate_elimination: bool = True,
         to_party: str | None = None,
     ) -> InboundMessage:
-        conn = self._write()
+        self._write()
         check_text("message_id", message_id)
         received = check_aware("received_at", received_at)
         assert received is not None
@@ -643,23 +721,19 @@ class _SqlTransaction(Transaction):
             if key is None:
                 raise DuplicateMessage(message_id, Direction.INBOUND)
         else:
-            primary = conn.execute(_INBOUND_INSERT, values).inserted_primary_key
-            assert primary is not None
-            key = primary[0]
+            key = self._scalar("inbound-insert", values, keys=tuple(values))
         inbound_id = int(key)
         if deliver:
             # DESIGN.md §5.3: the inbox row is written in the duplicate-elimination record's transaction.
-            conn.execute(
-                _INBOX_INSERT,
-                {
-                    "inbound_id": inbound_id,
-                    "message_id": message_id,
-                    "state": InboxState.NEW.value,
-                    "received_at": received,
-                    "delivered_at": None,
-                    "acknowledged_at": None,
-                },
-            )
+            entry = {
+                "inbound_id": inbound_id,
+                "message_id": message_id,
+                "state": InboxState.NEW.value,
+                "received_at": received,
+                "delivered_at": None,
+                "acknowledged_at": None,
+            }
+            self._run("inbox-insert", entry, keys=tuple(entry))
         return InboundMessage(
             id=inbound_id,
             message_id=message_id,
@@ -715,7 +789,7 @@ class _SqlTransaction(Transaction):
         return [_inbox(row) for row in self._use().execute(statement).mappings()]
 
     def inbox_entry(self, entry_id: int) -> InboxEntry | None:
-        row = self._use().execute(_INBOX_ENTRY, {"b_id": entry_id}).mappings().first()
+        row = self._one("inbox-entry", {"b_id": entry_id})
         return None if row is None else _inbox(row)
 
     def _existing_entry(self, entry_id: int) -> InboxEntry:
@@ -753,19 +827,18 @@ class _SqlTransaction(Transaction):
         check_text("kind", kind)
         due = check_aware("due_at", due_at)
         assert due is not None
-        conn = self._write()
+        self._write()
         if replace_existing:
             self.cancel_timers(message_id, kind)
         values = {"message_id": message_id, "kind": kind, "due_at": due, "created_at": self._now()}
-        key = conn.execute(_TIMER_INSERT, values).inserted_primary_key
-        assert key is not None
-        return Timer(int(key[0]), message_id, kind, due, None, None)
+        key = self._scalar("timer-insert", values, keys=tuple(values))
+        return Timer(int(key), message_id, kind, due, None, None)
 
     def cancel_timers(self, message_id: str, kind: str | None = None) -> int:
-        conn = self._write()
+        self._write()
         if kind is None:
-            return int(conn.execute(_TIMER_CANCEL, {"b_message_id": message_id}).rowcount)
-        return int(conn.execute(_TIMER_CANCEL_KIND, {"b_message_id": message_id, "b_kind": kind}).rowcount)
+            return int(self._run("timer-cancel", {"b_message_id": message_id}).rowcount)
+        return int(self._run("timer-cancel-kind", {"b_message_id": message_id, "b_kind": kind}).rowcount)
 
     def claim_due_timers(self, now: datetime, owner: str, lease: timedelta, limit: int = 100) -> list[Timer]:
         moment = check_aware("now", now)
@@ -789,8 +862,8 @@ class _SqlTransaction(Transaction):
         return [_timer(row, owner, until) for row in rows]
 
     def complete_timer(self, timer_id: int, owner: str) -> bool:
-        conn = self._write()
-        result = conn.execute(_TIMER_COMPLETE, {"b_id": timer_id, "b_owner": owner})
+        self._write()
+        result = self._run("timer-complete", {"b_id": timer_id, "b_owner": owner})
         return bool(result.rowcount)
 
     def next_timer_due(self) -> datetime | None:
@@ -821,9 +894,8 @@ class _SqlTransaction(Transaction):
             "direction": None if direction is None else Direction(direction).value,
             "detail": normalise_detail(detail),
         }
-        key = self._write().execute(_EVENT_INSERT, values).inserted_primary_key
-        assert key is not None
-        return int(key[0])
+        self._write()
+        return int(self._scalar("event-insert", values, keys=_EVENT_KEYS))
 
     def list_events(self, after_id: int = 0, *, limit: int = 1000) -> list[Event]:
         check_limit(limit)
@@ -843,6 +915,21 @@ class SqlStore(Store):
         self._clock: Clock = clock or utc_now
         self.blob_chunk_size = _chunk_size(blob_chunk_size)
         self._closed = False
+        self._prepared: dict[tuple[str, tuple[str, ...] | None], Prepared] = {}
+        self.driver_error: type[Exception] = engine.dialect.loaded_dbapi.Error
+
+    def prepared(self, name: str, keys: tuple[str, ...] | None = None) -> Prepared:
+        """The statement ``name`` of the hot path, compiled for this store's database once."""
+        found = self._prepared.get((name, keys))
+        if found is None:
+            found = Prepared(_STATEMENTS[name](self._engine.dialect), self._engine.dialect, keys=keys)
+            self._prepared[(name, keys)] = found
+        return found
+
+    def failure(self, exc: Exception) -> StoreError:
+        """The :class:`StoreError` for an error of the database driver."""
+        reason = " ".join(str(exc).split()) or type(exc).__name__
+        return StoreError(f"the store at {self.url} failed: {reason}")
 
     @classmethod
     def open(
@@ -919,7 +1006,7 @@ class SqlStore(Store):
             raise StoreError(f"the store at {self.url} failed: {_reason(exc)}") from exc
         finally:
             if tx is not None:
-                tx.closed = True
+                tx.close()
             self._leave_thread()
 
     def open_blob(self, blob_id: int) -> BinaryIO:

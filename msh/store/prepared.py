@@ -1,0 +1,87 @@
+"""Statements compiled once and run on the driver's cursor: the store's hot path.
+
+SQLAlchemy writes the SQL (for the connection's dialect) and converts the values (the column types' bind
+and result processors, e.g. :class:`~msh.store.schema.UtcDateTime`); what it no longer does is its per-call
+execution machinery (compiled-cache lookup, execution context, events, result objects), which cost about
+ten times what SQLite itself spends on a one-row statement (measured with ``scripts/bench_exchange.py
+--profile``: 4,000 statements, 0.76 s in SQLAlchemy around 0.05 s in ``sqlite3.Cursor.execute``). The
+statements of every message step (insert a message, read and update its state, timers, journal) go this
+way; the rest of :mod:`msh.store.sql` uses SQLAlchemy Core as usual, on the same connection and in the same
+transaction.
+
+Errors of the driver are raised as they come (the store turns them into
+:class:`~msh.store.api.StoreError`); a statement that needs a feature a dialect lacks fails when it is
+compiled, at the first use.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+from sqlalchemy.engine import Dialect
+from sqlalchemy.sql import ClauseElement
+from sqlalchemy.sql.compiler import SQLCompiler
+
+__all__ = ["Prepared"]
+
+_Processor = Callable[[Any], Any]
+
+
+class Prepared:
+    """``statement`` compiled for ``dialect`` (``keys``: the columns an INSERT/UPDATE sets, in any order)."""
+
+    __slots__ = ("_binds", "_dialect", "_names", "_results", "_types", "columns", "sql")
+
+    def __init__(self, statement: ClauseElement, dialect: Dialect, *, keys: Sequence[str] | None = None) -> None:
+        compiled = statement.compile(dialect=dialect, column_keys=list(keys) if keys is not None else None)
+        assert isinstance(compiled, SQLCompiler), "only SQL statements can be prepared"
+        self.sql: str = compiled.string
+        binds: dict[str, _Processor | None] = {}
+        for name, bind in compiled.binds.items():
+            binds[name] = bind.type.dialect_impl(dialect).bind_processor(dialect)
+        self._binds = binds
+        # qmark/format drivers (sqlite3) take a tuple in this order; pyformat ones (psycopg) a dict.
+        self._names: tuple[str, ...] | None = tuple(compiled.positiontup or ()) if compiled.positional else None
+        exported = getattr(statement, "exported_columns", ())
+        self.columns: tuple[str, ...] = tuple(c.key for c in exported)
+        self._types = tuple(c.type.dialect_impl(dialect) for c in exported)
+        self._dialect = dialect
+        # Result processors depend on the type the driver reports (cursor.description): made at the first row.
+        self._results: tuple[_Processor | None, ...] | None = None
+
+    def params(self, values: Mapping[str, object]) -> Sequence[object] | dict[str, object]:
+        """The driver's parameters for ``values`` (every bound name must be given)."""
+        binds = self._binds
+        converted: dict[str, object] = {}
+        for name, processor in binds.items():
+            value = values[name]
+            converted[name] = value if processor is None or value is None else processor(value)
+        if self._names is None:
+            return converted
+        return [converted[name] for name in self._names]
+
+    def execute(self, cursor: Any, values: Mapping[str, object]) -> Any:
+        """Run the statement on the DBAPI ``cursor``; the cursor, for ``rowcount`` or fetching."""
+        cursor.execute(self.sql, self.params(values))
+        return cursor
+
+    def one(self, cursor: Any, values: Mapping[str, object]) -> dict[str, Any] | None:
+        """Run the statement and return its first row as column key -> converted value, or None."""
+        raw = self.execute(cursor, values).fetchone()
+        if raw is None:
+            return None
+        results = self._results
+        if results is None:
+            codes = [d[1] for d in cursor.description]
+            results = tuple(t.result_processor(self._dialect, code) for t, code in zip(self._types, codes, strict=True))
+            self._results = results
+        return {
+            key: (processor(value) if processor is not None else value)
+            for key, processor, value in zip(self.columns, results, raw, strict=True)
+        }
+
+    def scalar(self, cursor: Any, values: Mapping[str, object]) -> Any:
+        """Run the statement and return the first column of its first row, or None."""
+        row = self.one(cursor, values)
+        return None if row is None else next(iter(row.values()))
