@@ -11,7 +11,7 @@ sending-parameter resolution (:func:`resolve`) and inbound header checks (:func:
 
 from cpa.check import CheckResult, check
 from cpa.errors import CpaError, CpaProblem
-from cpa.loader import KNOWN_ALGORITHMS, AlgorithmUse, load
+from cpa.loader import KNOWN_ALGORITHMS, AlgorithmUse, load, parse_duration
 from cpa.model import (
     AccessAuthentication,
     ActionBinding,
@@ -90,5 +90,6 @@ __all__ = [
     "TransportSender",
     "check",
     "load",
+    "parse_duration",
     "resolve",
 ]

@@ -75,7 +75,7 @@ from msh.safexml import parse_xml
 if TYPE_CHECKING:
     import xmlschema
 
-__all__ = ["KNOWN_ALGORITHMS", "SCHEMA_FILE", "AlgorithmUse", "load"]
+__all__ = ["KNOWN_ALGORITHMS", "SCHEMA_FILE", "AlgorithmUse", "load", "parse_duration"]
 
 #: The project's CPP/A 2.0 schema, in ``schemas/``.
 SCHEMA_FILE: Final = "cpp-cpa-2_0.xsd"
@@ -178,6 +178,37 @@ def load(source: str | os.PathLike[str] | bytes, *, verify_signature: bool = Tru
     _check_root(name, root)
     _validate(name, root)
     return _Builder(name, root, data, verify_signature).build()
+
+
+def parse_duration(text: str) -> timedelta:
+    """The xs:duration ``text`` (``"PT30S"``, ``"PT0.5S"``, ``"P1DT2H"``) as a :class:`~datetime.timedelta`.
+
+    This is the project's one reader of xs:duration: the loader reads an agreement's durations with it,
+    and :mod:`msh.runtime.config` reads the settings' durations with it. Zero (``"PT0S"``) is accepted;
+    fractions of a second beyond microseconds are dropped.
+
+    Raises :class:`ValueError` whose message starts with the quoted text and says what is wrong and what
+    to write instead, when ``text`` is not an xs:duration (e.g. ``""`` or ``"30s"``), counts months or
+    years (``"P1M"``, ``"P1Y"``: XML Schema Part 2 §3.2.6.2 gives them no fixed number of seconds, so no
+    exact timedelta exists), is negative (``"-PT1S"``), or is too long for a timedelta.
+    """
+    try:
+        value = Duration.fromstring(text)
+    except ValueError:
+        raise ValueError(f"'{text}' is not an xs:duration; write it like PT30S or P1D") from None
+    if value.months:
+        raise ValueError(
+            f"'{text}' counts months or years, which have no fixed length; "
+            "express it in days, hours, minutes or seconds (e.g. P30D instead of P1M)"
+        )
+    seconds: Decimal = value.seconds
+    if seconds < 0:
+        raise ValueError(f"'{text}' is negative; give a positive duration")
+    whole = int(seconds)
+    try:
+        return timedelta(seconds=whole, microseconds=int((seconds - whole) * 1_000_000))
+    except OverflowError:
+        raise ValueError(f"'{text}' is too long to be used; give a shorter duration") from None
 
 
 # --------------------------------------------------------------------------------------------------
@@ -501,30 +532,11 @@ class _Builder:
     def duration(
         self, element: etree._Element, text: str, label: str, attribute: str | None = None
     ) -> timedelta | None:
-        """An xs:duration as a timedelta; months and years (no fixed length) and negatives are refused."""
+        """An xs:duration as a timedelta (:func:`parse_duration`); a problem, labelled ``label``, if it cannot be."""
         try:
-            value = Duration.fromstring(text)
-        except ValueError:
-            self.problem(element, f"{label} '{text}' is not an xs:duration; write it like PT30S or P1D", attribute)
-            return None
-        # XML Schema Part 2 §3.2.6.2: a month has no fixed number of seconds, so no exact timedelta exists.
-        if value.months:
-            self.problem(
-                element,
-                f"{label} '{text}' counts months or years, which have no fixed length; "
-                "express it in days, hours, minutes or seconds (e.g. P30D instead of P1M)",
-                attribute,
-            )
-            return None
-        seconds: Decimal = value.seconds
-        if seconds < 0:
-            self.problem(element, f"{label} '{text}' is negative; give a positive duration", attribute)
-            return None
-        whole = int(seconds)
-        try:
-            return timedelta(seconds=whole, microseconds=int((seconds - whole) * 1_000_000))
-        except OverflowError:
-            self.problem(element, f"{label} '{text}' is too long to be used; give a shorter duration", attribute)
+            return parse_duration(text)
+        except ValueError as exc:
+            self.problem(element, f"{label} {exc}", attribute)
             return None
 
     def date_time(self, element: etree._Element) -> datetime | None:
@@ -883,9 +895,7 @@ class _Builder:
             for part in composite_list
             if isinstance(part.tag, str) and etree.QName(part).localname in ("Composite", "Encapsulation")
         )
-        return Packaging(
-            id=_attr(element, "id") or "", parse=parse, generate=generate, composites=composites
-        )
+        return Packaging(id=_attr(element, "id") or "", parse=parse, generate=generate, composites=composites)
 
     def build_simple_part(self, part: etree._Element) -> SimplePart:
         # CPP/A 2.0 §8.5.3: a SimplePart is declared once per agreement and named by Constituent@idref.

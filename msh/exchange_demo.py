@@ -13,22 +13,19 @@ message delivered to B's application exactly once, with its payload intact, and 
 from __future__ import annotations
 
 import hashlib
-import os
-import signal
-import subprocess
-import sys
 import tempfile
 import time
 from collections import Counter
 from pathlib import Path
 
-from msh.errors import ConfigurationError
+from msh.faults.pair import Partner
 from msh.faults.proxy import ProxyStats
 
 __all__ = ["run_exchange_demo"]
 
 ROOT = Path(__file__).resolve().parent.parent
 CONFIG = ROOT / "samples" / "config"
+A_PORT = 8081  # where samples/config/party-a.toml and the agreement have A listen
 B_PORT_BEHIND_PROXY = 18082
 PARTY_B = ("987654321", "urn:oasis:names:tc:ebcore:partyid-type:iso6523:0088")
 SERVICE, ACTION = "urn:example:services:ordering", "NewOrder"
@@ -38,28 +35,6 @@ def _payload(i: int) -> bytes:
     line = f"<line n='{i}'><item>demo item</item><quantity>{i % 7 + 1}</quantity></line>"
     body = line * (2048 // len(line))
     return f"<?xml version='1.0'?><order id='{i}'>{body}</order>".encode()
-
-
-def _start(name: str, config: Path, store: Path, log: Path, extra_env: dict[str, str]) -> subprocess.Popen[bytes]:
-    env = {**os.environ, "MSH_STORE_URL": str(store), **extra_env}
-    out = open(log, "wb")  # noqa: SIM115 - handed to the child, closed when the demo ends
-    return subprocess.Popen(
-        [sys.executable, "-m", "msh.cli", "serve", "--config", str(config), "--log-level", "warning"],
-        env=env,
-        stdout=out,
-        stderr=subprocess.STDOUT,
-    )
-
-
-def _wait_listening(proc: subprocess.Popen[bytes], log: Path, name: str, timeout: float = 30) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if "listening on" in log.read_text(errors="replace"):
-            return
-        if proc.poll() is not None:
-            raise ConfigurationError(f"partner {name} did not start:\n{log.read_text(errors='replace')}")
-        time.sleep(0.05)
-    raise ConfigurationError(f"partner {name} did not start within {timeout:g} s:\n{log.read_text(errors='replace')}")
 
 
 def _journal(store_url: str) -> Counter[str]:
@@ -89,14 +64,19 @@ def run_exchange_demo(messages: int = 100, loss: float = 0.15, lossy_share: floa
     print(f"ebXML MSH demo: {messages} reliable messages from partner A to partner B (work folder {work})")
     print("  agreement samples/cpas/demo-a-b.xml: AckRequested, DuplicateElimination, sync acknowledgments,")
     print("  HTTPS with mutual TLS; A waits 3 s for an acknowledgment, then resends every RetryInterval (5 s)")
-    procs: list[subprocess.Popen[bytes]] = []
+    b = Partner(
+        "B",
+        CONFIG / "party-b.toml",
+        b_store,
+        B_PORT_BEHIND_PROXY,
+        work / "b.log",
+        env={"MSH_STORE_URL": str(b_store), "MSH_SERVER_PORT": str(B_PORT_BEHIND_PROXY)},
+    )
+    a = Partner("A", CONFIG / "party-a.toml", a_store, A_PORT, work / "a.log", env={"MSH_STORE_URL": str(a_store)})
+    partners = (b, a)
     try:
-        b = _start("B", CONFIG / "party-b.toml", b_store, work / "b.log", {"MSH_SERVER_PORT": str(B_PORT_BEHIND_PROXY)})
-        procs.append(b)
-        a = _start("A", CONFIG / "party-a.toml", a_store, work / "a.log", {})
-        procs.append(a)
-        _wait_listening(b, work / "b.log", "B")
-        _wait_listening(a, work / "a.log", "A")
+        for partner in partners:
+            partner.start()
         with run_in_thread(
             ("127.0.0.1", 8082), ("127.0.0.1", B_PORT_BEHIND_PROXY), drop_requests=loss, drop_responses=loss, seed=seed
         ) as proxy:
@@ -128,16 +108,12 @@ def run_exchange_demo(messages: int = 100, loss: float = 0.15, lossy_share: floa
                 sender.close()
             elapsed = time.monotonic() - started
             stats = proxy.stats()
-        for proc in procs:
-            proc.send_signal(signal.SIGTERM)
-        for proc in procs:
-            proc.wait(15)
+        for partner in partners:
+            partner.stop()
         return _report(messages, sent, final, elapsed, stats, a_store, b_store)
     finally:
-        for proc in procs:
-            if proc.poll() is None:
-                proc.kill()
-                proc.wait()
+        for partner in partners:
+            partner.kill()
 
 
 def _report(

@@ -35,6 +35,7 @@ from cpa import (
     Status,
     SyncReplyMode,
     load,
+    parse_duration,
 )
 from msh.errors import ConfigurationError
 
@@ -394,6 +395,51 @@ def test_time_to_perform_in_years_and_negative_persist_duration() -> None:
     problem = only_problem(data)
     assert problem.line == line_of(data, b"-P1D")
     assert "negative" in problem.message
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("PT30S", timedelta(seconds=30)),
+        ("P1D", timedelta(days=1)),
+        ("PT0.5S", timedelta(milliseconds=500)),
+        ("P1DT2H", timedelta(days=1, hours=2)),
+        ("PT1M1.5S", timedelta(seconds=61.5)),
+        ("PT0S", timedelta(0)),
+        ("P0M", timedelta(0)),  # zero months is a fixed length
+    ],
+)
+def test_parse_duration(text: str, expected: timedelta) -> None:
+    assert parse_duration(text) == expected
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("P1M", "'P1M' counts months or years, which have no fixed length; express it in days"),
+        ("P1Y", "'P1Y' counts months or years, which have no fixed length; express it in days"),
+        ("P1Y2DT3H", "'P1Y2DT3H' counts months or years"),
+        ("garbage", "'garbage' is not an xs:duration; write it like PT30S or P1D"),
+        ("30s", "'30s' is not an xs:duration; write it like PT30S or P1D"),
+        ("", "'' is not an xs:duration; write it like PT30S or P1D"),
+        ("-PT1S", "'-PT1S' is negative; give a positive duration"),
+        ("-P1D", "'-P1D' is negative; give a positive duration"),
+        ("P99999999999D", "'P99999999999D' is too long to be used; give a shorter duration"),
+    ],
+)
+def test_parse_duration_refuses(text: str, message: str) -> None:
+    with pytest.raises(ValueError) as exc:
+        parse_duration(text)
+    assert str(exc.value).startswith(message)
+
+
+def test_parse_duration_is_the_loaders_reader() -> None:
+    # The loader reports parse_duration's own words, prefixed with what the value is (a value that is no
+    # xs:duration at all is already refused by the schema, so a schema-valid one with months is used).
+    data = replace_once(demo_bytes(), b"<tp:RetryInterval>PT5S<", b"<tp:RetryInterval>P2M<")
+    with pytest.raises(ValueError) as exc:
+        parse_duration("P2M")
+    assert only_problem(data).message == f"RetryInterval {exc.value}"
 
 
 @pytest.mark.parametrize("garbage", [b"!!! not base64 !!!", b"!!!notbase64"])

@@ -39,7 +39,12 @@ def free_port() -> int:
 
 @dataclass
 class Partner:
-    """One ``msh serve`` process: its settings file, store, port, log; start/stop/kill it."""
+    """One ``msh serve`` process: its settings file, store, port, log; start/stop/kill it.
+
+    ``env`` holds extra environment variables for the process (on top of this process's environment), e.g.
+    ``MSH_STORE_URL`` or ``MSH_SERVER_PORT`` overriding the settings file; ``store`` and ``port`` only say
+    where the process keeps its store and listens, they are not passed to it.
+    """
 
     name: str
     config: Path
@@ -48,6 +53,7 @@ class Partner:
     log: Path
     proc: subprocess.Popen[bytes] | None = field(default=None, repr=False)
     starts: int = 0
+    env: dict[str, str] = field(default_factory=dict, kw_only=True)
 
     def start(self, timeout: float = 30.0) -> None:
         """Start ``msh serve`` and wait until it listens."""
@@ -60,7 +66,7 @@ class Partner:
                 [sys.executable, "-m", "msh.cli", "serve", "--config", str(self.config), "--log-level", "warning"],
                 stdout=out,
                 stderr=subprocess.STDOUT,
-                env={**os.environ, "PYTHONUNBUFFERED": "1"},
+                env={**os.environ, "PYTHONUNBUFFERED": "1", **self.env},
             )
         finally:
             out.close()
@@ -76,7 +82,9 @@ class Partner:
                     f"partner {self.name} exited at start:\n{self.log.read_text(errors='replace')}"
                 )
             time.sleep(0.05)
-        raise ConfigurationError(f"partner {self.name} did not listen within {timeout:g} s")
+        raise ConfigurationError(
+            f"partner {self.name} did not listen within {timeout:g} s:\n{self.log.read_text(errors='replace')}"
+        )
 
     @property
     def alive(self) -> bool:

@@ -28,12 +28,13 @@ Environment
     left to the test suites (e.g. ``MSH_TEST_POSTGRES_URL``).
 
 Values
-    Durations are xs:duration strings (``"PT2S"``, ``"PT0.5S"``, ``"P1D"``; read by the CPA loader's own
-    xs:duration reader) or a number of seconds (a TOML number, or a decimal number in the environment);
-    negative ones are refused. Relative paths (``agreements.paths``, ``tls.*``, and ``store.url`` when it is
-    a plain path or ``sqlite:///relative``) are read from the folder of the configuration file, whether
-    they come from the file or from the environment; without a file, from the current folder. Agreement
-    paths and TLS files must exist (and the TLS files hold what they should) when the settings are loaded.
+    Durations are xs:duration strings (``"PT2S"``, ``"PT0.5S"``, ``"P1D"``; read by
+    :func:`cpa.loader.parse_duration`, the CPA loader's own reader) or a number of seconds (a TOML number,
+    or a decimal number in the environment); negative ones are refused. Relative paths
+    (``agreements.paths``, ``tls.*``, and ``store.url`` when it is a plain path or ``sqlite:///relative``)
+    are read from the folder of the configuration file, whether they come from the file or from the
+    environment; without a file, from the current folder. Agreement paths and TLS files must exist (and
+    the TLS files hold what they should) when the settings are loaded.
 
 Errors
     Every problem found is reported, each on its own line, in one :class:`SettingsError` (a
@@ -58,9 +59,8 @@ from typing import Any, Final
 
 from cryptography import x509
 from cryptography.hazmat.primitives import serialization
-from lxml import etree
 
-from cpa.loader import _Builder
+from cpa.loader import parse_duration
 from cpa.precedence import Reading
 from msh.ebms.message import ParseMode
 from msh.errors import ConfigurationError
@@ -517,16 +517,14 @@ def _wrong_type(value: object, expected: str, hint: str) -> _Invalid:
 
 
 def _xs_duration(text: str) -> timedelta:
-    """An xs:duration, read by the CPA loader's reader (the one place the project reads xs:duration)."""
-    element = etree.Element("setting")
-    reader = _Builder("<settings>", element, b"", False)
-    value = reader.duration(element, text, "")
-    if value is None:
-        message = reader.problems[-1].message.strip()
+    """An xs:duration, read by :func:`cpa.loader.parse_duration` (the one place the project reads xs:duration)."""
+    try:
+        return parse_duration(text)
+    except ValueError as exc:
+        message = str(exc)
         if "is not an xs:duration" in message:
             message += ", or give a number of seconds"
-        raise _Invalid(message)
-    return value
+        raise _Invalid(message) from None
 
 
 def _seconds(value: float, shown: str) -> timedelta:
