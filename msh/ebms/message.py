@@ -117,8 +117,12 @@ def parse_message(
     mode: ParseMode = ParseMode.STRICT,
     mime_limits: MimeLimits | None = None,
     xml_limits: XmlLimits | None = None,
+    allow_unterminated: bool = False,
 ) -> EbxmlMessage:
     """Parse an ebXML message from its HTTP body and Content-Type header value.
+
+    ``allow_unterminated`` (lenient mode only): accept a MIME package without its closing delimiter, with
+    a Warning (see :func:`~msh.ebms.mime.parse_package`).
 
     ``content_type`` may be None for a file with no headers: the body is then sniffed (an envelope starts
     with ``<``, a MIME package with ``--``), which lenient mode reports as a Warning and strict mode
@@ -150,7 +154,9 @@ def parse_message(
 
     payloads: tuple[MimePart, ...] = ()
     if media_type == "multipart/related":
-        package = parse_package(stream, effective_type, lenient=lenient, limits=mime_limits)
+        package = parse_package(
+            stream, effective_type, lenient=lenient, limits=mime_limits, allow_unterminated=allow_unterminated
+        )
         warnings.extend(package.warnings)
         soap = package.start.body.read_bytes()
         soap = _decode_soap(soap, package.start.charset)

@@ -30,16 +30,18 @@ Strict and lenient mode
       Python ``email`` package, and so the NHS MHS, reads it);
     * characters outside the base64 alphabet: ignored (RFC 2045 §6.8); missing ``=`` padding: added;
     * 8-bit data in a part labelled ``7bit``: kept as is;
-    * end of stream with no closing delimiter (a truncated package): the last part ends there;
-    * a closing delimiter without its trailing ``--`` at end of stream: taken as the closing delimiter.
+    * a closing delimiter without its trailing ``--`` at end of stream: taken as the closing delimiter (the
+      last part's content is delimited, so complete).
 
     A missing ``charset`` on the SOAP part is *not* a deviation (ebMS2 §2.1.3.1: the charset MAY be
     present; §2.1.3.2: it has no default, the XML declaration or UTF-8 then applies): strict mode accepts
     it silently and lenient mode reports it as a Warning, ``charset`` being ``None`` either way.
 
-    A truncated package is accepted in lenient mode only when the last part's headers are complete and
-    its content decodes (a base64 part cut inside a quantum is still an error); its Warning tells the
-    caller that the last payload may be cut short: the Manifest and signature checks that follow decide.
+    A package that ends without its closing delimiter is refused in both modes: its last payload may be
+    cut short, and nothing else in an ebXML message tells (an Acknowledgment would tell the sender that
+    a possibly truncated payload arrived whole, and it would stop resending). Lenient mode accepts it, with
+    a Warning, only when asked to (``allow_unterminated``, the MSH setting
+    ``receiving.accept_unterminated_packages``): one test fixture of the NHS MHS ends that way.
 
     Errors in both modes: not multipart, no boundary, no part found (wrong boundary), ``start`` naming no
     part, duplicate Content-IDs, too many parts, part headers too long, an unknown
@@ -934,6 +936,7 @@ def parse_package(
     *,
     lenient: bool = False,
     limits: MimeLimits = _DEFAULT_LIMITS,
+    allow_unterminated: bool = False,
 ) -> MimePackage:
     """Read an ebXML Message Package from ``stream`` (a binary file-like object, or bytes).
 
@@ -942,10 +945,21 @@ def parse_package(
     ``start`` parameter, else the first (RFC 2387 §3.2). The stream is read up to the close delimiter;
     the epilogue is not read. See the module documentation for strict and lenient mode.
 
+    ``allow_unterminated`` (lenient mode only) accepts a package that ends without its closing delimiter,
+    with a Warning, the last part ending where the stream ends: for a partner known to send such packages,
+    at the risk of taking a cut-short last payload for a whole one. Without it that is an error.
+
     Raises :class:`~msh.errors.MimeProblemError` (location ``cid:...`` for a part, empty for the
     package). The returned package owns temporary storage: close it when done.
     """
-    return _parse_package(stream, content_type, lenient=lenient, limits=limits, chunk_size=_CHUNK)
+    return _parse_package(
+        stream,
+        content_type,
+        lenient=lenient,
+        limits=limits,
+        chunk_size=_CHUNK,
+        allow_unterminated=allow_unterminated and lenient,
+    )
 
 
 def _parse_package(
@@ -955,6 +969,7 @@ def _parse_package(
     lenient: bool,
     limits: MimeLimits,
     chunk_size: int,
+    allow_unterminated: bool = False,
 ) -> MimePackage:
     if isinstance(stream, bytes | bytearray | memoryview):
         stream = io.BytesIO(stream)
@@ -990,11 +1005,16 @@ def _parse_package(
                 report.deviation("the start parameter is not in <...> Content-ID form (RFC 2387 §3.2)")
             start_cid = _strip_angle(start) or None
         parser = _Parser(stream, boundary, report, limits, chunk_size)
-    return _read_parts(parser, boundary.decode("utf-8"), start_cid, report, limits)
+    return _read_parts(parser, boundary.decode("utf-8"), start_cid, report, limits, allow_unterminated)
 
 
 def _read_parts(
-    parser: _Parser, boundary: str, start_cid: str | None, report: _Report, limits: MimeLimits
+    parser: _Parser,
+    boundary: str,
+    start_cid: str | None,
+    report: _Report,
+    limits: MimeLimits,
+    allow_unterminated: bool = False,
 ) -> MimePackage:
     spooler = _Spooler(limits)
     parts: list[MimePart] = []
@@ -1032,9 +1052,15 @@ def _read_parts(
             decoder = _decoder_for(info.transfer_encoding, report, info.location)
             sink = _Sink(spooler, decoder, limits.max_soap_part_bytes if is_root else None, info.location)
             kind = parser.scan(sink.take)
-            if kind == _EOF:
-                # RFC 2046 §5.1.1: the body ends with the close delimiter.
+            if kind == _EOF and allow_unterminated:
                 report.deviation("the package ends without its closing delimiter (truncated)", info.location)
+            elif kind == _EOF:
+                # RFC 2046 §5.1.1: the body ends with the close delimiter; without it the last part may be cut short.
+                _fail(
+                    "the package ends without its closing delimiter (truncated): the last part may be incomplete; "
+                    "the sender must send the whole package, ending with --boundary--",
+                    info.location,
+                )
             elif kind == _EOF_AFTER:
                 report.deviation("the closing delimiter lacks its trailing '--'", info.location)
             parts.append(info.part(tuple(headers), sink.finish()))

@@ -10,7 +10,7 @@ File
         [tls]        certificate, private_key, trusted, require_client_certificate
         [sending]    first_resend_timeout, http_timeout, connect_timeout, max_in_flight,
                      ack_requested, duplicate_elimination
-        [receiving]  parse_mode
+        [receiving]  parse_mode, accept_unterminated_packages
         [timers]     poll_interval, lease
 
     An unknown section or key, or a value of the wrong type, is an error naming it (typos do not pass
@@ -255,6 +255,7 @@ _SPECS: Final[dict[str, dict[str, _Spec]]] = {
     },
     "receiving": {
         "parse_mode": _Spec("enum", "", enum=ParseMode),
+        "accept_unterminated_packages": _Spec("bool", "write true or false"),
     },
     "timers": {
         "poll_interval": _Spec("duration", 'write a duration, e.g. "PT1S" or 1', check=_check_positive),
@@ -375,9 +376,14 @@ class SendingSettings:
 
 @dataclass(frozen=True, slots=True)
 class ReceivingSettings:
-    """Inbound messages: how forgiving the parser is (``lenient`` accepts and reports real-world quirks)."""
+    """Inbound messages: how forgiving the parser is (``lenient`` accepts and reports real-world quirks).
+
+    ``accept_unterminated_packages`` (lenient mode only) accepts a MIME package that ends without its
+    closing delimiter, whose last payload may be cut short: off by default, for a partner known to send
+    such packages."""
 
     parse_mode: ParseMode = ParseMode.LENIENT
+    accept_unterminated_packages: bool = False
 
 
 @dataclass(frozen=True, slots=True)

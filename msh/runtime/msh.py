@@ -784,7 +784,13 @@ class Msh:
         """Parse and check a POSTed message; an HttpReply when it cannot be read (nothing to commit)."""
         stream: BinaryIO = io.BytesIO(body) if isinstance(body, bytes) else body
         try:
-            message = parse_message(stream, content_type, mode=self.settings.receiving.parse_mode)
+            receiving = self.settings.receiving
+            message = parse_message(
+                stream,
+                content_type,
+                mode=receiving.parse_mode,
+                allow_unterminated=receiving.accept_unterminated_packages,
+            )
         except EnvelopeError as exc:
             self.counters["unreadable"] += 1
             log.info("unreadable message refused: %s", exc)

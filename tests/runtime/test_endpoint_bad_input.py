@@ -7,18 +7,22 @@ and the inbox unchanged, and checks that the server still acknowledges a new val
 
 from __future__ import annotations
 
+import dataclasses
 import http.client
 import os
 import random
 import socket
 from collections.abc import Iterator
 from dataclasses import dataclass
+from pathlib import Path
 
 import pytest
 
 from msh.ebms.message import ParseMode, parse_message
 from msh.ebms.model import Envelope
-from tests.runtime.conftest import CPA_ID, PARTY_ID_TYPE, RunningMsh, valid_message
+from msh.runtime.config import ReceivingSettings
+from msh.runtime.msh import Msh
+from tests.runtime.conftest import CPA_ID, PARTY_ID_TYPE, RunningMsh, party_b_settings, valid_message
 
 TIMEOUT = 60.0
 MIB = 1 << 20
@@ -198,7 +202,8 @@ def test_a_message_cut_in_half_inside_its_envelope_is_a_client_soap_fault(party_
     half = body[: len(body) // 2]
     assert b"</SOAP:Envelope>" not in half  # the cut falls inside the SOAP envelope: no header can be salvaged
     reply = request(party_b, half, content_type)
-    assert_soap_fault(reply, 500, "OtherXml", "not well-formed")
+    # The package ends inside its SOAP part: no closing delimiter, and no header to address an ErrorList to.
+    assert_soap_fault(reply, 500, "MimeProblem", "without its closing delimiter")
     assert stored_body(party_b, "cut@party-a.example") is None
     assert_nothing_lost(party_b, first)
     assert_still_serving(party_b, first, "after-cut@party-a.example")
@@ -218,17 +223,22 @@ def test_a_message_cut_inside_its_payload_headers_gets_a_mime_problem_error_list
     assert_still_serving(party_b, first, "after-cut-headers@party-a.example")
 
 
-def test_a_package_without_its_closing_delimiter_is_accepted_leniently(party_b: RunningMsh, first: First) -> None:
-    """Documented lenient-mode behaviour (msh/ebms/mime.py): a package that ends without its closing
-    delimiter is read up to its end, acknowledged and stored as received. NB: a payload cut short looks
-    the same, and is acknowledged too (see the report)."""
+def test_a_package_without_its_closing_delimiter_gets_a_mime_problem_error_list(
+    party_b: RunningMsh, first: First
+) -> None:
+    """Its last payload may be cut short and nothing else tells: it is refused, even in lenient mode, so
+    the sender never takes an acknowledgment for a truncated payload (receiving.accept_unterminated_packages
+    is off by default)."""
     message_id = "no-close@party-a.example"
     content_type, body = valid_message(party_b.msh, message_id, payload=b"<o>" + b"x" * 5000 + b"</o>")
     cut = body[: body.rindex(b"--=_MSH_")]
+    assert party_b.msh.settings.receiving.parse_mode.value == "lenient"
     reply = request(party_b, cut, content_type)
-    assert_acknowledges(reply, message_id)
-    assert stored_body(party_b, message_id) == cut
-    assert_nothing_lost(party_b, first, inbox=[FIRST_ID, message_id])
+    location = "cid:payload-1-no-close@party-a.example"  # the part that may be cut short
+    assert_error_list(reply, message_id, "MimeProblem", location, "without its closing delimiter")
+    assert stored_body(party_b, message_id) is None
+    assert_nothing_lost(party_b, first)
+    assert_still_serving(party_b, first, "after-no-close@party-a.example")
 
 
 def test_a_body_cut_off_at_the_http_level_is_not_processed(party_b: RunningMsh, first: First) -> None:
@@ -377,3 +387,40 @@ def test_a_duplicate_gets_the_identical_acknowledgment_and_is_not_stored_again(
     assert (again.status, again.body) == (200, first.ack)
     assert_nothing_lost(party_b, first)
     assert_still_serving(party_b, first, "after-duplicate@party-a.example")
+
+
+def test_accept_unterminated_packages_lets_lenient_mode_take_a_package_without_its_closing_delimiter(
+    tmp_path: Path,
+) -> None:
+    """For a partner known to send such packages: accepted, acknowledged and stored as received."""
+    settings = party_b_settings(tmp_path)
+    settings = dataclasses.replace(settings, receiving=ReceivingSettings(accept_unterminated_packages=True))
+    msh = Msh(settings)
+    try:
+        message_id = "no-close-accepted@party-a.example"
+        content_type, body = valid_message(msh, message_id, payload=b"<o>" + b"x" * 5000 + b"</o>")
+        cut = body[: body.rindex(b"--=_MSH_")]
+        reply, _after = msh.receive_http(cut, content_type)
+        assert reply.status == 200 and reply.content_type == SOAP_CT
+        ack = parse_message(reply.body, SOAP_CT).envelope
+        assert [a.ref_to_message_id for a in ack.acknowledgments] == [message_id]
+        with msh.store.transaction(readonly=True) as tx:
+            record = tx.find_inbound(message_id)
+            assert record is not None
+            with tx.open_blob(record.body_blob_id) as blob:
+                assert blob.read() == cut
+        # Strict mode never accepts it, whatever this setting says.
+        strict = Msh(
+            dataclasses.replace(
+                settings,
+                receiving=ReceivingSettings(parse_mode=ParseMode.STRICT, accept_unterminated_packages=True),
+                store=dataclasses.replace(settings.store, url=str(tmp_path / "strict.sqlite")),
+            )
+        )
+        try:
+            refused, _ = strict.receive_http(cut, content_type)
+            assert refused.status == 200 and b"MimeProblem" in refused.body
+        finally:
+            strict.close()
+    finally:
+        msh.close()
