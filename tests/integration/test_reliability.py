@@ -52,6 +52,17 @@ def submit(msh: Msh, n: int, *, ttl: datetime | None = None, tag: str = "m") -> 
     ]
 
 
+def failed_once(msh: Msh, message_id: str) -> bool:
+    """Whether a transmission of the message has failed, and it awaits its resend (nothing reached B)."""
+    stored = msh.status(message_id)
+    return (
+        stored is not None
+        and stored.state.status.value == "awaiting-ack"
+        and stored.state.attempts >= 1
+        and not stored.state.reached_peer
+    )
+
+
 def wait_final(msh: Msh, ids: list[str], timeout: float) -> dict[str, str]:
     deadline = time.monotonic() + timeout
     final: dict[str, str] = {}
@@ -113,8 +124,11 @@ def test_receiver_down_for_a_while_then_everything_arrives(lossy_pair: tuple[Pai
     msh = sender(pair)
     try:
         ids = submit(msh, 5)
-        time.sleep(1.5)  # B is down: A's first transmissions and a resend fail
-        assert all(msh.status(m).state.status.value == "awaiting-ack" for m in ids)  # type: ignore[union-attr]
+        # B is down: A's first transmissions fail; wait (bounded) until every message has failed once.
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline and not all(failed_once(msh, m) for m in ids):
+            time.sleep(0.1)
+        assert all(failed_once(msh, m) for m in ids), [msh.status(m) for m in ids]
         pair.b.start()
         final = wait_final(msh, ids, timeout=30)
     finally:
