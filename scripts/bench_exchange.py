@@ -140,6 +140,10 @@ class Run:
     cpu_b: float
     failures: int = 0
     mean_batch: float = 0.0
+    batch_ms: float = 0.0
+    commit_ms: float = 0.0
+    submit_ms: float = 0.0  # p50 of submission start -> committed (the call returned)
+    exchange_ms: float = 0.0  # p50 of committed -> acknowledged (transmission, B, the acknowledgment's commit)
 
     @property
     def rate(self) -> float:
@@ -180,7 +184,14 @@ class Figures:
             f"B (server process) {b:.2f} ms/msg ({ub:.2f} cores)"
         )
         if any(r.mean_batch for r in self.runs):
-            line += f"\n{'':<28} group commit at A: {self.median(lambda r: r.mean_batch):.1f} steps per transaction"
+            line += (
+                f"\n{'':<28} where the time goes (p50): submit -> committed "
+                f"{self.median(lambda r: r.submit_ms):.1f} ms, "
+                f"committed -> acknowledged {self.median(lambda r: r.exchange_ms):.1f} ms"
+                f"\n{'':<28} A's store writer: {self.median(lambda r: r.mean_batch):.1f} steps per transaction, "
+                f"{self.median(lambda r: r.batch_ms):.2f} ms per transaction of which "
+                f"{self.median(lambda r: r.commit_ms):.2f} ms commit (fsync)"
+            )
         return line
 
 
@@ -357,6 +368,7 @@ class Driver:
         self.tasks: set[asyncio.Task[None]] = set()
         self.loop: asyncio.AbstractEventLoop | None = None
         self.started: dict[str, float] = {}
+        self.committed_at: dict[str, float] = {}
         self.finished_at: dict[str, float] = {}
         self.failed: dict[str, str] = {}
         self.to_submit = 0
@@ -383,7 +395,9 @@ class Driver:
     def _submit_one(self) -> None:
         try:
             start = time.perf_counter()
-            self.started[self.msh.submit(self.submission)] = start
+            message_id = self.msh.submit(self.submission)
+            self.committed_at[message_id] = time.perf_counter()
+            self.started[message_id] = start
         except BaseException as exc:  # surfaced by batch()
             self.error = exc
             assert self.loop is not None
@@ -392,7 +406,9 @@ class Driver:
     async def _submit_async(self) -> None:
         try:
             start = time.perf_counter()
-            self.started[await self.msh.submit_async(self.submission)] = start
+            message_id = await self.msh.submit_async(self.submission)
+            self.committed_at[message_id] = time.perf_counter()
+            self.started[message_id] = start
         except BaseException as exc:  # surfaced by batch()
             self.error = exc
             self.done.set()
@@ -414,6 +430,7 @@ class Driver:
         """Send ``n`` messages; return wall seconds, latencies and the number that failed."""
         self.loop = asyncio.get_running_loop()
         self.started.clear()
+        self.committed_at.clear()
         self.finished_at.clear()
         self.failed.clear()
         self.done.clear()
@@ -432,6 +449,13 @@ class Driver:
             raise self.error
         latencies = [self.finished_at[m] - t for m, t in self.started.items() if m in self.finished_at]
         return seconds, latencies, len(self.failed)
+
+    def stage_medians(self) -> tuple[float, float]:
+        """p50 in ms of submission -> commit and of commit -> acknowledgment, over the last batch."""
+        submit = [self.committed_at[m] - t for m, t in self.started.items() if m in self.committed_at]
+        # on_delivered may run before submit() returns to a thread: count such a message as 0 ms.
+        rest = [max(0.0, self.finished_at[m] - c) for m, c in self.committed_at.items() if m in self.finished_at]
+        return statistics.median(submit) * 1000, statistics.median(rest) * 1000
 
 
 async def reliable_exchange(
@@ -466,11 +490,15 @@ async def reliable_exchange(
                 await loop.run_in_executor(driver.pool, profilers["submit thread"].enable)
             profilers["event loop thread"].enable()
         stats = msh.writer.stats
-        batches, units = stats.batches, stats.units
+        batches, units, busy, commit = stats.batches, stats.units, stats.busy_seconds, stats.commit_seconds
         cpu_a, cpu_b = self_cpu(), child_cpu(b_pid)
         seconds, latencies, failures = await driver.batch(n, max(60.0, n / 20))
         result = Run(n, seconds, latencies, self_cpu() - cpu_a, child_cpu(b_pid) - cpu_b, failures)
-        result.mean_batch = (stats.units - units) / max(1, stats.batches - batches)
+        done = max(1, stats.batches - batches)
+        result.mean_batch = (stats.units - units) / done
+        result.batch_ms = (stats.busy_seconds - busy) / done * 1000
+        result.commit_ms = (stats.commit_seconds - commit) / done * 1000
+        result.submit_ms, result.exchange_ms = driver.stage_medians()
         if profile:
             profilers["event loop thread"].disable()
             await msh.writer.run(lambda tx: profilers["store writer"].disable())

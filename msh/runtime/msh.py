@@ -876,6 +876,17 @@ class Msh:
         if self._pool is not None:
             self._pool.shutdown(wait=True)
             self._pool = None
+        w = self._writer.stats
+        if w.batches:
+            log.info(
+                "store writer: %d transactions carried %d steps (%.1f per transaction), %.2f ms each of which "
+                "%.2f ms commit",
+                w.batches,
+                w.units,
+                w.mean_batch,
+                w.busy_seconds / w.batches * 1000,
+                w.commit_seconds / w.batches * 1000,
+            )
 
     def close(self) -> None:
         """Commit what is queued, stop the store writer and close the store (when this object opened it)."""

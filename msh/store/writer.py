@@ -29,6 +29,7 @@ import asyncio
 import logging
 import queue
 import threading
+import time
 from collections.abc import Callable
 from concurrent.futures import Future
 from dataclasses import dataclass
@@ -48,13 +49,17 @@ Unit = Callable[[Transaction], _T]
 
 @dataclass
 class WriterStats:
-    """What the writer has done: committed transactions, units run in them, units that raised."""
+    """What the writer has done: committed transactions, units run in them, units that raised, and the
+    time spent: in transactions (``busy_seconds``, from BEGIN to the end of COMMIT) and in their commits
+    alone (``commit_seconds``, the disk flush)."""
 
     batches: int = 0
     units: int = 0
     failed_units: int = 0
     failed_batches: int = 0
     largest_batch: int = 0
+    busy_seconds: float = 0.0
+    commit_seconds: float = 0.0
 
     @property
     def mean_batch(self) -> float:
@@ -155,6 +160,7 @@ class GroupCommitWriter:
         ran: list[tuple[_Job[object], bool, object]] = []  # (job, ok, result or exception)
         carry: list[_Job[object]] = []
         lost: TransactionLost | None = None
+        began = ran_at = time.perf_counter()
         try:
             with self.store.transaction() as tx:
                 for index, job in enumerate(batch):
@@ -175,6 +181,7 @@ class GroupCommitWriter:
                         ran.append((job, True, result))
                 if lost is not None:
                     raise lost
+                ran_at = time.perf_counter()
         except BaseException as exc:  # BEGIN or COMMIT failed, or the transaction was lost: nothing committed
             failure = lost if lost is not None else exc
             self.stats.failed_batches += 1
@@ -185,6 +192,9 @@ class GroupCommitWriter:
                     job.future.set_exception(failure)
             self._carry = carry
             return
+        done_at = time.perf_counter()
+        self.stats.busy_seconds += done_at - began
+        self.stats.commit_seconds += done_at - ran_at
         self.stats.batches += 1
         self.stats.units += len(ran)
         self.stats.largest_batch = max(self.stats.largest_batch, len(ran))
