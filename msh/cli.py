@@ -46,7 +46,7 @@ def _cmd_demo(args: argparse.Namespace) -> int:
         return run_demo(args.samples)
     from msh.exchange_demo import run_exchange_demo
 
-    return run_exchange_demo(messages=args.messages, loss=args.loss)
+    return run_exchange_demo(messages=args.messages, loss=args.loss, keep=args.keep)
 
 
 def _cmd_cpa_validate(args: argparse.Namespace) -> int:
@@ -244,6 +244,9 @@ def build_parser() -> argparse.ArgumentParser:
     )
     demo.add_argument("--messages", type=int, default=100, help="how many messages A sends (default 100)")
     demo.add_argument("--loss", type=float, default=0.15, help="loss rate in the lossy stretch (default 0.15)")
+    demo.add_argument(
+        "--keep", action="store_true", help="keep the work folder (stores, logs) after a successful run too"
+    )
     demo.add_argument("--codec", action="store_true", help="run the codec demo over the sample message files")
     demo.add_argument("--samples", default=None, help="with --codec: folder of sample messages")
     demo.set_defaults(func=_cmd_demo)

@@ -13,6 +13,7 @@ message delivered to B's application exactly once, with its payload intact, and 
 from __future__ import annotations
 
 import hashlib
+import shutil
 import tempfile
 import time
 from collections import Counter
@@ -52,14 +53,31 @@ def _journal(store_url: str) -> Counter[str]:
             after = events[-1].id
 
 
-def run_exchange_demo(messages: int = 100, loss: float = 0.15, lossy_share: float = 0.6, seed: int = 7) -> int:
-    """Run the demo; return 0 when every message was delivered exactly once (see the module docs)."""
+def run_exchange_demo(
+    messages: int = 100, loss: float = 0.15, lossy_share: float = 0.6, seed: int = 7, keep: bool = False
+) -> int:
+    """Run the demo; return 0 when every message was delivered exactly once (see the module docs).
+
+    The work folder (stores, logs) is removed after a successful run unless ``keep``; after a failed one
+    it is kept and named, for the logs."""
+    work = Path(tempfile.mkdtemp(prefix="msh-demo-"))
+    status = 1
+    try:
+        status = _run(work, messages, loss, lossy_share, seed)
+        return status
+    finally:
+        if status == 0 and not keep:
+            shutil.rmtree(work, ignore_errors=True)
+        else:
+            print(f"work folder kept: {work} (stores party-a.sqlite, party-b.sqlite; logs a.log, b.log)")
+
+
+def _run(work: Path, messages: int, loss: float, lossy_share: float, seed: int) -> int:
     from msh.faults.proxy import run_in_thread
     from msh.runtime.compose import Payload, Submission
     from msh.runtime.config import load_settings
     from msh.runtime.msh import Msh
 
-    work = Path(tempfile.mkdtemp(prefix="msh-demo-"))
     a_store, b_store = work / "party-a.sqlite", work / "party-b.sqlite"
     print(f"ebXML MSH demo: {messages} reliable messages from partner A to partner B (work folder {work})")
     print("  agreement samples/cpas/demo-a-b.xml: AckRequested, DuplicateElimination, sync acknowledgments,")
