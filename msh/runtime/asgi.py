@@ -2,7 +2,9 @@
 
 ``POST <server.path>`` with an ebXML message (``multipart/related`` or ``text/xml``) is handed to
 :meth:`msh.runtime.msh.Msh.handle_http`; its answer (acknowledgment, ErrorList, SOAP Fault, or nothing)
-goes back on the response. The body is spooled (memory up to 1 MiB, then a temporary file), never held
+goes back on the response. The TLS client certificate, from the ASGI TLS extension (which
+:mod:`msh.runtime.server` adds to uvicorn), goes with it, to be checked against the party the message
+claims to come from. The body is spooled (memory up to 1 MiB, then a temporary file), never held
 whole in memory, and refused with 413 past ``server.max_body_bytes``. Other paths get 404, other methods
 405 (``GET`` on the path answers a one-line description, handy for a load balancer's health check).
 """
@@ -10,6 +12,7 @@ whole in memory, and refused with 413 past ``server.max_body_bytes``. Other path
 from __future__ import annotations
 
 import logging
+import ssl
 import tempfile
 from collections.abc import Awaitable, Callable, MutableMapping
 from typing import Any
@@ -74,7 +77,12 @@ class Endpoint:
                 spool.write(chunk)
                 more = message.get("more_body", False)
             spool.seek(0)
-            reply = await self.msh.handle_http(spool, headers.get("content-type"), size=size)  # type: ignore[arg-type]
+            reply = await self.msh.handle_http(
+                spool,  # type: ignore[arg-type]
+                headers.get("content-type"),
+                size=size,
+                peer_certificate=client_certificate(scope),
+            )
         await _respond(send, reply)
 
     async def _lifespan(self, receive: Receive, send: Send) -> None:
@@ -87,6 +95,16 @@ class Endpoint:
                 await self.msh.stop()
                 await send({"type": "lifespan.shutdown.complete"})
                 return
+
+
+def client_certificate(scope: Scope) -> bytes | None:
+    """The TLS client certificate (DER) of the connection, from the ASGI TLS extension's
+    ``client_cert_chain`` (PEM, the client's own certificate first); None over plain HTTP or without one."""
+    tls = scope.get("extensions", {}).get("tls")
+    chain = tls.get("client_cert_chain") if isinstance(tls, dict) else None
+    if not chain:
+        return None
+    return ssl.PEM_cert_to_DER_cert(chain[0])
 
 
 def _too_large(limit: int) -> HttpReply:

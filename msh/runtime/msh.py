@@ -102,7 +102,7 @@ from msh.runtime.mapping import (
     state_from_store,
     state_to_store,
 )
-from msh.runtime.tls import ClientContexts
+from msh.runtime.tls import ClientContexts, client_certificate_issue
 from msh.safexml import parse_xml
 from msh.store import api as store_api
 from msh.store.api import Direction, DuplicateMessage, InboxEntry, InboxState, OutboundMessage, Store, Transaction
@@ -601,11 +601,20 @@ class Msh:
         # ebMS2 §7.3.3: Received - the message was received by this MSH.
         return StatusAnswer(MessageStatus.RECEIVED, record.received_at)
 
-    def _check(self, message: EbxmlMessage, raw: BinaryIO | bytes) -> _Inbound:
-        """Check a parsed message against the agreements (no store access: done outside the writer)."""
+    def _check(self, message: EbxmlMessage, raw: BinaryIO | bytes, peer_certificate: bytes | None = None) -> _Inbound:
+        """Check a parsed message against the agreements (no store access: done outside the writer), and
+        the TLS client certificate it came with (DER) against the party it claims to come from."""
         now = self.clock()
         s = self.settings.agreements
         result = check(message.envelope, self.registry, now=now, reading=s.reading, msh_time_accuracy=s.time_accuracy)
+        header = message.envelope.message_header
+        if peer_certificate is not None and result.cpa is not None and header is not None:
+            # DESIGN.md §7: the certificate presented must belong to the party the header claims.
+            issue = client_certificate_issue(result.cpa, header.from_party, peer_certificate)
+            if issue is not None:
+                self.counters["certificate-mismatches"] += 1
+                log.warning("message %s refused: %s", header.message_id, issue.description)
+                result = replace(result, issues=(*result.issues, issue))
         return _Inbound(message, raw, result, now)
 
     def _receive_unit(
@@ -766,13 +775,15 @@ class Msh:
                 log.info("discarded: %s", action.reason)
         return sync_reply
 
-    def receive_http(self, body: BinaryIO | bytes, content_type: str | None) -> tuple[HttpReply, _After]:
+    def receive_http(
+        self, body: BinaryIO | bytes, content_type: str | None, *, peer_certificate: bytes | None = None
+    ) -> tuple[HttpReply, _After]:
         """Process one POSTed message and commit it (blocking; :meth:`handle_http` is the endpoint's way):
         the reply and the work for after the commit.
 
         ``body`` is the request body, as bytes or a seekable stream (it is read twice: parsed, then
-        stored as received)."""
-        parsed = self._parse_inbound(body, content_type)
+        stored as received); ``peer_certificate`` the TLS client certificate (DER) it came with."""
+        parsed = self._parse_inbound(body, content_type, peer_certificate)
         if isinstance(parsed, HttpReply):
             return parsed, _After()
         try:
@@ -780,7 +791,9 @@ class Msh:
         finally:
             parsed.message.close()
 
-    def _parse_inbound(self, body: BinaryIO | bytes, content_type: str | None) -> _Inbound | HttpReply:
+    def _parse_inbound(
+        self, body: BinaryIO | bytes, content_type: str | None, peer_certificate: bytes | None = None
+    ) -> _Inbound | HttpReply:
         """Parse and check a POSTed message; an HttpReply when it cannot be read (nothing to commit)."""
         stream: BinaryIO = io.BytesIO(body) if isinstance(body, bytes) else body
         try:
@@ -801,7 +814,7 @@ class Msh:
         try:
             if message.warnings:
                 log.info("received with warnings: %s", "; ".join(str(w) for w in message.warnings))
-            return self._check(message, stream)
+            return self._check(message, stream, peer_certificate)
         except BaseException:
             message.close()
             raise
@@ -905,19 +918,25 @@ class Msh:
         return await loop.run_in_executor(self._pool, fn, *args)
 
     async def handle_http(
-        self, body: BinaryIO | bytes, content_type: str | None, *, size: int | None = None
+        self,
+        body: BinaryIO | bytes,
+        content_type: str | None,
+        *,
+        size: int | None = None,
+        peer_certificate: bytes | None = None,
     ) -> HttpReply:
         """The endpoint: process a POSTed message, do the after-commit work, return the HTTP reply.
 
         ``size`` (the body's length, when known) lets a small message be parsed on the event loop; a
-        large one is parsed on the work pool."""
+        large one is parsed on the work pool. ``peer_certificate`` is the TLS client certificate (DER)
+        the message came with: it must belong to the party the header names as From."""
         if size is None and isinstance(body, bytes):
             size = len(body)
         try:
             if size is not None and size <= _PARSE_ON_LOOP:
-                parsed = self._parse_inbound(body, content_type)
+                parsed = self._parse_inbound(body, content_type, peer_certificate)
             else:
-                parsed = await self._off_loop(self._parse_inbound, body, content_type)
+                parsed = await self._off_loop(self._parse_inbound, body, content_type, peer_certificate)
             if isinstance(parsed, HttpReply):
                 return parsed
             try:

@@ -12,16 +12,18 @@ import asyncio
 import contextlib
 import logging
 import socket
+import ssl
 from collections.abc import Callable
 
 import uvicorn
+from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
 from msh.runtime.asgi import Endpoint
 from msh.runtime.config import Settings
 from msh.runtime.msh import Msh
 from msh.runtime.tls import server_context, trust_anchors_pem
 
-__all__ = ["bind", "serve", "run"]
+__all__ = ["TlsHttpToolsProtocol", "bind", "serve", "run"]
 
 log = logging.getLogger("msh.server")
 
@@ -43,6 +45,29 @@ def bind(host: str, port: int) -> socket.socket:
     return sock
 
 
+class TlsHttpToolsProtocol(HttpToolsProtocol):
+    """uvicorn's httptools protocol, with the ASGI TLS extension in each request's scope: the client
+    certificate of the connection as ``extensions["tls"]["client_cert_chain"]`` (PEM), so the endpoint can
+    bind it to the party the message claims to come from (DESIGN.md §7). uvicorn itself does not report
+    the client certificate to the application."""
+
+    _tls: dict[str, object] | None = None
+
+    def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
+        super().connection_made(transport)
+        ssl_object = transport.get_extra_info("ssl_object")
+        if ssl_object is None:
+            return
+        der = ssl_object.getpeercert(binary_form=True)
+        chain = [ssl.DER_cert_to_PEM_cert(der)] if der else []
+        self._tls = {"client_cert_chain": chain, "tls_version": None, "cipher_suite": None}
+
+    def on_message_begin(self) -> None:
+        super().on_message_begin()
+        if self._tls is not None:
+            self.scope["extensions"] = {"tls": self._tls}  # type: ignore[dict-item]
+
+
 def _uvicorn_config(settings: Settings, msh: Msh) -> uvicorn.Config:
     s = settings.server
     app = Endpoint(msh, path=s.path, max_body_bytes=s.max_body_bytes)
@@ -50,7 +75,7 @@ def _uvicorn_config(settings: Settings, msh: Msh) -> uvicorn.Config:
         app,
         host=s.host,
         port=s.port,
-        http="httptools",
+        http=TlsHttpToolsProtocol,
         loop="none",
         lifespan="off",
         access_log=False,

@@ -5,22 +5,33 @@ one that chains to a trust anchor: the certificates the agreements name as ``Cli
 ``TransportReceiver`` (or, lacking those, the other party's own certificates), plus ``tls.trusted``. The
 client presents the same certificate and verifies the partner's server against the agreement's
 ``ServerSecurityDetails`` for that channel (plus ``tls.trusted``), host name included.
+
+A trusted client certificate is not yet the right one: every partner's certificate is trusted, and a
+partner could claim to be another. :func:`client_certificate_issue` binds the certificate presented on the
+connection to the party the message header names as From (DESIGN.md §7): it must be one of the
+certificates that party's ``PartyInfo`` names in the agreement of the header's CPAId, or be issued by one of
+them; otherwise the message is refused with a SecurityFailure error.
 """
 
 from __future__ import annotations
 
+import functools
 import ssl
 from collections.abc import Iterable
 from pathlib import Path
 
 from cryptography import x509
+from cryptography.exceptions import InvalidSignature
 from cryptography.hazmat.primitives.serialization import Encoding
 
 from cpa.model import Certificate, CollaborationProtocolAgreement
 from cpa.resolve import SendingParameters, party_keys
-from msh.errors import ConfigurationError
+from msh.ebms.model import Party
+from msh.errors import ConfigurationError, ErrorCode, Issue, Severity
 
-__all__ = ["ClientContexts", "server_context", "trust_anchors_pem"]
+__all__ = ["ClientContexts", "client_certificate_issue", "server_context", "trust_anchors_pem"]
+
+FROM_PARTY_ID = "//Header/MessageHeader/From/PartyId"
 
 
 def _pem(der: bytes) -> str:
@@ -141,3 +152,52 @@ class ClientContexts:
                 _load_own(context, self._certificate, self._private_key, "TLS client authentication")
             self._cache[key] = context
         return context
+
+
+@functools.lru_cache(maxsize=256)
+def _certificate(der: bytes) -> x509.Certificate | None:
+    try:
+        return x509.load_der_x509_certificate(der)
+    except ValueError:
+        return None
+
+
+def _issued_by(leaf: x509.Certificate, issuer: x509.Certificate) -> bool:
+    try:
+        leaf.verify_directly_issued_by(issuer)
+    except (ValueError, TypeError, InvalidSignature):
+        return False
+    return True
+
+
+def client_certificate_issue(
+    cpa: CollaborationProtocolAgreement, from_party: Party, presented: bytes
+) -> Issue | None:
+    """The SecurityFailure to report when the TLS client certificate ``presented`` (DER) does not belong to
+    ``from_party`` under ``cpa``; None when it does, or when the agreement gives no way to tell (the party
+    is not in it, which the header check reports, or its PartyInfo names no certificate).
+
+    DESIGN.md §7: the certificate a partner presents must belong to the party the header claims. It
+    belongs when it is one of the certificates of that party's PartyInfo (CPP/A 2.0 §8.4.33), or is
+    issued by one of them (a CA certificate the party's PartyInfo names).
+    """
+    claimed = {(p.value, p.type) for p in from_party.party_ids}
+    infos = [info for info in cpa.party_infos if claimed & set(party_keys(info))]
+    owned = [der for info in infos for cert in info.certificates for der in cert.x509]
+    if not owned or presented in owned:
+        return None
+    leaf = _certificate(presented)
+    if leaf is not None:
+        for der in owned:
+            issuer = _certificate(der)
+            if issuer is not None and _issued_by(leaf, issuer):
+                return None
+    subject = leaf.subject.rfc4514_string() if leaf is not None else "unreadable"
+    first = from_party.party_ids[0]
+    return Issue(
+        ErrorCode.SECURITY_FAILURE,
+        Severity.ERROR,
+        f"the TLS client certificate ({subject}) is not a certificate of party {first.value!r}, nor issued by "
+        f"one, in agreement {cpa.cpaid!r}: a partner may only send as itself (DESIGN.md §7)",
+        FROM_PARTY_ID,
+    )
