@@ -68,7 +68,11 @@ class Prepared:
 
     def one(self, cursor: Any, values: Mapping[str, object]) -> dict[str, Any] | None:
         """Run the statement and return its first row as column key -> converted value, or None."""
-        raw = self.execute(cursor, values).fetchone()
+        return self.first(self.execute(cursor, values))
+
+    def first(self, cursor: Any) -> dict[str, Any] | None:
+        """The first row of the statement just run on ``cursor``, converted, or None."""
+        raw = cursor.fetchone()
         if raw is None:
             return None
         results = self._results

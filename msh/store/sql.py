@@ -462,10 +462,10 @@ class _SqlTransaction(Transaction):
             raise self._store.failure(exc) from exc
 
     def _one(self, name: str, values: Mapping[str, object], *, keys: tuple[str, ...] | None = None) -> Any:
-        prepared = self._store.prepared(name, keys)
-        cursor = self._driver_cursor()
+        """Run the prepared statement ``name`` and return its first row (column key -> value), or None."""
+        cursor = self._run(name, values, keys=keys)
         try:
-            return prepared.one(cursor, values)
+            return self._store.prepared(name, keys).first(cursor)
         except self._store.driver_error as exc:
             raise self._store.failure(exc) from exc
 

@@ -182,11 +182,16 @@ def _serving_b(tmp_path: Path, agreements: list[Path]) -> Iterator[tuple[Msh, in
         msh.close()
 
 
-def _post(port: int, client: str, body: bytes, content_type: str) -> tuple[int, bytes]:
+def _connect(port: int, client: str) -> http.client.HTTPSConnection:
+    """A connection to B presenting ``client``'s certificate (samples/keys), trusting B's."""
     context = ssl.create_default_context(cafile=str(KEYS / "party-b.cert.pem"))
     context.check_hostname = False
     context.load_cert_chain(str(KEYS / f"{client}.cert.pem"), str(KEYS / f"{client}.key.pem"))
-    conn = http.client.HTTPSConnection("127.0.0.1", port, timeout=TIMEOUT, context=context)
+    return http.client.HTTPSConnection("127.0.0.1", port, timeout=TIMEOUT, context=context)
+
+
+def _post(port: int, client: str, body: bytes, content_type: str) -> tuple[int, bytes]:
+    conn = _connect(port, client)
     try:
         conn.request("POST", "/msh", body=body, headers={"Content-Type": content_type, "SOAPAction": '"ebXML"'})
         response = conn.getresponse()
@@ -223,10 +228,7 @@ def test_the_certificate_reaches_the_endpoint_on_every_request_of_a_connection(t
     """Keep-alive: the binding is checked on the second request of a connection too."""
     agreements = [ROOT / "samples" / "cpas" / "demo-a-b.xml", _cpa_with_c(tmp_path)]
     with _serving_b(tmp_path, agreements) as (b, port):
-        context = ssl.create_default_context(cafile=str(KEYS / "party-b.cert.pem"))
-        context.check_hostname = False
-        context.load_cert_chain(str(KEYS / f"{client}.cert.pem"), str(KEYS / f"{client}.key.pem"))
-        conn = http.client.HTTPSConnection("127.0.0.1", port, timeout=TIMEOUT, context=context)
+        conn = _connect(port, client)
         try:
             codes = []
             for i in range(2):
