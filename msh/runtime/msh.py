@@ -535,10 +535,7 @@ class Msh:
     ) -> OutboundStatus | None:
         """One step of the sending machine of ``message_id``, committed with the caller's transaction
         (``stored``: its row, already read for update in this transaction)."""
-        if stored is None:
-            stored = after.rows.get(message_id)
-        if stored is None:
-            stored = tx.get_outbound(message_id, for_update=True)
+        stored = stored or after.rows.get(message_id) or tx.get_outbound(message_id, for_update=True)
         if stored is None:
             raise UnknownMessage(f"no outbound message {message_id}")
         state = state_from_store(stored)
@@ -1067,28 +1064,23 @@ class Msh:
         else:
             inbound, event = await self._off_loop(self._read_answer, message_id, status, content_type, body)
 
+        if inbound is None:
+            await self._step_async(message_id, event)
+            return
+
         def outcome(tx: Transaction, after: _After) -> None:
             try:
                 self._step_outbound(tx, message_id, event, self.clock(), after)
             except UnknownMessage:
                 log.warning("no outbound message %s for the outcome of its transmission", message_id)
 
-        def unit(tx: Transaction) -> _After:
-            after = _After()
-            outcome(tx, after)
-            return after
-
         try:
-            if inbound is not None:
-                # The answer on the connection (acknowledgment, ErrorList) commits with the exchange's outcome.
-                _decision, _reply, after = await self._writer.run(
-                    self._receive_unit(inbound, sync_override=False, then=outcome)
-                )
-            else:
-                after = await self._writer.run(unit)
+            # The answer on the connection (acknowledgment, ErrorList) commits with the exchange's outcome.
+            _decision, _reply, after = await self._writer.run(
+                self._receive_unit(inbound, sync_override=False, then=outcome)
+            )
         finally:
-            if inbound is not None:
-                inbound.message.close()
+            inbound.message.close()
         self._after_commit(after)
 
     def _read_answer(

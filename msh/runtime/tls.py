@@ -170,9 +170,7 @@ def _issued_by(leaf: x509.Certificate, issuer: x509.Certificate) -> bool:
     return True
 
 
-def client_certificate_issue(
-    cpa: CollaborationProtocolAgreement, from_party: Party, presented: bytes
-) -> Issue | None:
+def client_certificate_issue(cpa: CollaborationProtocolAgreement, from_party: Party, presented: bytes) -> Issue | None:
     """The SecurityFailure to report when the TLS client certificate ``presented`` (DER) does not belong to
     ``from_party`` under ``cpa``; None when it does, or when the agreement gives no way to tell (the party
     is not in it, which the header check reports, or its PartyInfo names no certificate).

@@ -66,10 +66,6 @@ class Prepared:
         cursor.execute(self.sql, self.params(values))
         return cursor
 
-    def one(self, cursor: Any, values: Mapping[str, object]) -> dict[str, Any] | None:
-        """Run the statement and return its first row as column key -> converted value, or None."""
-        return self.first(self.execute(cursor, values))
-
     def first(self, cursor: Any) -> dict[str, Any] | None:
         """The first row of the statement just run on ``cursor``, converted, or None."""
         raw = cursor.fetchone()
@@ -84,8 +80,3 @@ class Prepared:
             key: (processor(value) if processor is not None else value)
             for key, processor, value in zip(self.columns, results, raw, strict=True)
         }
-
-    def scalar(self, cursor: Any, values: Mapping[str, object]) -> Any:
-        """Run the statement and return the first column of its first row, or None."""
-        row = self.one(cursor, values)
-        return None if row is None else next(iter(row.values()))

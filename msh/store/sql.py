@@ -522,11 +522,10 @@ class _SqlTransaction(Transaction):
     def _now(self) -> datetime:
         return self._store.now()
 
-    def _insert_new(self, table: Table, values: Mapping[str, object], where: str | None = None) -> Any:
-        """Insert unless the row would repeat a message_id (among the rows matching ``where``, the unique
-        index's condition); the row's primary key, or None if nothing was inserted."""
+    def _insert_new(self, name: str, values: Mapping[str, object]) -> Any:
+        """Run the insert-unless-duplicate statement ``name`` (see :func:`_insert_new_statement`); the row's
+        primary key, or None if the row would have repeated a message_id and nothing was inserted."""
         self._write()
-        name = f"{table.name.split('_')[0]}-insert{'-de' if where else ''}"
         return self._scalar(name, values, keys=tuple(values))
 
     def _require_blob(self, blob_id: int) -> None:
@@ -636,7 +635,7 @@ class _SqlTransaction(Transaction):
             "updated_at": now,
             **_state_values(state),
         }
-        if self._insert_new(outbound_messages, values) is None:
+        if self._insert_new("outbound-insert", values) is None:
             raise DuplicateMessage(message_id, Direction.OUTBOUND)
         return record
 
@@ -663,11 +662,6 @@ class _SqlTransaction(Transaction):
         return None if row is None else _state(row)
 
     # -- inbound
-
-    def _first_copy(self, message_id: str) -> Any:
-        return (
-            select(func.min(inbound_messages.c.id)).where(inbound_messages.c.message_id == message_id).scalar_subquery()
-        )
 
     def find_inbound(self, message_id: str) -> InboundMessage | None:
         row = self._one("inbound-find", {"b_message_id": message_id})
@@ -717,7 +711,7 @@ class _SqlTransaction(Transaction):
         }
         if duplicate_elimination:
             # ebMS2 §6.4.1: one duplicate-elimination record per MessageId (the partial unique index).
-            key = self._insert_new(inbound_messages, values, where=DE_WHERE)
+            key = self._insert_new("inbound-insert-de", values)
             if key is None:
                 raise DuplicateMessage(message_id, Direction.INBOUND)
         else:
@@ -757,9 +751,10 @@ class _SqlTransaction(Transaction):
         conn = self._write()
         count = conn.execute(
             update(inbound_messages)
-            .where(inbound_messages.c.id == self._first_copy(message_id))
+            .where(inbound_messages.c.id == _FIRST_COPY)
             .values(duplicate_count=inbound_messages.c.duplicate_count + 1, last_duplicate_at=moment)
-            .returning(inbound_messages.c.duplicate_count)
+            .returning(inbound_messages.c.duplicate_count),
+            {"b_message_id": message_id},
         ).scalar_one_or_none()
         if count is None:
             raise UnknownMessage(message_id, "inbound message")
@@ -769,7 +764,7 @@ class _SqlTransaction(Transaction):
         if not isinstance(ack_envelope, (bytes, bytearray)):
             raise ValueError("ack_envelope must be bytes")
         conn = self._write()
-        first = conn.execute(select(self._first_copy(message_id))).scalar_one_or_none()
+        first = conn.execute(select(_FIRST_COPY), {"b_message_id": message_id}).scalar_one_or_none()
         if first is None:
             raise UnknownMessage(message_id, "inbound message")
         result = conn.execute(

@@ -69,7 +69,7 @@ class WriterStats:
 
 @dataclass(eq=False)
 class _Job(Generic[_T]):
-    unit: Callable[[Transaction], _T]
+    unit: Unit[_T]
     future: Future[_T]
 
 
@@ -95,7 +95,7 @@ class GroupCommitWriter:
 
     # ------------------------------------------------------------------------------------------ callers
 
-    def submit(self, unit: Callable[[Transaction], _T]) -> Future[_T]:
+    def submit(self, unit: Unit[_T]) -> Future[_T]:
         """Queue ``unit``; the future holds its result once its transaction has committed."""
         future: Future[_T] = Future()
         with self._lock:
@@ -107,13 +107,13 @@ class GroupCommitWriter:
             self._queue.put(_Job(unit, future))
         return future
 
-    def call(self, unit: Callable[[Transaction], _T]) -> _T:
+    def call(self, unit: Unit[_T]) -> _T:
         """Run ``unit`` and wait for its commit (from any thread but the writer's own)."""
         if threading.current_thread() is self._thread:
             raise StoreError("a unit of work cannot wait for the writer it runs on; do the work in the same unit")
         return self.submit(unit).result()
 
-    async def run(self, unit: Callable[[Transaction], _T]) -> _T:
+    async def run(self, unit: Unit[_T]) -> _T:
         """Run ``unit`` and await its commit without blocking the event loop."""
         return await asyncio.wrap_future(self.submit(unit))
 
