@@ -1,7 +1,16 @@
-# Shared by scripts/demo and scripts/test: create .venv and install the project when pyproject.toml changed.
+# Shared by scripts/demo and scripts/test: make sure a usable virtual environment exists, with the project
+# installed (editable) from this checkout, and rebuild it when it is not usable.
 # Usage: source scripts/_env.sh EXTRAS   (EXTRAS e.g. "" or "dev,analytics")
+#
+# A .venv is rebuilt from scratch when it cannot be trusted:
+#   - its python does not run (its base interpreter is gone: made on another machine or by a removed Python),
+#   - it was made by another Python version than $PYTHON,
+#   - it was moved or copied from another folder (its scripts name the old folder in their #! line, and its
+#     editable install points at the old checkout, so tests would run the old code),
+#   - its creation or the installation into it was interrupted (no pip, or the project does not import).
+# The project is (re)installed when pyproject.toml changed since the last complete installation.
 set -euo pipefail
-ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd -P)"
 VENV="${MSH_VENV:-$ROOT/.venv}"
 EXTRAS="${1:-}"
 PYTHON="${PYTHON:-python3}"
@@ -9,12 +18,25 @@ if ! "$PYTHON" -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else 1)
   echo "error: Python 3.11 or newer is needed as '$PYTHON' (set PYTHON=/path/to/python3.11)" >&2
   exit 2
 fi
+WANT_VERSION="$("$PYTHON" -c 'import sys; print("%d.%d" % sys.version_info[:2])')"
+
+source "$ROOT/scripts/_venv_check.sh"
+
+PROBLEM="$(_msh_venv_problem "$VENV")"
+if [ -n "$PROBLEM" ]; then
+  if [ -e "$VENV" ] && [ ! -f "$VENV/pyvenv.cfg" ] && [ -n "$(ls -A "$VENV" 2>/dev/null)" ]; then
+    echo "error: $VENV exists but is not a virtual environment ($PROBLEM); move it away or set MSH_VENV" >&2
+    exit 2
+  fi
+  echo "== $VENV cannot be used: $PROBLEM; rebuilding it"
+  rm -rf "$VENV"
+fi
 if [ ! -x "$VENV/bin/python" ]; then
   echo "== creating virtual environment in $VENV"
   "$PYTHON" -m venv "$VENV"
 fi
 STAMP="$VENV/.msh-installed-${EXTRAS:-base}"
-WANT="$(cat "$ROOT/pyproject.toml" | sha256sum | cut -d' ' -f1)"
+WANT="$(sha256sum "$ROOT/pyproject.toml" | cut -d' ' -f1)"
 if [ ! -f "$STAMP" ] || [ "$(cat "$STAMP")" != "$WANT" ]; then
   echo "== installing the project${EXTRAS:+ with extras [$EXTRAS]} (first run only)"
   "$VENV/bin/python" -m pip install --quiet --disable-pip-version-check --upgrade pip
