@@ -68,12 +68,15 @@ def run_crash_test(
     *,
     messages: int = 1000,
     kill_for: float = 30.0,
+    min_kills: int = 0,
     mean_gap: float = 1.0,
     settle_timeout: float = 180.0,
     seed: int | None = None,
     progress: Callable[[str], None] | None = None,
 ) -> CrashReport:
-    """Run the crash test in ``work``: submit ``messages`` while killing for ``kill_for`` seconds."""
+    """Run the crash test in ``work``: submit ``messages`` while killing for ``kill_for`` seconds, and on
+    until at least ``min_kills`` kills were made (a slow machine restarts the processes slowly, so a count
+    of kills cannot follow from a duration; the extra killing is bounded by another ``kill_for``)."""
     from msh.runtime.compose import Payload, Submission
     from msh.runtime.config import load_settings
     from msh.runtime.msh import Msh
@@ -88,7 +91,10 @@ def run_crash_test(
 
     def killer() -> None:
         end = time.monotonic() + kill_for
-        while not stop_killing.is_set() and time.monotonic() < end:
+        limit = end + kill_for
+        while not stop_killing.is_set() and (time.monotonic() < end or kills.total() < min_kills):
+            if time.monotonic() >= limit:
+                break
             if stop_killing.wait(rng.uniform(0.2, 2 * mean_gap)):
                 break
             victim = pair.a if rng.random() < 0.5 else pair.b
@@ -116,7 +122,7 @@ def run_crash_test(
                 time.sleep(pace)
             if i and i % 200 == 0:
                 say(f"{i} submitted; kills so far A {kills['A']}, B {kills['B']}")
-        thread.join(kill_for + 5)
+        thread.join(2 * kill_for + 5)
         stop_killing.set()
         thread.join(10)
         for partner in (pair.a, pair.b):
