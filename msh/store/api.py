@@ -294,6 +294,9 @@ class InboundMessage:
     ``id`` is the store's number for this copy (also its inbox entry's id). ``ack_envelope`` is the
     Acknowledgment sent for it, its first response (``None`` while none was sent), resent unchanged for
     every duplicate (DESIGN.md §5.2, ebMS2 §6.5.5); ``duplicate_count`` counts the duplicates since.
+    ``content_digest`` identifies its content (:func:`msh.ebms.digest.content_digest`), to tell an
+    identical copy from another message under the same MessageId (ebMS2 §6.5.6); ``None`` for a copy
+    stored before the store kept digests (schema revision 0003).
     """
 
     id: int
@@ -311,6 +314,7 @@ class InboundMessage:
     ack_envelope: bytes | None
     duplicate_count: int
     last_duplicate_at: datetime | None
+    content_digest: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -470,9 +474,11 @@ class Transaction(ABC):
         deliver: bool,
         duplicate_elimination: bool = True,
         to_party: str | None = None,
+        content_digest: str | None = None,
     ) -> InboundMessage:
         """Record a received message and, with ``deliver``, its inbox entry in the same transaction
-        (DESIGN.md §5.2, §5.3); ``ack_envelope`` is the Acknowledgment about to be sent (ebMS2 §6.5.3).
+        (DESIGN.md §5.2, §5.3); ``ack_envelope`` is the Acknowledgment about to be sent (ebMS2 §6.5.3),
+        ``content_digest`` the digest of its content (kept as given, never compared here).
 
         With ``duplicate_elimination`` the record is the MessageId's duplicate-elimination record:
         :class:`DuplicateMessage` if one is already stored (nothing is written, the transaction stays
