@@ -58,8 +58,10 @@ The engine's actions (``msh.engine``), as the runtime maps them
     ``OutboundState.failure`` (an Issue) <-> ``failure_code``/``failure_severity``/``failure_description``;
     ``ScheduleTimer`` -> ``schedule_timer(..., replace_existing=True)``; ``CancelTimer`` ->
     ``cancel_timers``; ``StoreInbound`` -> ``insert_inbound`` (``record_ack`` serialised as
-    ``ack_envelope``); ``RecordAcknowledgment`` -> ``record_acknowledgment``; ``StoredInbound`` <-
-    ``find_inbound`` plus ``inbox_entry`` (delivered = the entry is no longer new).
+    ``ack_envelope``, ``digest`` as ``content_digest``); ``RecordAcknowledgment`` ->
+    ``record_acknowledgment``; ``StoredInbound`` <- ``find_inbound`` plus ``inbox_entry`` (delivered = the
+    entry is no longer new, digest = ``content_digest``); ``ConflictingDuplicate`` -> ``append_event``
+    (kind ``conflicting-duplicate``, both digests in the detail).
 """
 
 from __future__ import annotations
