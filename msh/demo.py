@@ -13,7 +13,7 @@ import time
 from datetime import UTC, datetime
 from pathlib import Path
 
-from msh.ebms.envelope import read_envelope
+from msh.ebms.envelope import read_reply_address
 from msh.ebms.errorlist import error_message, soap_fault
 from msh.ebms.inspect import inspect_file
 from msh.ebms.message import (
@@ -25,7 +25,7 @@ from msh.ebms.message import (
     split_http_message,
 )
 from msh.ebms.mime import AttachmentSpec
-from msh.ebms.model import MessageHeader
+from msh.ebms.model import ReplyAddress
 from msh.errors import EbmsError, EnvelopeError
 from msh.safexml import parse_xml
 
@@ -53,16 +53,15 @@ def round_trip(message: EbxmlMessage) -> tuple[bool, str]:
         again.close()
 
 
-def _readable_header(path: Path) -> MessageHeader | None:
-    """The MessageHeader of a rejected message, when its envelope can still be read."""
+def _readable_header(path: Path) -> ReplyAddress | None:
+    """Who to answer about a rejected message, when its MessageHeader can still be read (as the endpoint
+    does, ebMS2 §4.2.4.2)."""
     data = path.read_bytes()
     split = split_http_message(data)
     try:
-        root = parse_xml(split[1] if split else data)
-        envelope, _ = read_envelope(root, lenient=True)
+        return read_reply_address(parse_xml(split[1] if split else data))
     except EbmsError:
         return None
-    return envelope.message_header
 
 
 def run_demo(samples: str | None = None) -> int:

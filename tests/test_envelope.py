@@ -8,7 +8,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 
 from msh.ebms import model as m
-from msh.ebms.envelope import format_datetime, parse_datetime, read_envelope, serialise_envelope
+from msh.ebms.envelope import format_datetime, parse_datetime, read_envelope, read_reply_address, serialise_envelope
 from msh.ebms.schema import validate_envelope
 from msh.errors import EbmsError, EnvelopeError, ErrorCode, Severity
 from msh.safexml import parse_xml
@@ -174,3 +174,110 @@ def test_model_validation_names_the_field() -> None:
 def test_reference_content_id() -> None:
     assert m.Reference("cid:abc@x").content_id == "abc@x"
     assert m.Reference("https://example.org/doc").content_id is None
+
+
+# --- who to answer when the envelope is refused (ebMS2 §4.2.4.2) ---------------------------------------
+
+SYNC_REPLY = (
+    '<eb:SyncReply SOAP:mustUnderstand="1" eb:version="2.0" SOAP:actor="http://schemas.xmlsoap.org/soap/actor/next"/>'
+)
+ACK_REQUESTED = '<eb:AckRequested SOAP:mustUnderstand="1" eb:version="2.0" eb:signed="false"/>'
+MANIFEST = '<eb:Manifest eb:version="2.0"><eb:Reference xlink:type="simple" xlink:href="cid:p@x"/></eb:Manifest>'
+
+
+@pytest.mark.parametrize(
+    ("header", "body", "location"),
+    [
+        (HEADER.replace('eb:version="2.0"', 'eb:version="3.0"'), "", "//Header/MessageHeader/@version"),
+        (HEADER + ACK_REQUESTED.replace('"2.0"', '"1.1"'), "", "//Header/AckRequested/@version"),
+        (HEADER + SYNC_REPLY.replace('"2.0"', '"2.1"'), "", "//Header/SyncReply/@version"),
+        (HEADER, MANIFEST.replace('"2.0"', '"9"'), "//Body/Manifest/@version"),
+    ],
+    ids=["MessageHeader", "AckRequested", "SyncReply", "Manifest"],
+)
+def test_an_unsupported_version_anywhere_still_leaves_the_reply_address_readable(
+    header: str, body: str, location: str
+) -> None:
+    root = parse_xml(_envelope(header, body))
+    for lenient in (False, True):
+        with pytest.raises(EbmsError) as exc:
+            read_envelope(root, lenient=lenient)
+        assert (exc.value.error_code, exc.value.location) == (ErrorCode.NOT_SUPPORTED, location)
+    address = read_reply_address(root)
+    assert address == m.ReplyAddress(
+        from_party=m.Party((m.PartyId("A", "t"),)),
+        to_party=m.Party((m.PartyId("B", "t"),)),
+        cpa_id="cpa",
+        conversation_id="c",
+        message_id="m",
+    )
+
+
+def test_the_reply_address_survives_errors_in_the_rest_of_the_message_header() -> None:
+    broken = HEADER.replace("2026-01-01T00:00:00Z", "ENTRYDATE").replace("<eb:Action>a</eb:Action>", "")
+    root = parse_xml(_envelope(broken + ACK_REQUESTED.replace('eb:signed="false"', 'eb:signed="maybe"')))
+    with pytest.raises(EbmsError):
+        read_envelope(root, lenient=True)
+    address = read_reply_address(root)
+    assert address is not None and (address.cpa_id, address.message_id) == ("cpa", "m")
+
+
+@pytest.mark.parametrize(
+    "xml",
+    [
+        _envelope(HEADER.replace("<eb:ConversationId>c</eb:ConversationId>", "")),
+        _envelope(HEADER.replace("<eb:MessageId>m</eb:MessageId>", "")),
+        _envelope(HEADER.replace('<eb:PartyId eb:type="t">B</eb:PartyId>', "")),
+        _envelope(""),
+        b'<S:Envelope xmlns:S="http://schemas.xmlsoap.org/soap/envelope/"><S:Body/></S:Envelope>',
+        b"<foo/>",
+    ],
+    ids=["no ConversationId", "no MessageId", "no To PartyId", "no MessageHeader", "no Header", "not SOAP"],
+)
+def test_without_parties_cpaid_conversation_and_message_id_there_is_no_reply_address(xml: bytes) -> None:
+    assert read_reply_address(parse_xml(xml)) is None
+
+
+# --- actors (ebMS2 §4.3.1, §6.3.1.1) -------------------------------------------------------------------
+
+
+def test_the_reader_keeps_any_actor_for_the_receiving_engine_to_judge() -> None:
+    odd_sync = SYNC_REPLY.replace("http://schemas.xmlsoap.org/soap/actor/next", "urn:somewhere:else")
+    odd_ack = ACK_REQUESTED.replace("<eb:AckRequested", '<eb:AckRequested SOAP:actor="urn:x:someone"')
+    for lenient in (False, True):
+        env, _ = read_envelope(parse_xml(_envelope(HEADER + odd_sync + odd_ack)), lenient=lenient)
+        assert env.sync_reply is not None and env.sync_reply.actor == "urn:somewhere:else"
+        assert [a.actor for a in env.ack_requested] == ["urn:x:someone"]
+
+
+@pytest.mark.parametrize(
+    "envelope",
+    [
+        m.Envelope(message_header=minimal_header(), sync_reply=m.SyncReply(actor=m.Actor.TO_PARTY_MSH.value)),
+        m.Envelope(message_header=minimal_header(), ack_requested=(m.AckRequested(actor="urn:x:someone"),)),
+    ],
+    ids=["SyncReply", "AckRequested"],
+)
+def test_the_writer_never_sends_an_element_to_an_actor_it_may_not_have(envelope: m.Envelope) -> None:
+    with pytest.raises(ValueError, match=r"actor must be .* \(ebMS2 §(4\.3\.1|6\.3\.1\.1)\)"):
+        serialise_envelope(envelope)
+
+
+def test_the_writer_takes_every_actor_the_specification_allows() -> None:
+    for actor in (None, m.Actor.TO_PARTY_MSH.value, m.Actor.NEXT_MSH.value):
+        env = m.Envelope(
+            message_header=minimal_header(), sync_reply=m.SyncReply(), ack_requested=(m.AckRequested(actor=actor),)
+        )
+        assert read_envelope(parse_xml(serialise_envelope(env)))[0] == env
+
+
+def test_a_relative_namespace_uri_in_a_foreign_element_is_an_error_with_its_location() -> None:
+    """W3C C14N refuses relative namespace URIs: the codec reports it (it used to escape as a C14NError)."""
+    header = HEADER.replace("<eb:Action>a</eb:Action>", '<eb:Action>a</eb:Action><z:Note xmlns:z="notes/v1"/>')
+    root = parse_xml(_envelope(header))
+    for lenient in (False, True):
+        with pytest.raises(EbmsError) as exc:
+            read_envelope(root, lenient=lenient)
+        assert (exc.value.error_code, exc.value.location) == (ErrorCode.OTHER_XML, "//Header/MessageHeader/Note")
+        assert "relative namespace URI" in exc.value.description
+    assert read_reply_address(root) is not None

@@ -8,12 +8,14 @@ from datetime import UTC, datetime
 import pytest
 
 from msh.ebms import model as m
+from msh.ebms.envelope import serialise_envelope
 from msh.ebms.errorlist import ACTION_MESSAGE_ERROR, error_message, soap_fault
 from msh.ebms.message import (
     ParseMode,
     build_message,
     parse_message,
     read_message_file,
+    soap_action_issue,
     split_http_message,
     write_message,
 )
@@ -85,17 +87,32 @@ def test_build_refuses_dangling_manifest_reference() -> None:
         build_message(order("missing@x"), [attach("other@x", b"1")])
 
 
-def test_dangling_cid_is_mime_problem() -> None:
-    ctype, body = build_message(order("a@x"), [attach("a@x", b"1")])
+@pytest.mark.parametrize("mode", list(ParseMode))
+def test_dangling_cid_is_a_mime_problem_error_in_both_modes(mode: ParseMode) -> None:
+    """ebMS2 §3.2.2: a cid: reference to a part the package does not hold is MimeProblem, severity Error;
+    lenient mode does not let it through either (the payload the sender meant is not there)."""
+    ctype, body = build_message(order("a@x", "c@x"), [attach("a@x", b"1"), attach("c@x", b"2")])
     body = body.replace(b"<a@x>", b"<b@x>")
     with pytest.raises(MimeProblemError) as exc:
-        parse_message(body, ctype)
+        parse_message(body, ctype, mode=mode)
     assert exc.value.error_code is ErrorCode.MIME_PROBLEM
     assert exc.value.severity is Severity.ERROR
     assert exc.value.location == "cid:a@x"
-    lenient = parse_message(body, ctype, mode=ParseMode.LENIENT)
-    assert any(w.location == "cid:a@x" for w in lenient.warnings)
-    lenient.close()
+    assert "no part with that Content-ID" in exc.value.description
+
+
+@pytest.mark.parametrize("mode", list(ParseMode))
+def test_a_bare_envelope_whose_manifest_names_a_part_is_refused(mode: ParseMode) -> None:
+    """Sent as text/xml, a message has no parts at all: a cid: reference in its Manifest names nothing."""
+    soap = serialise_envelope(order("gone@x"))
+    with pytest.raises(MimeProblemError) as exc:
+        parse_message(soap, "text/xml", mode=mode)
+    assert (exc.value.severity, exc.value.location) == (Severity.ERROR, "cid:gone@x")
+    # A reference that is not a cid: URI names no part of the package: not checked (ebMS2 §3.2.2).
+    external = m.Envelope(
+        message_header=minimal_header(), manifest=m.Manifest((m.Reference("https://example.com/po.xml"),))
+    )
+    parse_message(serialise_envelope(external), "text/xml", mode=mode).close()
 
 
 def test_schema_invalid_is_rejected_strictly_with_location() -> None:
@@ -244,3 +261,20 @@ def test_read_message_file_forms(tmp_path: pytest.TempPathFactory) -> None:
     msg = read_message_file(headless, mode=ParseMode.LENIENT)
     assert any("sniffed" in w.description or "boundary" in w.description for w in msg.warnings)
     msg.close()
+
+
+# --- the SOAPAction HTTP header (ebMS2 B.2.2, SOAP 1.1 §6.1.1) -----------------------------------------
+
+
+def test_a_request_without_soapaction_is_refused_with_a_mime_problem() -> None:
+    issue = soap_action_issue(None)
+    assert issue is not None
+    assert (issue.error_code, issue.severity) == (ErrorCode.MIME_PROBLEM, Severity.ERROR)
+    assert "no SOAPAction header" in issue.description and "B.2.2" in issue.description
+
+
+@pytest.mark.parametrize("value", ['"ebXML"', "ebXML", '""', "", "urn:nhs:names:services:psis/MCCI_IN010000UK13"])
+def test_any_soapaction_value_is_taken(value: str) -> None:
+    """ebMS2 B.2.2: the value MAY be "ebXML"; SOAP 1.1 allows a URI, "" or nothing; NHS Spine sends its
+    service URI. The MSH routes on the ebXML header, never on SOAPAction."""
+    assert soap_action_issue(value) is None

@@ -5,7 +5,9 @@ the schema's business (strict mode validates first, lenient mode reports order s
 same reader serves both modes. What cannot become a model (a missing required element, a bad value) raises
 an :class:`~msh.errors.EbmsError` whose ``location`` is an XPath in the style other MSHs report.
 :func:`write_envelope` and :func:`serialise_envelope` go the other way and always produce schema-valid
-XML in the schema's element order.
+XML in the schema's element order; they refuse (``ValueError``) what the reader accepts only for the
+receiving MSH to refuse it, a SyncReply or AckRequested aimed at an actor the specification does not allow
+(ebMS2 §4.3.1, §6.3.1.1).
 """
 
 from __future__ import annotations
@@ -33,6 +35,7 @@ from msh.ebms.model import (
     Party,
     PartyId,
     Reference,
+    ReplyAddress,
     Schema,
     SequenceStatus,
     Service,
@@ -41,7 +44,7 @@ from msh.ebms.model import (
     StatusResponse,
     SyncReply,
 )
-from msh.ebms.namespaces import EB, SOAP_ENV, XLINK, XML, XMLDSIG
+from msh.ebms.namespaces import ACTOR_NEXT_MSH, ACTOR_TO_PARTY_MSH, EB, SOAP_ACTOR_NEXT, SOAP_ENV, XLINK, XML, XMLDSIG
 from msh.errors import EbmsError, EnvelopeError, ErrorCode, Issue, Severity
 from msh.safexml import parse_xml
 
@@ -49,6 +52,7 @@ __all__ = [
     "format_datetime",
     "parse_datetime",
     "read_envelope",
+    "read_reply_address",
     "serialise_envelope",
     "write_envelope",
 ]
@@ -569,7 +573,25 @@ class _Reader:
 def _xml_text(el: _E) -> str:
     """Foreign XML as exclusive canonical text: only the namespaces it uses are declared, so the same
     element reads back to the same text wherever it stood (W3C Exclusive XML Canonicalization 1.0)."""
-    return etree.tostring(el, method="c14n", exclusive=True, with_comments=True).decode("utf-8")
+    try:
+        return etree.tostring(el, method="c14n", exclusive=True, with_comments=True).decode("utf-8")
+    except etree.C14NError:
+        # W3C C14N 1.0 §2.3 refuses relative namespace URIs (deprecated by Namespaces in XML 1.0 §2.2).
+        raise EbmsError(
+            f"{etree.QName(el).localname} uses a relative namespace URI, which canonical XML cannot represent",
+            error_code=ErrorCode.OTHER_XML,
+            location=_where(el),
+        ) from None
+
+
+def _where(el: _E) -> str:
+    """The location of ``el`` in the style of ebMS error locations (``//Header/Name/...``)."""
+    names: list[str] = []
+    node: _E | None = el
+    while node is not None and node.tag != _ENVELOPE:
+        names.append(etree.QName(node).localname if isinstance(node.tag, str) else "node()")
+        node = node.getparent()
+    return "//" + "/".join(reversed(names))
 
 
 def _is_eb(tag: str) -> bool:
@@ -692,6 +714,34 @@ def read_envelope(root: _E, *, lenient: bool = False) -> tuple[Envelope, tuple[I
     return envelope, tuple(reader.warnings)
 
 
+def read_reply_address(root: _E) -> ReplyAddress | None:
+    """Who to answer about the envelope ``root`` when :func:`read_envelope` refused it: From, To, CPAId,
+    ConversationId and MessageId of its MessageHeader, read on their own, so that an error anywhere else
+    (another header element, the Body, the MessageHeader's own eb:version or Timestamp) does not keep the
+    sender from getting its ErrorList (ebMS2 §4.2.4.2). None when one of them cannot be read."""
+    if root.tag != _ENVELOPE:
+        return None
+    header = root.find(_HEADER)
+    el = header.find(_eb("MessageHeader")) if header is not None else None
+    if el is None:
+        return None
+    reader = _Reader(lenient=True)
+    loc = "//Header/MessageHeader"
+    try:
+        data = reader.required_child(el, "MessageData", loc)
+        return ReplyAddress(
+            from_party=reader.party(reader.required_child(el, "From", loc), f"{loc}/From"),
+            to_party=reader.party(reader.required_child(el, "To", loc), f"{loc}/To"),
+            cpa_id=reader.text(reader.required_child(el, "CPAId", loc), f"{loc}/CPAId"),
+            conversation_id=reader.text(reader.required_child(el, "ConversationId", loc), f"{loc}/ConversationId"),
+            message_id=reader.text(
+                reader.required_child(data, "MessageId", f"{loc}/MessageData"), f"{loc}/MessageData/MessageId"
+            ),
+        )
+    except (EbmsError, ValueError):
+        return None
+
+
 def _unknown(reader: _Reader, tag: str, location: str) -> None:
     if tag.startswith(f"{{{EB}}}"):
         name = tag[len(EB) + 2 :]
@@ -780,6 +830,9 @@ def write_envelope(envelope: Envelope) -> _E:
         _ext_elements(el, mh.extensions)
     if envelope.sync_reply is not None:
         sr = envelope.sync_reply
+        if sr.actor != SOAP_ACTOR_NEXT:
+            # ebMS2 §4.3.1: SyncReply's actor has the REQUIRED value of SOAP's "next".
+            raise ValueError(f"SyncReply.actor must be {SOAP_ACTOR_NEXT} (ebMS2 §4.3.1), not {sr.actor!r}")
         el = _sub(header, _eb("SyncReply"))
         _ext_attrs(el, id=sr.id, version=sr.version, must_understand=sr.must_understand, extensions=sr.extensions)
         el.set(_ACTOR, sr.actor)
@@ -793,6 +846,12 @@ def write_envelope(envelope: Envelope) -> _E:
             seq.set(_eb("status"), mo.status.value)
         _ext_elements(el, mo.extensions)
     for ar in envelope.ack_requested:
+        if ar.actor not in (None, ACTOR_TO_PARTY_MSH, ACTOR_NEXT_MSH):
+            # ebMS2 §6.3.1.1: AckRequested targets the To Party MSH (by default) or the Next MSH.
+            raise ValueError(
+                f"AckRequested.actor must be {ACTOR_TO_PARTY_MSH} or {ACTOR_NEXT_MSH} (ebMS2 §6.3.1.1), "
+                f"not {ar.actor!r}"
+            )
         el = _sub(header, _eb("AckRequested"))
         _ext_attrs(el, id=ar.id, version=ar.version, must_understand=ar.must_understand, extensions=ar.extensions)
         if ar.actor is not None:

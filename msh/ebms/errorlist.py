@@ -21,6 +21,7 @@ from msh.ebms.model import (
     Fault,
     MessageData,
     MessageHeader,
+    ReplyAddress,
     Service,
 )
 from msh.ebms.namespaces import SERVICE_MSH
@@ -65,27 +66,29 @@ def error_list(errors: EbmsError | Issue | Iterable[EbmsError | Issue], *, lang:
 def error_message(
     errors: EbmsError | Issue | Iterable[EbmsError | Issue],
     *,
-    in_reply_to: MessageHeader,
+    in_reply_to: MessageHeader | ReplyAddress,
     message_id: str,
     timestamp: datetime,
 ) -> Envelope:
-    """The ebXML error message answering the message whose header is ``in_reply_to``.
+    """The ebXML error message answering the message whose header (or just its addressing part, when
+    the rest could not be read) is ``in_reply_to``.
 
     From and To are the reverse of the message in error, CPAId and ConversationId are kept
     (ebMS2 §4.2.4.2, §4.2.4.3), and RefToMessageId names the message in error.
     """
+    address = in_reply_to if isinstance(in_reply_to, ReplyAddress) else ReplyAddress.of(in_reply_to)
     header = MessageHeader(
-        from_party=in_reply_to.to_party,
-        to_party=in_reply_to.from_party,
-        cpa_id=in_reply_to.cpa_id,
-        conversation_id=in_reply_to.conversation_id,
+        from_party=address.to_party,
+        to_party=address.from_party,
+        cpa_id=address.cpa_id,
+        conversation_id=address.conversation_id,
         # ebMS2 §4.2.4.3: error messages use the MSH service and the MessageError action.
         service=Service(SERVICE_MSH),
         action=ACTION_MESSAGE_ERROR,
         message_data=MessageData(
             message_id=message_id,
             timestamp=timestamp,
-            ref_to_message_id=in_reply_to.message_data.message_id,
+            ref_to_message_id=address.message_id,
         ),
     )
     return Envelope(message_header=header, error_list=error_list(errors))

@@ -9,7 +9,9 @@ and :func:`write_message` go the other way.
 Two modes (:class:`ParseMode`): ``strict`` rejects anything that is not schema-valid and by the book;
 ``lenient`` accepts the quirks real partners send (base64 SOAP part, ``start`` without brackets, no
 charset, element order slips, unqualified attributes) and reports each as a Warning in
-:attr:`EbxmlMessage.warnings`.
+:attr:`EbxmlMessage.warnings`. What would lose or misread the sender's content is refused in both modes:
+a Manifest ``cid:`` reference to a part the package does not hold (ebMS2 §3.2.2), a package without its
+closing delimiter (unless asked to accept it).
 """
 
 from __future__ import annotations
@@ -36,6 +38,7 @@ __all__ = [
     "ParseMode",
     "build_message",
     "parse_message",
+    "soap_action_issue",
     "read_message_file",
     "split_http_message",
     "write_message",
@@ -227,11 +230,10 @@ def _read_soap(
         for ref in envelope.manifest.references:
             cid = ref.content_id
             if cid is not None and _bare_cid(cid) not in ids:
-                # ebMS2 §3.2.2: a cid: reference with no MIME part is a MimeProblem of severity Error.
+                # ebMS2 §3.2.2: a cid: reference with no MIME part is a MimeProblem of severity Error, in
+                # both modes: the payload the sender meant is not here, so nothing may be acknowledged.
                 problem = f"Manifest references {ref.href} but the message has no part with that Content-ID"
-                if not lenient:
-                    raise MimeProblemError(problem, location=ref.href)
-                warnings.append(Issue(ErrorCode.MIME_PROBLEM, Severity.WARNING, problem, ref.href))
+                raise MimeProblemError(problem, location=ref.href)
     return envelope
 
 
@@ -254,6 +256,25 @@ class _Prefixed(io.RawIOBase):
         data = self._rest.read(len(buffer))
         buffer[: len(data)] = data
         return len(data)
+
+
+def soap_action_issue(value: str | None) -> Issue | None:
+    """What is wrong with the SOAPAction HTTP header of a request carrying an ebXML message (``value``
+    None: the header is absent), or None when nothing is.
+
+    ebMS2 B.2.2 and SOAP 1.1 §6.1.1 make the header mandatory. Its value is not judged: ebMS2 says it MAY
+    be ``"ebXML"``, SOAP 1.1 allows a URI, an empty string or no value, and other MSHs send their service
+    URI there (NHS Spine). The receiving MSH routes on the ebXML header, never on SOAPAction.
+    """
+    if value is None:
+        # ebMS2 B.2.2: "The mandatory SOAPAction HTTP header field must also be included".
+        return Issue(
+            ErrorCode.MIME_PROBLEM,
+            Severity.ERROR,
+            "the HTTP request has no SOAPAction header, which ebMS2 B.2.2 and SOAP 1.1 §6.1.1 make mandatory "
+            '(send SOAPAction: "ebXML"); nothing was processed',
+        )
+    return None
 
 
 # ---------------------------------------------------------------------------------------- raw captures

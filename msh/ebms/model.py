@@ -37,6 +37,7 @@ __all__ = [
     "Party",
     "PartyId",
     "Reference",
+    "ReplyAddress",
     "Schema",
     "SequenceStatus",
     "Service",
@@ -229,6 +230,27 @@ class MessageHeader:
     @property
     def message_id(self) -> str:
         return self.message_data.message_id
+
+
+@dataclass(frozen=True, slots=True)
+class ReplyAddress:
+    """What an answer to a message needs from its MessageHeader (ebMS2 §4.2.4.2, §6.5.3): the parties
+    (reversed in the answer), CPAId, ConversationId and the MessageId it refers to."""
+
+    from_party: Party
+    to_party: Party
+    cpa_id: str
+    conversation_id: str
+    message_id: str
+
+    def __post_init__(self) -> None:
+        _require(self.cpa_id, "CPAId")
+        _require(self.conversation_id, "ConversationId")
+        _require(self.message_id, "MessageId")
+
+    @classmethod
+    def of(cls, header: MessageHeader) -> ReplyAddress:
+        return cls(header.from_party, header.to_party, header.cpa_id, header.conversation_id, header.message_id)
 
 
 @dataclass(frozen=True, slots=True)

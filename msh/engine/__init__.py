@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from msh.engine.receiving import (
     BUSINESS_RULES,
+    ConflictingDuplicate,
     Discard,
     EndpointRef,
     InboundAction,
@@ -65,6 +66,7 @@ __all__ = [
     "AcknowledgmentReceived",
     "Action",
     "CancelTimer",
+    "ConflictingDuplicate",
     "Discard",
     "EndpointRef",
     "EngineError",

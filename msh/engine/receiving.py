@@ -20,6 +20,23 @@ Decisions where the specifications leave room:
 * A duplicate under DuplicateElimination whose only Error is TimeToLiveExpired is still answered with the
   stored acknowledgment: its first copy arrived in time and was delivered (§6.5.5); refusing the copy would
   tell the sender that a delivered message failed.
+* Only an *identical message* (§6.5.6: same ebXML SOAP Header, Body and payload containers) is a
+  duplicate. The runtime passes the received message's content digest and the stored copy's
+  (:func:`msh.ebms.digest.content_digest`: next-MSH elements and signatures left out, as the signature
+  profile §4.1.3 leaves them out). Under DuplicateElimination a MessageId already stored with another
+  digest is refused: Inconsistent, Error, at ``//Header/MessageHeader/MessageData/MessageId``, in an
+  ErrorList following the header's SyncReply like any refusal, recorded (:class:`ConflictingDuplicate`),
+  never delivered, never acknowledged, and the stored copy is left as it is. This holds with or without
+  AckRequested (silently ignoring it, the §6.5.2 rule for true duplicates, would let the sender believe
+  its new content arrived) and past TimeToLive (then both errors are reported). A copy stored before
+  digests were kept has none and counts as identical. Without DuplicateElimination nothing is compared:
+  every copy is delivered anyway.
+* A header element aimed at an actor the specification does not allow it is refused like an agreement
+  error, reported in the same ErrorList as the check's issues: a SyncReply whose SOAP actor is not SOAP's
+  ``next`` (§4.3.1) and an AckRequested whose actor is neither toPartyMSH nor nextMSH (§6.3.1.1) are
+  Inconsistent, Error, at ``//Header/SyncReply/@actor`` / ``//Header/AckRequested/@actor``. The codec
+  reads any actor (the model holds the message as it came, and an intermediary would forward it);
+  whether to take it is this module's decision. The envelope writer never writes such an element.
 * Without DuplicateElimination every copy is processed as new (stored without a duplicate-elimination
   record, delivered, acknowledged afresh): ebMS2 §6.4.1 and §6.6 rows 6 and 8. The ``duplicate`` argument
   is then not looked at.
@@ -53,7 +70,7 @@ Decisions where the specifications leave room:
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 from enum import StrEnum
 from types import MappingProxyType
@@ -75,7 +92,7 @@ from msh.ebms.model import (
     Service,
     StatusResponse,
 )
-from msh.ebms.namespaces import ACTOR_TO_PARTY_MSH, SERVICE_MSH, XMLDSIG
+from msh.ebms.namespaces import ACTOR_NEXT_MSH, ACTOR_TO_PARTY_MSH, SERVICE_MSH, SOAP_ACTOR_NEXT, XMLDSIG
 from msh.engine.sending import AcknowledgmentReceived, ErrorReceived
 from msh.errors import ErrorCode, Issue, MshError, Severity
 from msh.safexml import parse_xml
@@ -87,6 +104,7 @@ __all__ = [
     "ACTION_STATUS_REQUEST",
     "ACTION_STATUS_RESPONSE",
     "BUSINESS_RULES",
+    "ConflictingDuplicate",
     "Discard",
     "EndpointRef",
     "InboundAction",
@@ -161,6 +179,9 @@ class StoredInbound:
     message_id: str
     acknowledgment: StoredAck | None
     delivered: bool
+    digest: str | None = None
+    """The content digest stored with the first copy (:func:`msh.ebms.digest.content_digest`); None for a
+    copy stored before digests were kept, which any later copy is taken to be identical to."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -199,7 +220,8 @@ class EndpointRef:
 class StoreInbound:
     """Commit the received message, its duplicate-elimination record (when ``duplicate_elimination``), its
     inbox row (when ``deliver``) and ``record_ack``, the acknowledgment about to be sent, all in one
-    transaction (DESIGN.md §5.2, §5.3; ebMS2 §6.5.3: the acknowledgment is persisted too). Without
+    transaction (DESIGN.md §5.2, §5.3; ebMS2 §6.5.3: the acknowledgment is persisted too), with the
+    message's content ``digest`` (to tell a later copy's content from this one's, §6.5.6). Without
     duplicate elimination the same MessageId may be stored again."""
 
     message_id: str
@@ -207,6 +229,7 @@ class StoreInbound:
     deliver: bool
     duplicate_elimination: bool = True
     received_at: datetime | None = None
+    digest: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -307,6 +330,17 @@ class Discard:
     reason: str
 
 
+@dataclass(frozen=True, slots=True)
+class ConflictingDuplicate:
+    """MessageId ``message_id``, already stored with content digest ``stored_digest``, came again with
+    ``received_digest``: not an identical message (ebMS2 §6.5.6). Record it (journal and counter); the
+    :class:`Reject` that follows answers the sender. The stored message is left as it is."""
+
+    message_id: str
+    stored_digest: str
+    received_digest: str
+
+
 InboundAction: TypeAlias = (
     StoreInbound
     | RecordAcknowledgment
@@ -317,6 +351,7 @@ InboundAction: TypeAlias = (
     | OutboundEvent
     | SignalReceived
     | Discard
+    | ConflictingDuplicate
 )
 
 
@@ -551,6 +586,69 @@ def _refuse(
     return InboundDecision((reject,), check_result.issues)
 
 
+# ebMS2 §6.3.1.1: AckRequested targets the Next MSH or the To Party MSH; no actor means the To Party MSH.
+_ACK_REQUESTED_ACTORS: Final = frozenset({None, ACTOR_TO_PARTY_MSH, ACTOR_NEXT_MSH})
+
+
+def _actor_issues(envelope: Envelope) -> tuple[Issue, ...]:
+    """Header elements aimed at an actor the specification does not allow them (Inconsistent, Error)."""
+    out: list[Issue] = []
+    sync_reply = envelope.sync_reply
+    if sync_reply is not None and sync_reply.actor != SOAP_ACTOR_NEXT:
+        # ebMS2 §4.3.1: SyncReply's SOAP actor has the REQUIRED value of SOAP's "next".
+        out.append(
+            Issue(
+                ErrorCode.INCONSISTENT,
+                Severity.ERROR,
+                f"SyncReply has SOAP:actor {sync_reply.actor!r}; ebMS2 §4.3.1 requires {SOAP_ACTOR_NEXT}",
+                "//Header/SyncReply/@actor",
+            )
+        )
+    for requested in envelope.ack_requested:
+        if requested.actor not in _ACK_REQUESTED_ACTORS:
+            out.append(
+                Issue(
+                    ErrorCode.INCONSISTENT,
+                    Severity.ERROR,
+                    f"AckRequested has SOAP:actor {requested.actor!r}; ebMS2 §6.3.1.1 allows "
+                    f"{ACTOR_TO_PARTY_MSH} (the default) or {ACTOR_NEXT_MSH}",
+                    "//Header/AckRequested/@actor",
+                )
+            )
+    return tuple(out)
+
+
+def _conflicts(duplicate: StoredInbound, digest: str) -> bool:
+    # ebMS2 §6.5.6: a duplicate is answered from the store only when it is the identical message; a copy
+    # stored before digests were kept (digest None) counts as identical.
+    return duplicate.digest is not None and duplicate.digest != digest
+
+
+def _refuse_conflict(
+    envelope: Envelope,
+    header: MessageHeader,
+    check_result: CheckResult,
+    duplicate: StoredInbound,
+    digest: str,
+    new_message_id: str,
+    now: datetime,
+    override: bool | None,
+) -> InboundDecision:
+    issue = Issue(
+        ErrorCode.INCONSISTENT,
+        Severity.ERROR,
+        f"MessageId {header.message_id!r} was already received with other content (header, body or payloads); "
+        "a new message needs a new MessageId",
+        "//Header/MessageHeader/MessageData/MessageId",
+    )
+    refused = _refuse(
+        envelope, header, replace(check_result, issues=(*check_result.issues, issue)), new_message_id, now, override
+    )
+    assert duplicate.digest is not None
+    record = ConflictingDuplicate(header.message_id, duplicate.digest, digest)
+    return replace(refused, actions=(record, *refused.actions))
+
+
 def receive(
     envelope: Envelope,
     *,
@@ -560,13 +658,15 @@ def receive(
     new_message_id: str,
     sync_reply_requested: bool | None = None,
     message_status: StatusAnswer | None = None,
+    digest: str | None = None,
 ) -> InboundDecision:
     """Decide what to do with the received ``envelope`` (see the module docs).
 
     ``check_result`` is :func:`cpa.check.check` of the envelope; ``duplicate`` what the store holds for its
     MessageId (None: never seen); ``new_message_id`` the MessageId of the reply, if one is built;
     ``sync_reply_requested`` overrides the synchronous/asynchronous choice; ``message_status`` answers a
-    StatusRequest (None: NotRecognized).
+    StatusRequest (None: NotRecognized); ``digest`` is the message's content digest
+    (:func:`msh.ebms.digest.content_digest`), stored with it and compared with the stored copy's.
     """
     if now.tzinfo is None:
         raise ValueError(f"now must be timezone-aware (UTC), got {now!r}")
@@ -576,19 +676,26 @@ def receive(
         # ebMS2 §4.2.4.2: no MessageHeader, no one to address an ErrorList to: a SOAP Fault (DESIGN.md §6).
         fault_issues = issues or (Issue(ErrorCode.OTHER_XML, Severity.ERROR, "the message has no MessageHeader"),)
         return InboundDecision((Reject(None, soap_fault(fault_issues), True, None),), fault_issues)
+    actor_issues = _actor_issues(envelope)
+    if actor_issues:
+        # ebMS2 §4.3.1, §6.3.1.1: refused like an agreement error, reported with the check's issues.
+        check_result = replace(check_result, issues=(*issues, *actor_issues))
+        issues = check_result.issues
     answer = _is_answer(envelope, header)
     errors = check_result.errors
     if errors:
         if answer:
             # ebMS2 §4.2.4.1, §6.5.2: never an error about an error message; an odd acknowledgment is ignored.
-            return InboundDecision((Discard(f"signal refused by the agreement check: {errors[0]}"),), issues)
+            return InboundDecision((Discard(f"signal refused: {errors[0]}"),), issues)
         if not _duplicate_despite_ttl(envelope, header, check_result, duplicate):
             return _refuse(envelope, header, check_result, new_message_id, now, sync_reply_requested)
     actions = _routed(envelope, header)
     sync = _signals_sync(envelope, check_result, sync_reply_requested, settled=True)
     if header.service.value == SERVICE_MSH:
         return _signal(envelope, header, check_result, actions, sync, new_message_id, now, message_status)
-    return _business(envelope, header, check_result, duplicate, actions, sync, new_message_id, now)
+    return _business(
+        envelope, header, check_result, duplicate, actions, sync, new_message_id, now, sync_reply_requested, digest
+    )
 
 
 def _effective(check_result: CheckResult, parameter: Parameter, header_value: bool) -> bool:
@@ -644,6 +751,8 @@ def _business(
     sync: bool,
     new_message_id: str,
     now: datetime,
+    override: bool | None,
+    digest: str | None,
 ) -> InboundDecision:
     de = _effective(check_result, Parameter.DUPLICATE_ELIMINATION, header.duplicate_elimination)
     ack_wanted = _effective(check_result, Parameter.ACK_REQUESTED, bool(envelope.ack_requested))
@@ -651,6 +760,9 @@ def _business(
         check_result, Parameter.ACK_SIGNATURE_REQUESTED, any(a.signed for a in envelope.ack_requested)
     )
     seen = de and duplicate is not None
+    if seen and duplicate is not None and digest is not None and _conflicts(duplicate, digest):
+        # ebMS2 §6.5.6: the same MessageId with other content is no duplicate: refused, never delivered.
+        return _refuse_conflict(envelope, header, check_result, duplicate, digest, new_message_id, now, override)
     outcome = BUSINESS_RULES[(de, ack_wanted, seen)]
     warnings = _warnings(check_result.issues)
     references = _signed_references(envelope) if signed else ()
@@ -679,7 +791,7 @@ def _business(
         return decided(RecordAcknowledgment(header.message_id, first), _reply(first, sync))
     ack = new_ack() if outcome is InboundOutcome.DELIVER_AND_ACK else None
     # ebMS2 §6.5.2 2a-2b: persist (and deliver) before any acknowledgment leaves.
-    store = StoreInbound(header.message_id, ack, deliver=True, duplicate_elimination=de, received_at=now)
+    store = StoreInbound(header.message_id, ack, deliver=True, duplicate_elimination=de, received_at=now, digest=digest)
     if ack is not None:
         return decided(store, _reply(ack, sync))
     if warnings:

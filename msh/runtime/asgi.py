@@ -2,11 +2,15 @@
 
 ``POST <server.path>`` with an ebXML message (``multipart/related`` or ``text/xml``) is handed to
 :meth:`msh.runtime.msh.Msh.handle_http`; its answer (acknowledgment, ErrorList, SOAP Fault, or nothing)
-goes back on the response. The TLS client certificate, from the ASGI TLS extension (which
-:mod:`msh.runtime.server` adds to uvicorn), goes with it, to be checked against the party the message
-claims to come from. The body is spooled (memory up to 1 MiB, then a temporary file), never held
-whole in memory, and refused with 413 past ``server.max_body_bytes``. Other paths get 404, other methods
-405 (``GET`` on the path answers a one-line description, handy for a load balancer's health check).
+goes back on the response. A POST without the SOAPAction header (mandatory, ebMS2 B.2.2, SOAP 1.1
+§6.1.1; any value is taken) is read to its end and refused with HTTP 400 and a SOAP Fault (faultcode
+Client): it is not a SOAP HTTP request, so nothing of it is processed or stored, and a sender that
+understands SOAP takes the Fault as final instead of resending. The TLS client certificate, from the
+ASGI TLS extension (which :mod:`msh.runtime.server` adds to uvicorn), goes with the message, to be checked
+against the party it claims to come from. The body is spooled (memory up to 1 MiB, then a temporary
+file), never held whole in memory, and refused with 413 past ``server.max_body_bytes``. Other paths get
+404, other methods 405 (``GET`` on the path answers a one-line description, handy for a load balancer's
+health check).
 """
 
 from __future__ import annotations
@@ -17,7 +21,10 @@ import tempfile
 from collections.abc import Awaitable, Callable, MutableMapping
 from typing import Any
 
-from msh.runtime.msh import HttpReply, Msh
+from msh.ebms.envelope import serialise_envelope
+from msh.ebms.errorlist import soap_fault
+from msh.ebms.message import soap_action_issue
+from msh.runtime.msh import SOAP_CONTENT_TYPE, HttpReply, Msh
 
 __all__ = ["Endpoint"]
 
@@ -76,6 +83,14 @@ class Endpoint:
                     return
                 spool.write(chunk)
                 more = message.get("more_body", False)
+            issue = soap_action_issue(headers.get("soapaction"))
+            if issue is not None:
+                self.msh.counters["no-soapaction"] += 1
+                log.info("request without SOAPAction refused: %s", issue.description)
+                # RFC 9110 §15.5.1: the request is malformed for its binding, not a SOAP processing error
+                # (SOAP 1.1 §6.2's 500); the SOAP Fault says why to any SOAP sender.
+                await _respond(send, HttpReply(400, SOAP_CONTENT_TYPE, serialise_envelope(soap_fault(issue))))
+                return
             spool.seek(0)
             reply = await self.msh.handle_http(
                 spool,  # type: ignore[arg-type]

@@ -55,13 +55,15 @@ from cpa.loader import load
 from cpa.model import CollaborationProtocolAgreement
 from cpa.registry import CpaRegistry
 from cpa.resolve import AgreementRefused, PartyKey, SendingParameters, party_keys
-from msh.ebms.envelope import read_envelope, serialise_envelope
+from msh.ebms.digest import content_digest
+from msh.ebms.envelope import read_reply_address, serialise_envelope
 from msh.ebms.errorlist import error_list, error_message, soap_fault
 from msh.ebms.message import EbxmlMessage, ParseMode, parse_message, write_message
-from msh.ebms.model import Envelope, MessageHeader, MessageStatus, Party
+from msh.ebms.model import Envelope, MessageStatus, Party, ReplyAddress
 from msh.ebms.namespaces import SERVICE_MSH
 from msh.engine import (
     CancelTimer,
+    ConflictingDuplicate,
     Discard,
     EndpointRef,
     ErrorReceived,
@@ -175,12 +177,14 @@ class _After:
 
 @dataclass(frozen=True, slots=True)
 class _Inbound:
-    """A received message, parsed and checked against the agreements, ready for its unit of work."""
+    """A received message, parsed and checked against the agreements, ready for its unit of work;
+    ``digest`` its content digest (business messages only: what duplicate elimination compares)."""
 
     message: EbxmlMessage
     raw: BinaryIO | bytes
     result: CheckResult
     now: datetime
+    digest: str | None = None
 
 
 class _Retry(Exception):
@@ -191,9 +195,9 @@ _ENVELOPE_START = re.compile(rb"<(?:[A-Za-z_][\w.-]*:)?Envelope[\s>]")
 _ENVELOPE_END = re.compile(rb"</(?:[A-Za-z_][\w.-]*:)?Envelope\s*>")
 
 
-def _salvage_header(body: bytes) -> MessageHeader | None:
-    """The MessageHeader of a message that failed to parse, if its envelope can still be found and read
-    (to address the ErrorList to its sender, ebMS2 §4.2.4.2)."""
+def _salvage_header(body: bytes) -> ReplyAddress | None:
+    """Who to answer about a message that failed to parse, if its envelope can still be found and its
+    MessageHeader's addressing read (to address the ErrorList to its sender, ebMS2 §4.2.4.2)."""
     start = _ENVELOPE_START.search(body, 0, 1 << 20)
     if start is None:
         return None
@@ -201,10 +205,9 @@ def _salvage_header(body: bytes) -> MessageHeader | None:
     if end is None:
         return None
     try:
-        envelope, _ = read_envelope(parse_xml(body[start.start() : end.end()], what="SOAP envelope"), lenient=True)
+        return read_reply_address(parse_xml(body[start.start() : end.end()], what="SOAP envelope"))
     except (EbmsError, ValueError):
         return None
-    return envelope.message_header
 
 
 @dataclass(frozen=True, slots=True)
@@ -586,7 +589,7 @@ class Msh:
             return None
         entry = tx.inbox_entry(record.id)
         delivered = entry is not None and entry.state is not InboxState.NEW
-        return StoredInbound(record.message_id, record.ack_envelope, delivered)
+        return StoredInbound(record.message_id, record.ack_envelope, delivered, record.content_digest)
 
     def _status_answer(self, tx: store_api.Transaction, envelope: Envelope) -> StatusAnswer | None:
         request = envelope.status_request
@@ -612,7 +615,9 @@ class Msh:
                 self.counters["certificate-mismatches"] += 1
                 log.warning("message %s refused: %s", header.message_id, issue.description)
                 result = replace(result, issues=(*result.issues, issue))
-        return _Inbound(message, raw, result, now)
+        # Computed here, off the store transaction: the unit of work only compares it (ebMS2 §6.5.6).
+        digest = content_digest(message) if header is not None and header.service.value != SERVICE_MSH else None
+        return _Inbound(message, raw, result, now, digest)
 
     def _receive_unit(
         self,
@@ -644,6 +649,7 @@ class Msh:
                             new_message_id=new_message_id(self.settings.identity.message_id_domain),
                             sync_reply_requested=sync_override,
                             message_status=self._status_answer(tx, envelope),
+                            digest=inbound.digest,
                         )
                         sync = self._apply_inbound(tx, inbound.message, inbound.raw, decision, now, after)
                         if then is not None:
@@ -698,6 +704,7 @@ class Msh:
                         ack_envelope=ack,
                         deliver=action.deliver,
                         duplicate_elimination=action.duplicate_elimination,
+                        content_digest=action.digest,
                     )
                 except DuplicateMessage:
                     raise _Retry() from None
@@ -763,6 +770,21 @@ class Msh:
                     kind=f"signal-{action.action}",
                     message_id=action.ref_to_message_id,
                     direction=Direction.INBOUND,
+                )
+            elif isinstance(action, ConflictingDuplicate):
+                self.counters["conflicting-duplicates"] += 1
+                tx.append_event(
+                    at=now,
+                    kind="conflicting-duplicate",
+                    message_id=action.message_id,
+                    direction=Direction.INBOUND,
+                    detail={"stored_digest": action.stored_digest, "received_digest": action.received_digest},
+                )
+                log.warning(
+                    "message %s came again with other content (%s, stored %s): refused",
+                    action.message_id,
+                    action.received_digest,
+                    action.stored_digest,
                 )
             elif isinstance(action, Discard):
                 if decision.duplicate:

@@ -58,8 +58,10 @@ The engine's actions (``msh.engine``), as the runtime maps them
     ``OutboundState.failure`` (an Issue) <-> ``failure_code``/``failure_severity``/``failure_description``;
     ``ScheduleTimer`` -> ``schedule_timer(..., replace_existing=True)``; ``CancelTimer`` ->
     ``cancel_timers``; ``StoreInbound`` -> ``insert_inbound`` (``record_ack`` serialised as
-    ``ack_envelope``); ``RecordAcknowledgment`` -> ``record_acknowledgment``; ``StoredInbound`` <-
-    ``find_inbound`` plus ``inbox_entry`` (delivered = the entry is no longer new).
+    ``ack_envelope``, ``digest`` as ``content_digest``); ``RecordAcknowledgment`` ->
+    ``record_acknowledgment``; ``StoredInbound`` <- ``find_inbound`` plus ``inbox_entry`` (delivered = the
+    entry is no longer new, digest = ``content_digest``); ``ConflictingDuplicate`` -> ``append_event``
+    (kind ``conflicting-duplicate``, both digests in the detail).
 """
 
 from __future__ import annotations
@@ -294,6 +296,9 @@ class InboundMessage:
     ``id`` is the store's number for this copy (also its inbox entry's id). ``ack_envelope`` is the
     Acknowledgment sent for it, its first response (``None`` while none was sent), resent unchanged for
     every duplicate (DESIGN.md §5.2, ebMS2 §6.5.5); ``duplicate_count`` counts the duplicates since.
+    ``content_digest`` identifies its content (:func:`msh.ebms.digest.content_digest`), to tell an
+    identical copy from another message under the same MessageId (ebMS2 §6.5.6); ``None`` for a copy
+    stored before the store kept digests (schema revision 0003).
     """
 
     id: int
@@ -311,6 +316,7 @@ class InboundMessage:
     ack_envelope: bytes | None
     duplicate_count: int
     last_duplicate_at: datetime | None
+    content_digest: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -470,9 +476,11 @@ class Transaction(ABC):
         deliver: bool,
         duplicate_elimination: bool = True,
         to_party: str | None = None,
+        content_digest: str | None = None,
     ) -> InboundMessage:
         """Record a received message and, with ``deliver``, its inbox entry in the same transaction
-        (DESIGN.md §5.2, §5.3); ``ack_envelope`` is the Acknowledgment about to be sent (ebMS2 §6.5.3).
+        (DESIGN.md §5.2, §5.3); ``ack_envelope`` is the Acknowledgment about to be sent (ebMS2 §6.5.3),
+        ``content_digest`` the digest of its content (kept as given, never compared here).
 
         With ``duplicate_elimination`` the record is the MessageId's duplicate-elimination record:
         :class:`DuplicateMessage` if one is already stored (nothing is written, the transaction stays

@@ -232,6 +232,7 @@ class _MemoryTransaction(Transaction):
         deliver: bool,
         duplicate_elimination: bool = True,
         to_party: str | None = None,
+        content_digest: str | None = None,
     ) -> InboundMessage:
         store = self._write()
         check_text("message_id", message_id)
@@ -256,6 +257,7 @@ class _MemoryTransaction(Transaction):
             ack_envelope=None if ack_envelope is None else bytes(ack_envelope),
             duplicate_count=0,
             last_duplicate_at=None,
+            content_digest=content_digest,
         )
         self._set(store.inbound, record.id, record)
         if message_id not in store.first_copy:

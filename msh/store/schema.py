@@ -9,7 +9,8 @@ Tables
     ``outbound_messages``
         One row per sent message: routing, the body to re-send, reliability parameters, engine state.
     ``inbound_messages``
-        One row per received message: the body, the Acknowledgment sent; for a message received under
+        One row per received message: the body, the Acknowledgment sent, the content digest; for a
+        message received under
         DuplicateElimination it is the duplicate-elimination record (unique per MessageId through a
         partial unique index); copies received without DuplicateElimination each get a row.
     ``inbox``
@@ -191,6 +192,8 @@ inbound_messages = Table(
     Column("ack_envelope", LargeBinary, nullable=True),
     Column("duplicate_count", Integer, nullable=False),
     Column("last_duplicate_at", UtcDateTime, nullable=True),
+    # ebMS2 §6.5.6: the content digest that tells an identical copy from other content (revision 0003).
+    Column("content_digest", Text, nullable=True),
     Index(None, "message_id"),
     Index(None, "received_at"),
     # The duplicate-elimination record: one per MessageId among the messages received under

@@ -303,6 +303,7 @@ def _inbound(row: RowMapping) -> InboundMessage:
         ack_envelope=None if ack is None else bytes(ack),
         duplicate_count=row["duplicate_count"],
         last_duplicate_at=row["last_duplicate_at"],
+        content_digest=row["content_digest"],
     )
 
 
@@ -687,6 +688,7 @@ class _SqlTransaction(Transaction):
         deliver: bool,
         duplicate_elimination: bool = True,
         to_party: str | None = None,
+        content_digest: str | None = None,
     ) -> InboundMessage:
         self._write()
         check_text("message_id", message_id)
@@ -708,6 +710,7 @@ class _SqlTransaction(Transaction):
             "ack_envelope": None if ack_envelope is None else bytes(ack_envelope),
             "duplicate_count": 0,
             "last_duplicate_at": None,
+            "content_digest": content_digest,
         }
         if duplicate_elimination:
             # ebMS2 §6.4.1: one duplicate-elimination record per MessageId (the partial unique index).
@@ -744,6 +747,7 @@ class _SqlTransaction(Transaction):
             ack_envelope=None if ack_envelope is None else bytes(ack_envelope),
             duplicate_count=0,
             last_duplicate_at=None,
+            content_digest=content_digest,
         )
 
     def increment_duplicate(self, message_id: str, at: datetime) -> int:

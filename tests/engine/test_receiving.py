@@ -13,11 +13,12 @@ from cpa.model import CollaborationProtocolAgreement, PerMessage, SyncReplyMode
 from msh.ebms import model as m
 from msh.ebms.envelope import read_envelope, serialise_envelope
 from msh.ebms.errorlist import error_message
-from msh.ebms.namespaces import ACTOR_NEXT_MSH, ACTOR_TO_PARTY_MSH, SERVICE_MSH, XMLDSIG
+from msh.ebms.namespaces import ACTOR_NEXT_MSH, ACTOR_TO_PARTY_MSH, SERVICE_MSH, SOAP_ACTOR_NEXT, XMLDSIG
 from msh.ebms.schema import validate_envelope
 from msh.engine import (
     BUSINESS_RULES,
     AcknowledgmentReceived,
+    ConflictingDuplicate,
     Discard,
     EndpointRef,
     ErrorReceived,
@@ -87,7 +88,9 @@ class Receiver:
         for action in decision.actions:
             if isinstance(action, StoreInbound):
                 if action.message_id not in self.stored:
-                    self.stored[action.message_id] = StoredInbound(action.message_id, action.record_ack, False)
+                    self.stored[action.message_id] = StoredInbound(
+                        action.message_id, action.record_ack, False, action.digest
+                    )
                 if action.deliver:
                     self.delivered[action.message_id] += 1
             elif isinstance(action, RecordAcknowledgment):
@@ -468,3 +471,141 @@ def test_now_must_be_timezone_aware() -> None:
         receive(
             env, check_result=check(env, CPA, now=NOW), duplicate=None, now=NOW.replace(tzinfo=None), new_message_id="x"
         )
+
+
+# --- actors (ebMS2 §4.3.1, §6.3.1.1) -------------------------------------------------------------------
+
+
+def refusal(decision: InboundDecision) -> tuple[Reject, list[tuple[str, str, str | None]]]:
+    """The decision's only action, a Reject, and its errors as (errorCode, severity, location)."""
+    (reject,) = decision.actions
+    assert isinstance(reject, Reject)
+    err = reject.error_message
+    assert err.message_header is not None and err.message_header.action == "MessageError"
+    assert err.error_list is not None and err.error_list.highest_severity is Severity.ERROR
+    assert schema_valid(err) == err
+    return reject, [(e.error_code, e.severity.value, e.location) for e in err.error_list.errors]
+
+
+def test_a_sync_reply_not_aimed_at_soap_next_is_refused_at_its_actor() -> None:
+    receiver = Receiver(SYNC_CPA)
+    env = replace(message(sync_reply=True), sync_reply=m.SyncReply(actor=ACTOR_TO_PARTY_MSH))
+    decision = receiver.get(env)
+    reject, errors = refusal(decision)
+    assert errors == [("Inconsistent", "Error", "//Header/SyncReply/@actor")]
+    assert SOAP_ACTOR_NEXT in decision.issues[0].description
+    assert reject.sync  # the sender asked for the connection to stay open: it waits there
+    assert not decision.delivers and receiver.stored == {}
+
+
+@pytest.mark.parametrize("actor", ["urn:oasis:names:tc:ebxml-msg:actor:fromPartyMSH", "", SOAP_ACTOR_NEXT])
+def test_an_ack_requested_aimed_at_neither_msh_actor_is_refused_at_its_actor(actor: str) -> None:
+    receiver = Receiver()
+    decision = receiver.get(message(ack_actor=actor))
+    reject, errors = refusal(decision)
+    assert errors == [("Inconsistent", "Error", "//Header/AckRequested/@actor")]
+    assert not reject.sync and reject.to_endpoint == EndpointRef("cpa-a-b", B, A, SERVICE_MSH, "MessageError")
+    assert not decision.delivers and receiver.stored == {} and acknowledgments_sent(decision) == []
+
+
+def test_an_actor_error_is_reported_with_the_agreements_errors() -> None:
+    decision = Receiver().get(message(action="Unknown", ack_actor="urn:x:nobody"))
+    _, errors = refusal(decision)
+    assert errors == [
+        ("ValueNotRecognized", "Error", "//Header/MessageHeader/Action"),
+        ("Inconsistent", "Error", "//Header/AckRequested/@actor"),
+    ]
+
+
+@pytest.mark.parametrize("actor", [None, ACTOR_TO_PARTY_MSH, ACTOR_NEXT_MSH])
+def test_every_actor_the_specification_allows_is_taken(actor: str | None) -> None:
+    decision = Receiver().get(message(ack_actor=actor))
+    assert decision.delivers and decision.issues == ()
+    # The agreement asks for acknowledgments from the To Party MSH (a single hop is both MSHs, §6.3.1.1).
+    assert len(acknowledgments_sent(decision)) == (0 if actor == ACTOR_NEXT_MSH else 1)
+
+
+def test_a_signal_with_an_actor_error_is_discarded_not_answered() -> None:
+    ack = m.Acknowledgment(NOW, MID, B)
+    env = signal("Acknowledgment", ref=MID, acknowledgments=(ack,), ack_requested=(m.AckRequested(actor="urn:x"),))
+    (discard,) = Receiver().get(env).actions
+    assert isinstance(discard, Discard) and "//Header/AckRequested/@actor" in discard.reason
+
+
+# --- the same MessageId with other content (ebMS2 §6.5.6) ---------------------------------------------
+
+D1 = "sha256:" + "1" * 64
+D2 = "sha256:" + "2" * 64
+
+
+def test_the_digest_is_stored_with_the_message() -> None:
+    decision = Receiver().get(message(), digest=D1)
+    store = decision.actions[0]
+    assert isinstance(store, StoreInbound) and store.digest == D1
+
+
+@pytest.mark.parametrize("sync", [True, False])
+def test_a_copy_with_other_content_is_refused_recorded_and_never_delivered(sync: bool) -> None:
+    receiver = Receiver(SYNC_CPA if sync else CPA)
+    first = receiver.get(message(sync_reply=sync), digest=D1)
+    stored_before = dict(receiver.stored)
+    other = receiver.get(message(sync_reply=sync), digest=D2)
+    record, reject = other.actions
+    assert record == ConflictingDuplicate(MID, D1, D2)
+    assert isinstance(reject, Reject) and reject.message_id == MID and reject.sync is sync
+    err = reject.error_message
+    assert err.error_list is not None and err.message_header is not None
+    assert err.message_header.message_data.ref_to_message_id == MID
+    [error] = err.error_list.errors
+    assert (error.code, error.severity, error.location) == (
+        ErrorCode.INCONSISTENT,
+        Severity.ERROR,
+        "//Header/MessageHeader/MessageData/MessageId",
+    )
+    assert error.description is not None
+    assert "already received with other content" in error.description.text
+    assert "a new message needs a new MessageId" in error.description.text
+    assert schema_valid(err) == err
+    assert not other.delivers and not other.duplicate and other.stored_acknowledgment is None
+    assert acknowledgments_sent(other) == []
+    assert receiver.stored == stored_before and receiver.delivered[MID] == 1
+    # A true copy still gets the stored acknowledgment, unchanged.
+    again = receiver.get(message(sync_reply=sync), digest=D1)
+    (resend,) = again.actions
+    assert isinstance(resend, ResendStoredAck) and resend.acknowledgment == first.stored_acknowledgment
+
+
+def test_a_copy_with_other_content_is_refused_even_when_no_acknowledgment_is_asked_for() -> None:
+    """ebMS2 §6.5.2 ignores a true duplicate without AckRequested; other content is reported instead."""
+    receiver = Receiver()
+    receiver.get(message(ack_requested=False), digest=D1)
+    assert kinds(receiver.get(message(ack_requested=False), digest=D1)) == ["Discard"]
+    assert kinds(receiver.get(message(ack_requested=False), digest=D2)) == ["ConflictingDuplicate", "Reject"]
+    assert receiver.delivered[MID] == 1
+
+
+def test_a_copy_with_other_content_past_its_time_to_live_reports_both_errors() -> None:
+    receiver = Receiver()
+    ttl = NOW + timedelta(hours=2)
+    receiver.get(message(time_to_live=ttl), digest=D1)
+    late = receiver.get(message(time_to_live=ttl), now=ttl + timedelta(minutes=1), digest=D2)
+    assert isinstance(late.actions[0], ConflictingDuplicate)
+    _, errors = refusal(replace(late, actions=late.actions[1:]))
+    assert [code for code, _, _ in errors] == ["TimeToLiveExpired", "Inconsistent"]
+
+
+def test_a_copy_stored_before_digests_were_kept_counts_as_identical() -> None:
+    stored = StoredInbound(MID, b"<stored ack/>", True, digest=None)
+    env = message()
+    decision = receive(
+        env, check_result=check(env, CPA, now=NOW), duplicate=stored, now=NOW, new_message_id="x", digest=D2
+    )
+    assert kinds(decision) == ["ResendStoredAck"]
+
+
+def test_without_duplicate_elimination_other_content_is_simply_another_copy() -> None:
+    """ebMS2 §6.6 rows 6 and 8: every copy is delivered; there is no first copy to compare with."""
+    receiver = Receiver()
+    receiver.get(message(duplicate_elimination=False), digest=D1)
+    decision = receiver.get(message(duplicate_elimination=False), digest=D2)
+    assert kinds(decision) == ["StoreInbound", "SendAsync"] and decision.delivers

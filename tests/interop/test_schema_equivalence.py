@@ -37,9 +37,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from lxml import etree
 
-from msh.ebms.envelope import serialise_envelope
+from msh.ebms.envelope import read_envelope, serialise_envelope
 from msh.ebms.errorlist import error_message, soap_fault
-from msh.ebms.message import ParseMode, parse_message
 from msh.ebms.model import Envelope
 from msh.ebms.namespaces import EB, SOAP_ENV, XLINK, XMLDSIG
 from msh.ebms.schema import SCHEMA_FILES, explain_envelope, schema_files, validate_envelope
@@ -756,8 +755,9 @@ def test_every_generated_message_is_valid_under_the_official_schemas(envelope: E
 
 
 def test_generated_error_messages_and_faults_are_valid_under_the_official_schemas() -> None:
+    # A bare SOAP part (its payloads were never in the file): its envelope, read on its own.
     data = (SHARED / REQUEST).read_bytes()
-    header = parse_message(data, "text/xml", mode=ParseMode.LENIENT).envelope.message_header
+    header = read_envelope(parse_xml(data), lenient=True)[0].message_header
     assert header is not None
     issues = [
         Issue(ErrorCode.INCONSISTENT, Severity.ERROR, "PartyId not in the agreement", "//Header/MessageHeader/From"),

@@ -233,7 +233,7 @@ def test_the_certificate_reaches_the_endpoint_on_every_request_of_a_connection(t
             codes = []
             for i in range(2):
                 content_type, body = valid_message(b, f"keepalive-{i}@party-a.example")
-                conn.request("POST", "/msh", body=body, headers={"Content-Type": content_type})
+                conn.request("POST", "/msh", body=body, headers={"Content-Type": content_type, "SOAPAction": '"ebXML"'})
                 envelope = parse_message(conn.getresponse().read(), SOAP_CT).envelope
                 codes.append("ack" if envelope.acknowledgments else envelope.error_list.errors[0].error_code)  # type: ignore[union-attr]
         finally:

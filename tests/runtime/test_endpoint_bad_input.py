@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 from msh.ebms.message import ParseMode, parse_message
-from msh.ebms.model import Envelope
+from msh.ebms.model import Envelope, Error
 from msh.runtime.config import ReceivingSettings
 from msh.runtime.msh import Msh
 from tests.runtime.conftest import CPA_ID, PARTY_ID_TYPE, RunningMsh, party_b_settings, valid_message
@@ -55,10 +55,12 @@ def request(
     path: str = "/msh",
     length: int | None = None,
     chunked: bool = False,
+    soap_action: str | None = '"ebXML"',
 ) -> Reply:
-    """One HTTP exchange with the endpoint (new connection, bounded by TIMEOUT)."""
+    """One HTTP exchange with the endpoint (new connection, bounded by TIMEOUT); ``soap_action`` None
+    sends no SOAPAction header."""
     conn = http.client.HTTPConnection("127.0.0.1", b.port, timeout=TIMEOUT)
-    headers = {"SOAPAction": '"ebXML"'}
+    headers = {} if soap_action is None else {"SOAPAction": soap_action}
     if content_type is not None:
         headers["Content-Type"] = content_type
     if length is not None:
@@ -127,6 +129,13 @@ def assert_soap_fault(reply: Reply, status: int, error_code: str, text: str) -> 
 
 def assert_error_list(reply: Reply, ref_to: str, error_code: str, location: str | None, text: str) -> None:
     """HTTP 200 with an ebXML ErrorList message (one Error, severity Error) about ``ref_to``."""
+    [error] = error_list_errors(reply, ref_to)
+    assert (error.error_code, error.severity.value, error.location) == (error_code, "Error", location)
+    assert error.description is not None and text in error.description.text
+
+
+def error_list_errors(reply: Reply, ref_to: str) -> tuple[Error, ...]:
+    """The Errors of the ebXML ErrorList message (highestSeverity Error) about ``ref_to`` on HTTP 200."""
     assert reply.status == 200, (reply.status, reply.body[:500])
     assert reply.content_type == SOAP_CT
     envelope = reply.envelope()
@@ -138,9 +147,7 @@ def assert_error_list(reply: Reply, ref_to: str, error_code: str, location: str 
     assert header.message_data.ref_to_message_id == ref_to
     assert envelope.error_list is not None
     assert envelope.error_list.highest_severity.value == "Error"
-    [error] = envelope.error_list.errors
-    assert (error.error_code, error.severity.value, error.location) == (error_code, "Error", location)
-    assert error.description is not None and text in error.description.text
+    return envelope.error_list.errors
 
 
 @dataclass(frozen=True)
@@ -424,3 +431,172 @@ def test_accept_unterminated_packages_lets_lenient_mode_take_a_package_without_i
             strict.close()
     finally:
         msh.close()
+
+
+# ------------------------------------------------------------------ wire rules of ebMS 2.0 (issue 9)
+
+
+def patched(body: bytes, old: bytes, new: bytes, count: int = 1) -> bytes:
+    assert body.count(old) >= count, (old, body[:2000])
+    return body.replace(old, new, count)
+
+
+def assert_refused(b: RunningMsh, first: First, message_id: str, after: str) -> None:
+    """Nothing of ``message_id`` stored or delivered, the first message intact, the server still serving."""
+    assert stored_body(b, message_id) is None
+    assert_nothing_lost(b, first)
+    assert_still_serving(b, first, after)
+
+
+def test_a_manifest_reference_to_a_missing_part_gets_a_mime_problem_error_list(
+    party_b: RunningMsh, first: First
+) -> None:
+    """ebMS2 §3.2.2: MimeProblem, severity Error, in lenient mode too: refused, not acknowledged."""
+    message_id = "lost-part@party-a.example"
+    content_type, body = valid_message(party_b.msh, message_id)
+    body = patched(body, b"Content-ID: <payload-1-", b"Content-ID: <renamed-1-")
+    assert party_b.msh.settings.receiving.parse_mode.value == "lenient"
+    reply = request(party_b, body, content_type)
+    location = "cid:payload-1-lost-part@party-a.example"
+    assert_error_list(reply, message_id, "MimeProblem", location, "no part with that Content-ID")
+    assert_refused(party_b, first, message_id, "after-lost-part@party-a.example")
+
+
+@pytest.mark.parametrize(
+    ("element", "location"),
+    [
+        (b"<eb:MessageHeader", "//Header/MessageHeader/@version"),
+        (b"<eb:AckRequested", "//Header/AckRequested/@version"),
+        (b"<eb:SyncReply", "//Header/SyncReply/@version"),
+        (b"<eb:Manifest", "//Body/Manifest/@version"),
+    ],
+    ids=["MessageHeader", "AckRequested", "SyncReply", "Manifest"],
+)
+def test_an_unsupported_version_gets_an_error_list_not_a_soap_fault(
+    party_b: RunningMsh, first: First, element: bytes, location: str
+) -> None:
+    """ebMS2 B.2.3, §4.2.4.2: the header can be read (From, To, CPAId, ConversationId, MessageId), so the
+    error goes back in an ErrorList, even when the bad eb:version is MessageHeader's own."""
+    message_id = f"version-{element[4:].decode().lower()}@party-a.example"
+    content_type, body = valid_message(party_b.msh, message_id)
+    body = patched(body, element + b' eb:version="2.0"', element + b' eb:version="3.0"')
+    reply = request(party_b, body, content_type)
+    assert_error_list(reply, message_id, "NotSupported", location, "eb:version '3.0' is not supported")
+    assert_refused(party_b, first, message_id, f"after-{message_id}")
+
+
+def test_errors_in_the_rest_of_the_message_header_still_get_an_error_list(party_b: RunningMsh, first: First) -> None:
+    message_id = "bad-timestamp@party-a.example"
+    content_type, body = valid_message(party_b.msh, message_id)
+    start = body.index(b"<eb:Timestamp>") + len(b"<eb:Timestamp>")
+    body = body[:start] + b"ENTRYDATE" + body[body.index(b"</eb:Timestamp>") :]
+    reply = request(party_b, body, content_type)
+    location = "//Header/MessageHeader/MessageData/Timestamp"
+    assert_error_list(reply, message_id, "OtherXml", location, "'ENTRYDATE' is not an xsd:dateTime")
+    assert_refused(party_b, first, message_id, "after-bad-timestamp@party-a.example")
+
+
+SOAP_NEXT = b'SOAP:actor="http://schemas.xmlsoap.org/soap/actor/next"'
+TO_PARTY = b'SOAP:actor="urn:oasis:names:tc:ebxml-msg:actor:toPartyMSH"'
+
+
+def test_a_sync_reply_aimed_at_another_actor_is_refused_at_its_actor(party_b: RunningMsh, first: First) -> None:
+    """ebMS2 §4.3.1: SyncReply's actor is SOAP's next; anything else is Inconsistent, never delivered."""
+    message_id = "sync-actor@party-a.example"
+    content_type, body = valid_message(party_b.msh, message_id)
+    body = patched(body, SOAP_NEXT, TO_PARTY)
+    reply = request(party_b, body, content_type)
+    assert_error_list(reply, message_id, "Inconsistent", "//Header/SyncReply/@actor", "ebMS2 §4.3.1 requires")
+    assert_refused(party_b, first, message_id, "after-sync-actor@party-a.example")
+
+
+def test_an_ack_requested_aimed_at_neither_msh_actor_is_refused_at_its_actor(party_b: RunningMsh, first: First) -> None:
+    """ebMS2 §6.3.1.1: AckRequested targets the To Party MSH or the Next MSH; anything else is
+    Inconsistent at its actor (reported with what the agreement says about the missing request)."""
+    message_id = "ack-actor@party-a.example"
+    content_type, body = valid_message(party_b.msh, message_id)
+    body = patched(body, TO_PARTY, b'SOAP:actor="urn:oasis:names:tc:ebxml-msg:actor:fromPartyMSH"')
+    reply = request(party_b, body, content_type)
+    errors = error_list_errors(reply, message_id)
+    actor_errors = [e for e in errors if e.location == "//Header/AckRequested/@actor"]
+    assert [(e.error_code, e.severity.value) for e in actor_errors] == [("Inconsistent", "Error")]
+    assert actor_errors[0].description is not None and "ebMS2 §6.3.1.1" in actor_errors[0].description.text
+    assert all(e.severity.value == "Error" for e in errors)
+    assert_refused(party_b, first, message_id, "after-ack-actor@party-a.example")
+
+
+def test_a_request_without_soapaction_is_400_with_a_soap_fault_and_nothing_is_stored(
+    party_b: RunningMsh, first: First
+) -> None:
+    """ebMS2 B.2.2, SOAP 1.1 §6.1.1: the header is mandatory; the request is not processed at all."""
+    message_id = "no-soapaction@party-a.example"
+    content_type, body = valid_message(party_b.msh, message_id)
+    reply = request(party_b, body, content_type, soap_action=None)
+    assert_soap_fault(reply, 400, "MimeProblem", "no SOAPAction header")
+    assert party_b.msh.counters["no-soapaction"] == 1
+    assert_refused(party_b, first, message_id, "after-no-soapaction@party-a.example")
+
+
+@pytest.mark.parametrize("value", ["ebXML", '""', "urn:nhs:names:services:psis/MCCI_IN010000UK13"])
+def test_any_soapaction_value_is_taken(party_b: RunningMsh, first: First, value: str) -> None:
+    """ebMS2 B.2.2 says the value MAY be "ebXML"; other MSHs send a service URI (NHS Spine) or nothing."""
+    message_id = "soapaction-value@party-a.example"
+    content_type, body = valid_message(party_b.msh, message_id)
+    assert_acknowledges(request(party_b, body, content_type, soap_action=value), message_id)
+    assert stored_body(party_b, message_id) == body
+
+
+def events_of(b: RunningMsh, kind: str) -> list[dict[str, object]]:
+    with b.msh.store.transaction(readonly=True) as tx:
+        return [e.detail for e in tx.list_events(limit=10_000) if e.kind == kind]
+
+
+@pytest.mark.parametrize(
+    ("old", "new"),
+    [(b"<order n='1'/>", b"<order n='9'/>"), (b"<eb:ConversationId>conv-", b"<eb:ConversationId>other-")],
+    ids=["other payload", "other header"],
+)
+def test_the_same_message_id_with_other_content_is_refused_recorded_and_never_delivered(
+    party_b: RunningMsh, first: First, old: bytes, new: bytes
+) -> None:
+    """ebMS2 §6.5.6: only an identical message is a duplicate. Another one under the same MessageId gets an
+    ErrorList, is journalled with both digests, and is never stored, delivered or acknowledged; the true
+    copy still gets the stored acknowledgment byte for byte."""
+    other = patched(first.body, old, new)
+    reply = request(party_b, other, first.content_type)
+    assert_error_list(
+        reply,
+        FIRST_ID,
+        "Inconsistent",
+        "//Header/MessageHeader/MessageData/MessageId",
+        "was already received with other content (header, body or payloads); a new message needs a new MessageId",
+    )
+    assert reply.body != first.ack
+    assert_nothing_lost(party_b, first)
+    with party_b.msh.store.transaction(readonly=True) as tx:
+        record = tx.find_inbound(FIRST_ID)
+    assert record is not None and record.content_digest is not None and record.duplicate_count == 0
+    [conflict] = events_of(party_b, "conflicting-duplicate")
+    assert conflict["stored_digest"] == record.content_digest
+    assert isinstance(conflict["received_digest"], str) and conflict["received_digest"].startswith("sha256:")
+    assert conflict["received_digest"] != record.content_digest
+    assert party_b.msh.counters["conflicting-duplicates"] == 1
+    # The refused copy is not a duplicate: the true copy is still the first duplicate.
+    again = request(party_b, first.body, first.content_type)
+    assert (again.status, again.body) == (200, first.ack)
+    assert party_b.msh.counters["duplicates"] == 1
+    assert_still_serving(party_b, first, "after-conflict@party-a.example")
+
+
+def test_an_identical_message_framed_otherwise_is_a_true_duplicate(party_b: RunningMsh, first: First) -> None:
+    """A copy whose MIME framing changed on the way (another boundary) carries the same header, body and
+    payload: it gets the stored acknowledgment, byte for byte."""
+    boundary = first.content_type.split('boundary="', 1)[1].split('"', 1)[0].encode()
+    reframed_type = first.content_type.replace(boundary.decode(), "reframed-boundary")
+    reframed = first.body.replace(boundary, b"reframed-boundary")
+    assert reframed != first.body
+    reply = request(party_b, reframed, reframed_type)
+    assert (reply.status, reply.body) == (200, first.ack)
+    assert events_of(party_b, "conflicting-duplicate") == []
+    assert_nothing_lost(party_b, first)
+    assert_still_serving(party_b, first, "after-reframed@party-a.example")

@@ -70,6 +70,7 @@ def add_inbound(
     ack: bytes | None = b"<ack/>",
     body: bytes = b"<soap/>",
     duplicate_elimination: bool = True,
+    digest: str | None = None,
 ) -> InboundMessage:
     """Insert a received message (duplicate-elimination record, and inbox entry with ``deliver``)."""
     blob_id = tx.put_blob(body)
@@ -87,6 +88,7 @@ def add_inbound(
         ack_envelope=ack,
         deliver=deliver,
         duplicate_elimination=duplicate_elimination,
+        content_digest=digest,
     )
 
 

@@ -77,7 +77,7 @@ def test_an_empty_database_upgrades_to_head(
     assert _revision(raw_engine) is None
     open_store(store_url)
     assert _tables(raw_engine) == STORE_TABLES | {migrations.VERSION_TABLE}
-    assert _revision(raw_engine) == migrations.head_revision() == "0001"
+    assert _revision(raw_engine) == migrations.head_revision() == "0003"
 
 
 def test_the_migrated_schema_is_what_the_store_queries(
@@ -129,6 +129,39 @@ def test_downgrade_and_upgrade_round_trip(store_url: str, raw_engine: Engine, op
     with store.transaction() as tx:
         assert tx.get_outbound("gone@example.com") is None
         add_outbound(tx, "new@example.com")
+
+
+def test_messages_received_before_revision_0003_keep_no_digest(
+    store_url: str, raw_engine: Engine, open_store: Callable[..., Store]
+) -> None:
+    """Upgrading from 0001 adds inbound_messages.content_digest, NULL for the rows already there (the
+    engine takes a later copy of them as identical); downgrading to 0001 drops it and keeps the rows."""
+    store = open_store(store_url)
+    assert isinstance(store, SqlStore)
+    migrations.downgrade(store.engine, "0001")
+    assert "content_digest" not in {c["name"] for c in inspect(raw_engine).get_columns("inbound_messages")}
+    with raw_engine.begin() as conn:
+        blob = conn.execute(
+            text("INSERT INTO blobs (size, chunk_count, created_at) VALUES (0, 0, :t) RETURNING id"),
+            {"t": "2025-01-01 00:00:00"},
+        ).scalar_one()
+        conn.execute(
+            text(
+                "INSERT INTO inbound_messages (message_id, duplicate_elimination, from_party, cpaid, "
+                "conversation_id, service, action, received_at, content_type, body_blob_id, duplicate_count) "
+                "VALUES ('old@example.com', :de, 'a', 'cpa', 'conv', 'svc', 'act', :t, 'text/xml', :blob, 0)"
+            ),
+            {"de": True, "t": "2025-01-01 00:00:00", "blob": blob},
+        )
+    migrations.upgrade(store.engine)
+    assert _revision(raw_engine) == "0003" and _differences(raw_engine) == []
+    with store.transaction(readonly=True) as tx:
+        old = tx.find_inbound("old@example.com")
+    assert old is not None and old.content_digest is None
+    migrations.downgrade(store.engine, "0001")
+    with raw_engine.connect() as conn:
+        assert conn.execute(text("SELECT message_id FROM inbound_messages")).scalars().all() == ["old@example.com"]
+    migrations.upgrade(store.engine)
 
 
 def test_without_migrate_an_old_schema_is_a_configuration_error(

@@ -303,6 +303,22 @@ def test_a_duplicate_gets_the_stored_acknowledgment_and_no_second_delivery(store
     assert stored.duplicate_count == 2 and stored.last_duplicate_at == T0 + timedelta(minutes=2)
 
 
+def test_the_content_digest_is_kept_with_each_copy(store: Store) -> None:
+    """ebMS2 §6.5.6: the digest stored with the first copy is what a later copy is compared with."""
+    with store.transaction() as tx:
+        first = add_inbound(tx, "digest@example.com", digest="sha256:" + "a" * 64)
+        none = add_inbound(tx, "no-digest@example.com")
+        with pytest.raises(DuplicateMessage):
+            add_inbound(tx, "digest@example.com", digest="sha256:" + "b" * 64)
+        copy = add_inbound(tx, "copies@example.com", duplicate_elimination=False, digest="sha256:" + "c" * 64)
+    assert first.content_digest == "sha256:" + "a" * 64 and none.content_digest is None
+    with store.transaction(readonly=True) as tx:
+        assert tx.find_inbound("digest@example.com") == first
+        assert tx.find_inbound("no-digest@example.com") == none
+        assert tx.get_inbound(copy.id) == copy
+        assert copy.content_digest == "sha256:" + "c" * 64
+
+
 def test_a_message_not_for_the_application_gets_no_inbox_entry(store: Store) -> None:
     with store.transaction() as tx:
         add_inbound(tx, "signal@example.com", deliver=False, ack=None)
