@@ -59,7 +59,9 @@ def _c14n(el: etree._Element) -> bytes:
 def content_digest(message: EbxmlMessage) -> str:
     """``sha256:<hex>`` over the message's header (without next-MSH elements and signatures), Body and
     payloads, as the module docs define; equal for two copies exactly when they are identical messages."""
-    root = parse_xml(message.soap, what="SOAP envelope", limits=XmlLimits(max_bytes=max(len(message.soap), 1)))
+    root = message.root
+    if root is None:  # a message built here rather than parsed
+        root = parse_xml(message.soap, what="SOAP envelope", limits=XmlLimits(max_bytes=max(len(message.soap), 1)))
     h = hashlib.sha256()
 
     def item(kind: bytes, data: bytes) -> None:

@@ -19,7 +19,7 @@ from __future__ import annotations
 import io
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from enum import StrEnum
 from pathlib import Path
 from typing import BinaryIO
@@ -58,7 +58,8 @@ class EbxmlMessage:
 
     ``soap`` is the SOAP part exactly as received (signatures cover these bytes; an intermediary forwards
     them), ``payloads`` the other MIME parts in order with their bodies spooled (call :meth:`close` to
-    release temporary files), ``warnings`` what lenient mode let through.
+    release temporary files), ``warnings`` what lenient mode let through, ``root`` the parsed SOAP part
+    (read only; kept so that later steps such as the content digest need not parse it again).
     """
 
     envelope: Envelope
@@ -66,6 +67,7 @@ class EbxmlMessage:
     payloads: tuple[MimePart, ...]
     content_type: str
     warnings: tuple[Issue, ...] = ()
+    root: etree._Element | None = field(default=None, compare=False, repr=False)
 
     def payload(self, content_id: str) -> MimePart | None:
         """The payload part with ``content_id`` (with or without ``cid:`` and angle brackets)."""
@@ -188,12 +190,12 @@ def parse_message(
         )
 
     try:
-        envelope = _read_soap(soap, payloads, warnings, lenient, xml_limits)
+        envelope, root = _read_soap(soap, payloads, warnings, lenient, xml_limits)
     except BaseException:
         for part in payloads:
             part.body.close()
         raise
-    return EbxmlMessage(envelope, soap, payloads, wire_type, tuple(warnings))
+    return EbxmlMessage(envelope, soap, payloads, wire_type, tuple(warnings), root)
 
 
 def _read_soap(
@@ -202,7 +204,7 @@ def _read_soap(
     warnings: list[Issue],
     lenient: bool,
     xml_limits: XmlLimits,
-) -> Envelope:
+) -> tuple[Envelope, etree._Element]:
     root = parse_xml(soap, what="SOAP envelope", limits=xml_limits)
     if root.tag != "{http://schemas.xmlsoap.org/soap/envelope/}Envelope":
         raise EnvelopeError(f"root element is {etree.QName(root).localname}, not a SOAP 1.1 Envelope", location="/")
@@ -234,7 +236,7 @@ def _read_soap(
                 # both modes: the payload the sender meant is not here, so nothing may be acknowledged.
                 problem = f"Manifest references {ref.href} but the message has no part with that Content-ID"
                 raise MimeProblemError(problem, location=ref.href)
-    return envelope
+    return envelope, root
 
 
 class _Prefixed(io.RawIOBase):
