@@ -10,6 +10,7 @@ from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
+from cpa.duration import XsDuration
 from msh.engine import OutboundState, OutboundStatus, Reliability
 from msh.errors import ErrorCode, Issue, Severity
 from msh.faults.pair import ACTION, PARTY_B, SERVICE, make_pair
@@ -122,9 +123,9 @@ def test_engine_state_survives_the_trip_through_the_store() -> None:
     t0 = datetime(2026, 11, 22, 12, 0, tzinfo=UTC)
     r = Reliability(
         3,
-        timedelta(seconds=5),
-        timedelta(seconds=2),
-        timedelta(days=1),
+        XsDuration.parse("PT5S"),
+        XsDuration.parse("PT2S"),
+        XsDuration.parse("P1M"),  # months survive the trip
         t0 + timedelta(hours=1),
         True,
         "urn:oasis:names:tc:ebxml-msg:actor:toPartyMSH",
