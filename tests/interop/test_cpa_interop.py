@@ -204,3 +204,24 @@ def test_samples_are_valid_under_the_official_schema(sample: str) -> None:
     assert schema.validate(document), schema.error_log
     errors = list(xmlschema.XMLSchema10(str(OFFICIAL_XSD), allow="local", defuse="always").iter_errors(document))
     assert errors == []
+
+
+@pytest.mark.parametrize("name", sorted(EXPECTED))
+def test_cpa_validate_and_show_read_every_agreement(name: str, capsys: pytest.CaptureFixture[str]) -> None:
+    """``msh cpa show`` reads every agreement ``msh cpa validate`` accepts, here agreements no one here wrote."""
+    from msh.cli import main
+
+    path = shared_dir() / "interop" / "cpas" / name
+    assert main(["cpa", "validate", str(path)]) == 0
+    assert capsys.readouterr().out.splitlines()[-1].startswith(f"{path}: ok")
+    assert main(["cpa", "show", str(path)]) == 0
+    out = capsys.readouterr().out
+    cpa = load(path)
+    assert out.startswith(f"{path}\ncpaid: {cpa.cpaid}")
+    for party in cpa.party_infos:
+        assert f"party {party.party_name}: " in out
+        for channel in party.delivery_channels:
+            assert f"channel {channel.channel_id} " in out
+    if EXPECTED[name].persist_duration is not None:
+        assert "retry interval 5 minutes" in out
+        assert f"persist duration {EXPECTED[name].persist_duration.describe()}" in out
