@@ -2,8 +2,8 @@
 
 Subcommands:
 
-- ``msh message inspect FILE…``: summarise ebXML message files (raw HTTP capture, MIME package, or bare
-  SOAP envelope) with their validation verdict; ``--json`` for machines. Exit status 0 when every file
+- ``msh message inspect FILE…``: summarise ebXML message files (raw HTTP capture, header dump, MIME
+  package, or bare SOAP envelope) with their validation verdict; ``--json`` for machines. Exit status 0 when every file
   is valid, 1 when any is only accepted leniently or rejected, 2 on bad usage.
 - ``msh demo``: the two-partner reliable-messaging demo (``--codec``: round-trip the sample messages).
 - ``msh serve | send | status | inbox``, ``msh cpa list``: the running MSH (:mod:`msh.runtime.commands`).
@@ -219,8 +219,10 @@ def build_parser() -> argparse.ArgumentParser:
         "inspect",
         help="summarise message files and their validation verdict",
         description=(
-            "Print a readable summary of each ebXML message FILE (a raw HTTP capture, a MIME package with or "
-            "without its Content-Type line, or a bare SOAP envelope) and its verdict: 'valid' (strict parsing "
+            "Print a readable summary of each ebXML message FILE (a raw HTTP capture; a header dump: header "
+            "lines without a request line, 'Name:value' with no space after the colon, the first MIME boundary "
+            "right after the last header; a MIME package with or without its Content-Type line; or a bare SOAP "
+            "envelope) and its verdict: 'valid' (strict parsing "
             "accepts it), 'accepted-with-warnings' (only lenient parsing does; the warnings say why), or "
             "'rejected' (with the ebMS errorCode, severity and location of each problem). Exit status 0 if "
             "every file is valid, 1 otherwise."
