@@ -33,6 +33,7 @@ Portability
 from __future__ import annotations
 
 from datetime import UTC, datetime
+from functools import lru_cache
 from typing import Any
 
 from sqlalchemy import (
@@ -112,8 +113,20 @@ class UtcDateTime(TypeDecorator[datetime]):
         return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
 
 
+@lru_cache(maxsize=1024)
+def _duration_text(value: XsDuration) -> str:
+    return str(value)
+
+
+@lru_cache(maxsize=1024)
+def _duration_value(text: str) -> XsDuration:
+    return XsDuration.parse(text)
+
+
 class XsDurationText(TypeDecorator[XsDuration]):
-    """An :class:`~cpa.duration.XsDuration` kept as its canonical xs:duration text; read back exactly."""
+    """An :class:`~cpa.duration.XsDuration` kept as its canonical xs:duration text; read back exactly.
+
+    Both conversions are cached (an MSH sees few distinct durations, and every message step reads them)."""
 
     impl = Text
     cache_ok = True
@@ -123,10 +136,10 @@ class XsDurationText(TypeDecorator[XsDuration]):
             return None
         if not isinstance(value, XsDuration):
             raise TypeError(f"{value!r} given where an XsDuration is stored")
-        return str(value)
+        return _duration_text(value)
 
     def process_result_value(self, value: str | None, dialect: Dialect) -> XsDuration | None:
-        return None if value is None else XsDuration.parse(value)
+        return None if value is None else _duration_value(value)
 
 
 def _states(column: str, values: tuple[str, ...]) -> str:
