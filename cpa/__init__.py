@@ -6,12 +6,15 @@ sending-parameter resolution (:func:`resolve`) and inbound header checks (:func:
     >>> agreement.party_infos[0].default_msh_channel.transport.receiver.endpoints[0].uri
     'https://127.0.0.1:8081/msh'
 
-:func:`load` raises :class:`CpaError`, whose ``problems`` say what is wrong, where, and what to do.
+:func:`load` raises :class:`CpaError`, whose ``problems`` say what is wrong, where, and what to do; what
+is worth telling but does not stop an agreement from loading comes back in its ``warnings``. Durations are
+:class:`XsDuration` values (months included).
 """
 
 from cpa.check import CheckResult, check
+from cpa.duration import XsDuration, parse_duration
 from cpa.errors import CpaError, CpaProblem
-from cpa.loader import KNOWN_ALGORITHMS, AlgorithmUse, load, parse_duration
+from cpa.loader import KNOWN_ALGORITHMS, AlgorithmUse, load
 from cpa.model import (
     AccessAuthentication,
     ActionBinding,
@@ -88,6 +91,7 @@ __all__ = [
     "TransportReceiver",
     "TransportSecurity",
     "TransportSender",
+    "XsDuration",
     "check",
     "load",
     "parse_duration",

@@ -366,8 +366,9 @@ def _time_to_live(
     rm = binding.reliable_messaging if binding is not None else None
     if rm is None or not reliable or reading is Reading.HEADER:
         return
-    floor = _utc(data.timestamp) + (rm.retries + 1) * rm.retry_interval
     # ebMS2 §6.4.5: TimeToLive > Timestamp + (Retries + 1) * RetryInterval; Warning per §4.2.3.2.4 (see docs).
+    # The product is a duration (months kept) added to the Timestamp as XML Schema Part 2 Appendix E does.
+    floor = ((rm.retries + 1) * rm.retry_interval).add_to_or_latest(_utc(data.timestamp))
     if ttl <= floor:
         issues.append(
             Issue(

@@ -8,8 +8,15 @@ that lists every problem found at the first step that finds any:
 2. the document is valid under the project's CPP/A 2.0 schema (``schemas/cpp-cpa-2_0.xsd``), judged by
    libxml2; when it is not, the ``xmlschema`` library explains each violation in readable words;
 3. every IDREF names an element of the right kind (libxml2 does not check IDREF targets), every duration
-   has a fixed length, every certificate decodes as X.509, every signing, digest and encryption algorithm
-   is one of :data:`KNOWN_ALGORITHMS`, and the agreement's own signature, when it has one, verifies.
+   the MSH acts on (RetryInterval, PersistDuration) is usable (not negative, and the instants computed from
+   it fall within the years 1 to 9999), every certificate decodes as X.509, every signing, digest and
+   encryption algorithm is one of :data:`KNOWN_ALGORITHMS`, and the agreement's own signature, when it has
+   one and it is filled in, verifies.
+
+Durations are kept as written (:class:`~cpa.duration.XsDuration`): months and years are legal xs:duration
+and load. A ``ds:Signature`` left as an unfilled template (empty SignatureValue or DigestValue, or a
+KeyInfo with nothing in it), as tools leave in generated agreements, does not stop the agreement from
+loading: it loads as unsigned, with a Warning in ``warnings``.
 
 An agreement's Status and validity window are *not* checked here: an expired or merely proposed agreement
 loads, and the registry and resolver decide whether it may be used.
@@ -23,17 +30,17 @@ import os
 import re
 import threading
 from collections.abc import Iterable, Iterator, Mapping
-from datetime import UTC, datetime, timedelta, timezone
-from decimal import Decimal
+from datetime import UTC, datetime, timezone
 from enum import StrEnum
 from pathlib import Path
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Final, Protocol, cast
 
 from cryptography import x509
-from elementpath.datatypes import DateTime, Duration
+from elementpath.datatypes import DateTime
 from lxml import etree
 
+from cpa.duration import XsDuration
 from cpa.errors import CpaError, CpaProblem
 from cpa.model import (
     CPPA_NS,
@@ -68,14 +75,14 @@ from cpa.model import (
     TransportSecurity,
     TransportSender,
 )
-from msh.errors import ConfigurationError, EnvelopeError
+from msh.errors import ConfigurationError, EnvelopeError, Severity
 from msh.resources import schema_path
 from msh.safexml import parse_xml
 
 if TYPE_CHECKING:
     import xmlschema
 
-__all__ = ["KNOWN_ALGORITHMS", "SCHEMA_FILE", "AlgorithmUse", "load", "parse_duration"]
+__all__ = ["KNOWN_ALGORITHMS", "SCHEMA_FILE", "AlgorithmUse", "load"]
 
 #: The project's CPP/A 2.0 schema, in ``schemas/``.
 SCHEMA_FILE: Final = "cpp-cpa-2_0.xsd"
@@ -149,19 +156,24 @@ def load(source: str | os.PathLike[str] | bytes, *, verify_signature: bool = Tru
     """Load and check the CPP/CPA 2.0 agreement in ``source`` (a file path, or the document's bytes).
 
     Returns the agreement with every reference resolved (see :mod:`cpa.model`); its ``source`` is the
-    file name as given, or ``"<bytes>"``. Durations become :class:`~datetime.timedelta` (a duration
-    counting months or years is refused, having no fixed length); Start and End become timezone-aware
+    file name as given, or ``"<bytes>"``. Durations become :class:`~cpa.duration.XsDuration`, months and
+    years included; a RetryInterval or PersistDuration is refused only when the MSH cannot use it:
+    negative, or so long that the instant it leads to from the agreement's End (PersistDuration; for
+    RetryInterval, (Retries + 1) intervals) is past the year 9999. Start and End become timezone-aware
     datetimes, a value without a time zone being read as UTC (CPP/A 2.0 §9.4.2/§9.4.3 ask for UTC).
 
     When the agreement carries its own ``ds:Signature`` (in ``tp:Signature``), it is verified: it must be
     one enveloped signature over the whole document, made with a certificate that is in its ``ds:KeyInfo``
-    and is also one of the parties' ``tp:Certificate`` elements; ``signed`` is then True. With
-    ``verify_signature=False`` the signature is not checked at all (and ``signed`` stays False): use it
-    only for an agreement whose signature was checked some other way, or to inspect a broken one.
+    and is also one of the parties' ``tp:Certificate`` elements; ``signed`` is then True. A signature left
+    as an unfilled template (an empty SignatureValue or DigestValue, or a ds:KeyInfo with nothing in it) is
+    not a signature: the agreement loads with ``signed`` False and a Warning in ``warnings``. With
+    ``verify_signature=False`` a filled-in signature is not checked at all (and ``signed`` stays False):
+    use it only for an agreement whose signature was checked some other way, or to inspect a broken one.
 
     Raises :class:`~cpa.errors.CpaError` listing every problem found (unreadable file, hostile or
     malformed XML, schema violations, dangling references, unusable durations, certificates or
-    algorithms, a bad signature); an expired or unsigned agreement is not a load error.
+    algorithms, a filled-in signature that does not verify), the warnings among them; an expired or
+    unsigned agreement is not a load error.
     """
     if isinstance(source, bytes):
         name, data = "<bytes>", source
@@ -176,39 +188,9 @@ def load(source: str | os.PathLike[str] | bytes, *, verify_signature: bool = Tru
             ) from exc
     root = _parse(name, data)
     _check_root(name, root)
-    _validate(name, root)
-    return _Builder(name, root, data, verify_signature).build()
-
-
-def parse_duration(text: str) -> timedelta:
-    """The xs:duration ``text`` (``"PT30S"``, ``"PT0.5S"``, ``"P1DT2H"``) as a :class:`~datetime.timedelta`.
-
-    This is the project's one reader of xs:duration: the loader reads an agreement's durations with it,
-    and :mod:`msh.runtime.config` reads the settings' durations with it. Zero (``"PT0S"``) is accepted;
-    fractions of a second beyond microseconds are dropped.
-
-    Raises :class:`ValueError` whose message starts with the quoted text and says what is wrong and what
-    to write instead, when ``text`` is not an xs:duration (e.g. ``""`` or ``"30s"``), counts months or
-    years (``"P1M"``, ``"P1Y"``: XML Schema Part 2 §3.2.6.2 gives them no fixed number of seconds, so no
-    exact timedelta exists), is negative (``"-PT1S"``), or is too long for a timedelta.
-    """
-    try:
-        value = Duration.fromstring(text)
-    except ValueError:
-        raise ValueError(f"'{text}' is not an xs:duration; write it like PT30S or P1D") from None
-    if value.months:
-        raise ValueError(
-            f"'{text}' counts months or years, which have no fixed length; "
-            "express it in days, hours, minutes or seconds (e.g. P30D instead of P1M)"
-        )
-    seconds: Decimal = value.seconds
-    if seconds < 0:
-        raise ValueError(f"'{text}' is negative; give a positive duration")
-    whole = int(seconds)
-    try:
-        return timedelta(seconds=whole, microseconds=int((seconds - whole) * 1_000_000))
-    except OverflowError:
-        raise ValueError(f"'{text}' is too long to be used; give a shorter duration") from None
+    warnings = _set_aside_templates(name, root)
+    _validate(name, root, warnings)
+    return _Builder(name, root, data, verify_signature, warnings).build()
 
 
 # --------------------------------------------------------------------------------------------------
@@ -263,6 +245,56 @@ def _check_root(name: str, root: etree._Element) -> None:
             "check that this is an agreement file"
         )
     raise CpaError([CpaProblem(name, _line(root), "/" + qname.localname, message)])
+
+
+# --------------------------------------------------------------------------------------------------
+# Signature templates (before the schema: a template is not a signature, and is often not schema-valid)
+# --------------------------------------------------------------------------------------------------
+
+
+def _unfilled(signature: etree._Element) -> str | None:
+    """What makes ``signature`` an unfilled template (a ds:Signature as tools generate it before signing),
+    or None for a filled-in signature: an empty or missing SignatureValue, an empty or missing DigestValue,
+    or a ds:KeyInfo with nothing in it (no text and no attribute in any of its elements)."""
+    value = signature.find("ds:SignatureValue", _NS)
+    if value is None or not _text(value):
+        return "its SignatureValue is empty"
+    references = signature.findall("ds:SignedInfo/ds:Reference", _NS)
+    if any(not _text(r.find("ds:DigestValue", _NS)) for r in references):
+        return "a DigestValue is empty"
+    key_info = signature.find("ds:KeyInfo", _NS)
+    if key_info is None:
+        return None
+    if not any(str(t).strip() for t in key_info.itertext()) and not any(e.attrib for e in key_info.iterdescendants()):
+        return "its KeyInfo is empty"
+    return None
+
+
+def _set_aside_templates(name: str, root: etree._Element) -> list[CpaProblem]:
+    """Remove every unfilled ds:Signature template from ``root`` (and a tp:Signature left with none), with a
+    Warning for each: the agreement then loads as unsigned unless a filled-in signature remains."""
+    warnings: list[CpaProblem] = []
+    for holder in root.findall("tp:Signature", _NS):
+        signatures = holder.findall("ds:Signature", _NS)
+        for signature in signatures:
+            reason = _unfilled(signature)
+            if reason is None:
+                continue
+            # XML-DSig §3.2: core validation needs the DigestValues, the SignatureValue and a key: no signature.
+            warnings.append(
+                CpaProblem(
+                    name,
+                    _line(signature),
+                    _path(signature),
+                    f"the agreement's ds:Signature is an unfilled template ({reason}), so the agreement is loaded "
+                    "as unsigned; have it signed, or remove the tp:Signature element if it is not meant to be signed",
+                    Severity.WARNING,
+                )
+            )
+            holder.remove(signature)
+        if signatures and not holder.findall("ds:Signature", _NS):
+            root.remove(holder)
+    return warnings
 
 
 # --------------------------------------------------------------------------------------------------
@@ -321,7 +353,7 @@ def _xmlschema_schema() -> xmlschema.XMLSchemaBase:
         return _xmlschema_cache[0]
 
 
-def _validate(name: str, root: etree._Element) -> None:
+def _validate(name: str, root: etree._Element, warnings: list[CpaProblem]) -> None:
     schema = _lxml_schema()
     if schema.validate(root):
         return
@@ -337,7 +369,7 @@ def _validate(name: str, root: etree._Element) -> None:
             )
             for entry in log
         ] or [CpaProblem(name, None, "", f"the document is not valid under the schema; {_SCHEMA_HINT}")]
-    raise CpaError(problems)
+    raise CpaError(sorted([*problems, *warnings], key=lambda p: p.line or 0))
 
 
 def _explain(name: str, root: etree._Element) -> list[CpaProblem]:
@@ -450,7 +482,9 @@ class _Builder:
     so :meth:`build` raises instead of returning a partial agreement.
     """
 
-    def __init__(self, name: str, root: etree._Element, data: bytes, verify_signature: bool) -> None:
+    def __init__(
+        self, name: str, root: etree._Element, data: bytes, verify_signature: bool, warnings: list[CpaProblem]
+    ) -> None:
         self.name = name
         self.root = root
         self.data = data
@@ -466,6 +500,9 @@ class _Builder:
         self.transports: dict[etree._Element, Transport] = {}
         self.doc_exchanges: dict[etree._Element, DocExchange] = {}
         self.channels: dict[etree._Element, DeliveryChannel] = {}
+        # (element, label, text, duration, repeat) of each duration the MSH acts on: see check_spans.
+        self.spans: list[tuple[etree._Element, str, str, XsDuration, int]] = []
+        self.warnings = warnings
 
     # -- problems and references ------------------------------------------------------------------
 
@@ -531,13 +568,44 @@ class _Builder:
 
     def duration(
         self, element: etree._Element, text: str, label: str, attribute: str | None = None
-    ) -> timedelta | None:
-        """An xs:duration as a timedelta (:func:`parse_duration`); a problem, labelled ``label``, if it cannot be."""
+    ) -> XsDuration | None:
+        """An xs:duration (:meth:`XsDuration.parse`); a problem, labelled ``label``, if it is not one."""
         try:
-            return parse_duration(text)
+            return XsDuration.parse(text)
         except ValueError as exc:
             self.problem(element, f"{label} {exc}", attribute)
             return None
+
+    def wait(self, element: etree._Element, label: str, repeat: int | None = 1) -> XsDuration | None:
+        """A duration the MSH acts on (RetryInterval, PersistDuration): any xs:duration, months included,
+        but not negative. ``repeat`` times it, added to the agreement's End, must stay within the years 1 to
+        9999 (checked by :meth:`check_spans` once End is known; None: not checked)."""
+        text = _text(element)
+        value = self.duration(element, text, label)
+        if value is None:
+            return None
+        # ebMS2 §6.4.4, §6.4.6: the MSH waits RetryInterval and keeps retrying for PersistDuration: never negative.
+        if value.is_negative:
+            self.problem(element, f"{label} '{text}' is negative; give a positive duration")
+            return None
+        if repeat is not None:
+            self.spans.append((element, label, text, value, repeat))
+        return value
+
+    def check_spans(self, end: datetime) -> None:
+        """Refuse a RetryInterval or PersistDuration the MSH could not turn into an instant: a message first
+        sent just before End is resent up to (Retries + 1) RetryIntervals later and kept PersistDuration."""
+        for element, label, text, value, repeat in self.spans:
+            try:
+                # XML Schema Part 2 Appendix E: the instant is the duration added to the one it starts from.
+                (value * repeat).add_to(end)
+            except OverflowError:
+                what = f"(Retries + 1) x {label} = {repeat} x '{text}'" if repeat > 1 else f"{label} '{text}'"
+                self.problem(
+                    element,
+                    f"{label} '{text}' is too long to be used: {what} after the agreement's End "
+                    f"({end.isoformat()}) is past the year 9999; give a shorter duration",
+                )
 
     def date_time(self, element: etree._Element) -> datetime | None:
         """An xs:dateTime as an aware datetime; without a time zone it is read as UTC."""
@@ -679,7 +747,8 @@ class _Builder:
                 "ReliableMessaging has no RetryInterval; add one, e.g. <tp:RetryInterval>PT30S</tp:RetryInterval>",
             )
         else:
-            interval = self.duration(interval_el, _text(interval_el), "RetryInterval")
+            # ebMS2 §6.4.5: a message is resent up to Retries times, RetryInterval apart.
+            interval = self.wait(interval_el, "RetryInterval", None if retries is None else retries + 1)
         order = MessageOrderSemantics(_text(_child(element, "MessageOrderSemantics")))
         if retries is None or interval is None:
             return None
@@ -733,7 +802,7 @@ class _Builder:
         rm_el = _child(element, "ReliableMessaging")
         reliable = self.reliable_messaging(rm_el)
         persist_el = _child(element, "PersistDuration")
-        persist = self.duration(persist_el, _text(persist_el), "PersistDuration") if persist_el is not None else None
+        persist = self.wait(persist_el, "PersistDuration") if persist_el is not None else None
         nr_el = _child(element, f"{side}NonRepudiation")
         non_repudiation = self.non_repudiation(nr_el)
         de_el = _child(element, f"{side}DigitalEnvelope")
@@ -796,7 +865,7 @@ class _Builder:
         if btc is not None:
             for key, raw in btc.attrib.items():
                 local, value = etree.QName(key).localname, str(raw).strip()
-                if local.startswith("timeTo"):  # xs:duration attributes: must have a fixed length too
+                if local.startswith("timeTo"):  # xs:duration attributes, kept as written (the MSH does not act on them)
                     self.duration(btc, value, f"BusinessTransactionCharacteristics@{local}", local)
                 characteristics.append((local, value))
         channels: list[DeliveryChannel | None] = []
@@ -932,9 +1001,12 @@ class _Builder:
         status_el, start_el, end_el = _child(root, "Status"), _child(root, "Start"), _child(root, "End")
         start = self.date_time(start_el) if start_el is not None else None
         end = self.date_time(end_el) if end_el is not None else None
+        if end is not None:
+            self.check_spans(end)
         signed = self.check_signature()
         if self.problems:
-            raise CpaError(sorted(self.problems, key=lambda p: p.line or 0))  # in document order
+            # in document order, the warnings with them
+            raise CpaError(sorted([*self.problems, *self.warnings], key=lambda p: p.line or 0))
         assert start is not None and end is not None  # else a problem was recorded (or the schema refused)
         first, second = parties  # the schema wants exactly two
         assert first is not None and second is not None  # else a problem was recorded
@@ -958,12 +1030,14 @@ class _Builder:
             source=self.name,
             simple_parts=simple_parts,
             packagings=packagings,
+            warnings=tuple(self.warnings),
         )
 
     # -- the agreement's own signature (CPP/A 2.0 §9, Signature element; XML-DSig enveloped) -----------
 
     def check_signature(self) -> bool:
-        """Verify the agreement's ds:Signature, if any; True when one was present and verified."""
+        """Verify the agreement's ds:Signature, if any; True when one was present and verified (unfilled
+        templates were set aside before, see :func:`_set_aside_templates`)."""
         signatures = self.root.findall("tp:Signature/ds:Signature", _NS)
         if not signatures or not self.verify_signature:
             return False

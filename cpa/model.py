@@ -2,15 +2,19 @@
 
 Only what the MSH acts on is modelled, in the specification's words; every IDREF is already resolved by
 the loader, so a :class:`DeliveryChannel` holds its :class:`Transport` and :class:`DocExchange` objects,
-not their ids. Durations are :class:`datetime.timedelta` (months and years, which have no fixed length,
-are refused by the loader with a message saying so).
+not their ids. Durations are :class:`~cpa.duration.XsDuration` as written (months and years included: a
+month has no fixed length, so an instant is computed by adding the duration to the instant it starts
+from, :meth:`~cpa.duration.XsDuration.add_to`).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta
+from datetime import datetime
 from enum import StrEnum
+
+from cpa.duration import XsDuration
+from cpa.errors import CpaProblem
 
 __all__ = [
     "AccessAuthentication",
@@ -185,10 +189,10 @@ class Transport:
 
 @dataclass(frozen=True, slots=True)
 class ReliableMessaging:
-    """CPP/A 2.0 §8.4.37: Retries, RetryInterval and MessageOrderSemantics."""
+    """CPP/A 2.0 §8.4.37: Retries, RetryInterval (never negative) and MessageOrderSemantics."""
 
     retries: int
-    retry_interval: timedelta
+    retry_interval: XsDuration
     message_order_semantics: MessageOrderSemantics = MessageOrderSemantics.NOT_GUARANTEED
 
 
@@ -218,11 +222,12 @@ class DigitalEnvelope:
 
 @dataclass(frozen=True, slots=True)
 class EbxmlBinding:
-    """CPP/A 2.0 §8.4.36/§8.4.45: ebXMLSenderBinding or ebXMLReceiverBinding."""
+    """CPP/A 2.0 §8.4.36/§8.4.45: ebXMLSenderBinding or ebXMLReceiverBinding (PersistDuration never
+    negative)."""
 
     version: str
     reliable_messaging: ReliableMessaging | None = None
-    persist_duration: timedelta | None = None
+    persist_duration: XsDuration | None = None
     non_repudiation: NonRepudiation | None = None
     digital_envelope: DigitalEnvelope | None = None
     namespaces_supported: tuple[str, ...] = ()
@@ -260,7 +265,12 @@ class DeliveryChannel:
 
 @dataclass(frozen=True, slots=True)
 class ActionBinding:
-    """CPP/A 2.0 §8.4.15: ThisPartyActionBinding under CanSend or CanReceive."""
+    """CPP/A 2.0 §8.4.15: ThisPartyActionBinding under CanSend or CanReceive.
+
+    ``business_transaction_characteristics`` are the BusinessTransactionCharacteristics attributes as
+    written (local name, value): the MSH does not act on them, so their durations (``timeToPerform``...)
+    are kept as text, any legal xs:duration (months included).
+    """
 
     id: str
     action: str
@@ -349,6 +359,9 @@ class CollaborationProtocolAgreement:
     """CPP/A 2.0 §9.4: an agreement between exactly two parties.
 
     ``signed`` tells whether the document carried its own ds:Signature (which the loader verified).
+    ``warnings`` are what the loader found worth telling but not worth refusing the agreement for (each a
+    :class:`~cpa.errors.CpaProblem` of severity Warning), e.g. a ds:Signature left as an unfilled template,
+    which makes the agreement load as unsigned.
     """
 
     cpaid: str
@@ -362,6 +375,7 @@ class CollaborationProtocolAgreement:
     source: str = ""
     simple_parts: tuple[SimplePart, ...] = ()
     packagings: tuple[Packaging, ...] = ()
+    warnings: tuple[CpaProblem, ...] = ()
 
     def packaging(self, package_id: str) -> Packaging | None:
         """The Packaging with ``package_id`` (an ActionBinding's or a party's defaultMshPackageId)."""

@@ -31,6 +31,7 @@ from datetime import datetime, timedelta
 from enum import StrEnum
 from typing import Final, Protocol, TypeAlias
 
+from cpa.duration import XsDuration
 from cpa.model import (
     AccessAuthentication,
     ActionBinding,
@@ -245,6 +246,7 @@ class SendingParameters:
     Party ids, roles, service (with its type) and action are the agreement's, ready for the header.
     ``retries`` is 0 and ``retry_interval`` None when the sending channel has no ReliableMessaging;
     ``first_resend_timeout`` is the MSH setting per channel (DESIGN.md §3), defaulting to RetryInterval.
+    Durations are :class:`~cpa.duration.XsDuration` as the agreement wrote them (months included).
     ``ack_requested``, ``ack_signature_requested``, ``duplicate_elimination`` and ``sync_reply_mode`` are
     the sending channel's MessagingCharacteristics; :mod:`cpa.precedence` tells how they bind the header.
     """
@@ -271,9 +273,9 @@ class SendingParameters:
     tls_server_certificate: Certificate | None
     reliable_messaging: bool
     retries: int
-    retry_interval: timedelta | None
-    first_resend_timeout: timedelta | None
-    persist_duration: timedelta | None
+    retry_interval: XsDuration | None
+    first_resend_timeout: XsDuration | None
+    persist_duration: XsDuration | None
     message_order_semantics: MessageOrderSemantics
     sync_reply_mode: SyncReplyMode
     ack_requested: PerMessage
@@ -293,10 +295,15 @@ class SendingParameters:
 
     def time_to_live_floor(self, timestamp: datetime) -> datetime:
         """The time a reliable message's TimeToLive must be later than (ebMS2 §6.4.5):
-        Timestamp + (Retries + 1) * RetryInterval; ``timestamp`` itself without reliable messaging."""
+        Timestamp + (Retries + 1) * RetryInterval; ``timestamp`` itself without reliable messaging.
+
+        The product is a duration ((Retries + 1) times the months and the seconds of RetryInterval) added to
+        the Timestamp as XML Schema Part 2 Appendix E adds durations (months first); past the year 9999 it
+        is the latest representable instant."""
         if not self.reliable_messaging or self.retry_interval is None:
             return timestamp
-        return timestamp + (self.retries + 1) * self.retry_interval
+        # ebMS2 §6.4.5: TimeToLive > Timestamp + (Retries + 1) * RetryInterval.
+        return ((self.retries + 1) * self.retry_interval).add_to_or_latest(timestamp)
 
 
 def _parameters(cpa: CollaborationProtocolAgreement, route: Route, signal: bool) -> SendingParameters | _Refusal:
@@ -527,8 +534,9 @@ def resolve(
     """The parameters for sending ``service``/``action`` from ``from_party`` to ``to_party`` under ``cpa``.
 
     ``first_resend_timeouts`` maps a sending channel id to the MSH's wait before the first resend
-    (DESIGN.md §3); channels not in it wait RetryInterval. Raises :class:`AgreementRefused` when the
-    agreement is not in force at ``now`` or does not let From send it to To.
+    (DESIGN.md §3; an MSH setting, so of fixed length); channels not in it wait RetryInterval. Raises
+    :class:`AgreementRefused` when the agreement is not in force at ``now`` or does not let From send it
+    to To.
     """
     _refuse(cpa, now)
     from_keys, to_keys = party_keys(from_party), party_keys(to_party)
@@ -545,6 +553,8 @@ def resolve(
         raise AgreementRefused(result.message, reason=result.reason, cpaid=cpa.cpaid)
     if first_resend_timeouts:
         override = first_resend_timeouts.get(result.sending_channel_id)
-        if override is not None and override != result.first_resend_timeout:
-            return dataclasses.replace(result, first_resend_timeout=override)
+        if override is not None:
+            wait = XsDuration.from_timedelta(override)
+            if wait != result.first_resend_timeout:
+                return dataclasses.replace(result, first_resend_timeout=wait)
     return result

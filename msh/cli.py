@@ -2,15 +2,16 @@
 
 Subcommands:
 
-- ``msh message inspect FILE…``: summarise ebXML message files (raw HTTP capture, MIME package, or bare
-  SOAP envelope) with their validation verdict; ``--json`` for machines. Exit status 0 when every file
+- ``msh message inspect FILE…``: summarise ebXML message files (raw HTTP capture, header dump, MIME
+  package, or bare SOAP envelope) with their validation verdict; ``--json`` for machines. Exit status 0 when every file
   is valid, 1 when any is only accepted leniently or rejected, 2 on bad usage.
 - ``msh demo``: the two-partner reliable-messaging demo (``--codec``: round-trip the sample messages).
 - ``msh serve | send | status | inbox``, ``msh cpa list``: the running MSH (:mod:`msh.runtime.commands`).
 - ``msh cpa validate FILE…``: load CPP/CPA 2.0 agreements and list every problem, one line each
-  (``file:line: path: message``); exit status 0 when every file loads, 1 otherwise.
-- ``msh cpa show FILE``: a readable summary of one agreement: parties, roles, actions and the channels
-  they use, with each channel's reliability and security.
+  (``file:line: path: message``; a warning reads ``file:line: path: Warning: message``); exit status 0
+  when every file loads (warnings or not), 1 when any has an error.
+- ``msh cpa show FILE``: a readable summary of one agreement (any agreement ``validate`` accepts):
+  parties, roles, actions and the channels they use, with each channel's reliability and security.
 """
 
 from __future__ import annotations
@@ -19,10 +20,11 @@ import argparse
 import json
 import sys
 from collections.abc import Sequence
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
+    from cpa.duration import XsDuration
     from cpa.model import CollaborationProtocolAgreement, DeliveryChannel, EbxmlBinding, PartyInfo, TransportSecurity
 
 __all__ = ["main"]
@@ -61,7 +63,11 @@ def _cmd_cpa_validate(args: argparse.Namespace) -> int:
             for problem in exc.problems:
                 print(problem)
         else:
-            print(f"{path}: ok (cpaid {agreement.cpaid}, status {agreement.status.value})")
+            for warning in agreement.warnings:
+                print(warning)
+            count = len(agreement.warnings)
+            noted = f" with {count} warning{'' if count == 1 else 's'}" if count else ""
+            print(f"{path}: ok{noted} (cpaid {agreement.cpaid}, status {agreement.status.value})")
     return 1 if failed else 0
 
 
@@ -78,17 +84,9 @@ def _cmd_cpa_show(args: argparse.Namespace) -> int:
     return 0
 
 
-def _duration(value: timedelta) -> str:
-    """``30s``, ``5m``, ``1d 2h``: a timedelta the way an operator reads it."""
-    seconds = value.total_seconds()
-    parts = []
-    for unit, size in (("d", 86400), ("h", 3600), ("m", 60)):
-        count, seconds = divmod(seconds, size)
-        if count:
-            parts.append(f"{int(count)}{unit}")
-    if seconds or not parts:
-        parts.append(f"{seconds:g}s")
-    return " ".join(parts)
+def _duration(value: XsDuration) -> str:
+    """``30 seconds``, ``1 month 2 days``: an agreement's duration the way an operator reads it."""
+    return value.describe()
 
 
 def _short(uri: str) -> str:
@@ -199,6 +197,7 @@ def _render_agreement(agreement: CollaborationProtocolAgreement, now: datetime) 
         f"status: {agreement.status.value}",
         f"valid: {agreement.start.isoformat()} to {agreement.end.isoformat()} ({window})",
         f"signed: {'yes, signature verified' if agreement.signed else 'no'}",
+        *(str(warning) for warning in agreement.warnings),
     ]
     for party in agreement.party_infos:
         lines += _party_lines(party)
@@ -220,8 +219,10 @@ def build_parser() -> argparse.ArgumentParser:
         "inspect",
         help="summarise message files and their validation verdict",
         description=(
-            "Print a readable summary of each ebXML message FILE (a raw HTTP capture, a MIME package with or "
-            "without its Content-Type line, or a bare SOAP envelope) and its verdict: 'valid' (strict parsing "
+            "Print a readable summary of each ebXML message FILE (a raw HTTP capture; a header dump: header "
+            "lines without a request line, 'Name:value' with no space after the colon, the first MIME boundary "
+            "right after the last header; a MIME package with or without its Content-Type line; or a bare SOAP "
+            "envelope) and its verdict: 'valid' (strict parsing "
             "accepts it), 'accepted-with-warnings' (only lenient parsing does; the warnings say why), or "
             "'rejected' (with the ebMS errorCode, severity and location of each problem). Exit status 0 if "
             "every file is valid, 1 otherwise."
@@ -263,9 +264,11 @@ def build_parser() -> argparse.ArgumentParser:
         description=(
             "Load each CPP/CPA 2.0 agreement FILE as the MSH does: hardened XML parsing, the CPP/A 2.0 schema, "
             "every reference (channels, transports, doc exchanges, certificates, security details), durations, "
-            "certificates, algorithm URIs and the agreement's own signature. Prints 'FILE: ok' for a good file "
-            "and one line 'file:line: path: message' per problem otherwise. Exit status 0 if every file loads, "
-            "1 otherwise. An expired agreement is not a problem here."
+            "certificates, algorithm URIs and the agreement's own signature. Durations counting months or years "
+            "(P1M, P1Y) are legal and load. Prints one line 'file:line: path: message' per error, one line "
+            "'file:line: path: Warning: message' per warning (e.g. a ds:Signature left as an unfilled template: "
+            "the agreement loads as unsigned), and 'FILE: ok' for a file that loads. Exit status 0 if every file "
+            "loads (with or without warnings), 1 if any has an error. An expired agreement is not a problem here."
         ),
     )
     validate.add_argument("files", nargs="+", metavar="FILE", help="agreement file(s) to check")
@@ -277,9 +280,10 @@ def build_parser() -> argparse.ArgumentParser:
             "Print a readable summary of the CPP/CPA 2.0 agreement FILE: cpaid, status, validity window (and "
             "whether it is in force now), each party with its PartyIds, roles, services and the actions it sends "
             "and receives with the channel each uses, and each channel's reliability (acknowledgments, duplicate "
-            "elimination, sync reply, retries, retry interval, persist duration) and security (signing, "
-            "encryption, TLS and client authentication, endpoint). Exit status 1 (with the problems) if the "
-            "file does not load."
+            "elimination, sync reply, retries, retry interval, persist duration, in words such as '1 month 2 "
+            "days') and security (signing, encryption, TLS and client authentication, endpoint), and the "
+            "warnings 'msh cpa validate' gives. Reads every agreement 'msh cpa validate' accepts. Exit status 1 "
+            "(with the problems) if the file does not load."
         ),
     )
     show.add_argument("file", metavar="FILE", help="agreement file to show")

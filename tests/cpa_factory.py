@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 
+from cpa.duration import XsDuration
 from cpa.model import (
     ActionBinding,
     Certificate,
@@ -53,6 +54,11 @@ SHA256 = "http://www.w3.org/2001/04/xmlenc#sha256"
 AES128 = "http://www.w3.org/2001/04/xmlenc#aes128-cbc"
 
 
+def xs(value: timedelta | XsDuration) -> XsDuration:
+    """``value`` as an xs:duration (a timedelta is a fixed length; an XsDuration may count months)."""
+    return value if isinstance(value, XsDuration) else XsDuration.from_timedelta(value)
+
+
 def cert(name: str) -> Certificate:
     """A named certificate with placeholder DER bytes (nothing here parses them)."""
     return Certificate(name, (name.encode(),))
@@ -72,15 +78,17 @@ def channel(
     duplicate_elimination: PerMessage = PerMessage.ALWAYS,
     actor: str | None = ACTOR_TO_PARTY_MSH,
     retries: int | None = 3,
-    retry_interval: timedelta = timedelta(minutes=10),
+    retry_interval: timedelta | XsDuration = timedelta(minutes=10),
     message_order: MessageOrderSemantics = MessageOrderSemantics.NOT_GUARANTEED,
-    persist_duration: timedelta | None = timedelta(hours=1),
-    sender_persist_duration: timedelta | None = None,
+    persist_duration: timedelta | XsDuration | None = timedelta(hours=1),
+    sender_persist_duration: timedelta | XsDuration | None = None,
     signing: bool = False,
     receiver_encryption: bool = False,
     sender_encryption: bool = False,
 ) -> DeliveryChannel:
-    """One party's DeliveryChannel with its Transport and DocExchange (``retries=None``: no RM)."""
+    """One party's DeliveryChannel with its Transport and DocExchange (``retries=None``: no RM).
+
+    Durations are timedeltas (fixed lengths) or XsDurations (which may count months)."""
     host = prefix.lower()
     scheme = "https" if https else "http"
     uri = endpoint or f"{scheme}://{host}.example:8443/msh"
@@ -92,14 +100,14 @@ def channel(
         TransportSender("HTTP", "1.1", client_security=client),
         TransportReceiver("HTTP", "1.1", endpoints or (Endpoint(uri, endpoint_type),), server_security=server),
     )
-    rm = ReliableMessaging(retries, retry_interval, message_order) if retries is not None else None
+    rm = ReliableMessaging(retries, xs(retry_interval), message_order) if retries is not None else None
     signer = NonRepudiation(
         "http://www.w3.org/2000/09/xmldsig#", SHA256, RSA_SHA256, certificate=cert(f"{prefix}_Sign")
     )
     sender = EbxmlBinding(
         "2.0",
         reliable_messaging=rm,
-        persist_duration=sender_persist_duration,
+        persist_duration=None if sender_persist_duration is None else xs(sender_persist_duration),
         non_repudiation=signer if signing else None,
         digital_envelope=(
             DigitalEnvelope("XMLENC", "1.0", AES128, security_details=SecurityDetails(f"{prefix}_Enc"))
@@ -110,7 +118,7 @@ def channel(
     receiver = EbxmlBinding(
         "2.0",
         reliable_messaging=rm,
-        persist_duration=persist_duration,
+        persist_duration=None if persist_duration is None else xs(persist_duration),
         digital_envelope=(
             DigitalEnvelope("XMLENC", "1.0", AES128, certificate=cert(f"{prefix}_Encrypt"))
             if receiver_encryption

@@ -23,7 +23,8 @@ def test_help_lists_the_commands(capsys: pytest.CaptureFixture[str]) -> None:
     assert "message" in out and "demo" in out
     with pytest.raises(SystemExit):
         main(["message", "inspect", "--help"])
-    assert "verdict" in capsys.readouterr().out
+    out = " ".join(capsys.readouterr().out.split())
+    assert "verdict" in out and "a header dump: header lines without a request line" in out
 
 
 def test_console_script_runs() -> None:
@@ -68,3 +69,19 @@ def test_demo_round_trips_every_sample(capsys: pytest.CaptureFixture[str]) -> No
 def test_demo_without_samples_fails(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert run_demo(str(tmp_path)) == 1
     assert "no sample messages" in capsys.readouterr().out
+
+
+def test_inspect_reads_a_header_dump(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    # The sample capture saved the way other tools save them: headers with no request line, no space after
+    # the colon, the first MIME boundary right after the last header line.
+    raw = (SAMPLES / "order-request.http").read_bytes()
+    head, body = raw.split(b"\r\n\r\n", 1)
+    lines = [line.replace(b": ", b":", 1) for line in head.split(b"\r\n")[1:]]
+    assert body.startswith(b"--") and any(line.lower().startswith(b"content-type:multipart/related") for line in lines)
+    dump = tmp_path / "order-request.txt"
+    dump.write_bytes(b"\r\n".join(lines) + b"\r\n" + body)
+    assert main(["message", "inspect", str(dump), str(SAMPLES / "order-request.http")]) == 0
+    dumped, original = capsys.readouterr().out.split("\n\n")
+    assert "verdict: valid" in dumped and "action: NewOrder" in dumped
+    assert "payload: <scan@a.example> application/octet-stream 4096 bytes" in dumped
+    assert dumped.splitlines()[1:] == original.splitlines()[1:]  # the same message, read the same way

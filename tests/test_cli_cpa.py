@@ -9,6 +9,14 @@ import pytest
 
 from cpa import load
 from msh.cli import _render_agreement, main
+from tests.agreement_files import (
+    built_agreements,
+    demo_bytes,
+    replace_once,
+    signature_template,
+    with_month_durations,
+    with_signature,
+)
 
 CPAS = Path(__file__).resolve().parents[1] / "samples" / "cpas"
 DEMO_A_B = CPAS / "demo-a-b.xml"
@@ -28,6 +36,7 @@ def test_help_texts(capsys: pytest.CaptureFixture[str]) -> None:
         main(["cpa", "validate", "--help"])
     out = capsys.readouterr().out
     assert "file:line: path: message" in out and "Exit status 0" in out
+    assert "'file:line: path: Warning: message' per warning" in " ".join(out.split())
     with pytest.raises(SystemExit):
         main(["cpa", "show", "--help"])
     assert "validity window" in capsys.readouterr().out
@@ -46,7 +55,7 @@ def test_validate_reports_every_problem_one_line_each(capsys: pytest.CaptureFixt
     broken = tmp_path / "broken.xml"
     broken.write_text(
         text.replace("<tp:ChannelId>A_Channel<", "<tp:ChannelId>A_Chanel<", 1).replace(
-            "<tp:RetryInterval>PT5S<", "<tp:RetryInterval>P1M<", 1
+            "<tp:RetryInterval>PT5S<", "<tp:RetryInterval>-PT5S<", 1
         ),
         encoding="utf-8",
     )
@@ -61,7 +70,7 @@ def test_validate_reports_every_problem_one_line_each(capsys: pytest.CaptureFixt
         "CanSend/ThisPartyActionBinding/ChannelId: ChannelId 'A_Chanel' names no DeliveryChannel; define a "
         'DeliveryChannel with channelId="A_Chanel" or fix the reference'
     )
-    assert lines[2].startswith(f"{broken}:") and "RetryInterval 'P1M' counts months" in lines[2]
+    assert lines[2].startswith(f"{broken}:") and "RetryInterval '-PT5S' is negative" in lines[2]
     assert lines[3].startswith(f"{hostile}:2: ") and "DTD" in lines[3]
     assert (
         lines[4] == f"{tmp_path / 'missing.xml'}: cannot read the agreement: No such file or directory; check the path"
@@ -86,7 +95,7 @@ def test_show_summary(capsys: pytest.CaptureFixture[str]) -> None:
         "channel A_Channel (transport A_Transport, doc exchange A_ReliableSigned)",
         "acknowledgments always (toPartyMSH), signed acks never, duplicate elimination always, "
         "sync reply mshSignalsOnly",
-        "sending: retries 5, retry interval 5s, order NotGuaranteed, persist duration 1d",
+        "sending: retries 5, retry interval 5 seconds, order NotGuaranteed, persist duration 1 day",
         "signed rsa-sha256 / sha256 with A_Cert; not encrypted",
         "sends over HTTP 1.1 / TLS 1.2, client certificate A_Cert",
         "receives at https://127.0.0.1:8081/msh (allPurpose) / TLS 1.2, server certificate A_Cert, "
@@ -119,3 +128,62 @@ def test_show_broken_file(capsys: pytest.CaptureFixture[str], tmp_path: Path) ->
     assert main(["cpa", "show", str(broken)]) == 1
     out = capsys.readouterr().out
     assert out.startswith(f"{broken}:") and "/CollaborationProtocolAgreement/Start" in out and "tp:Status" in out
+
+
+def test_validate_prints_warnings_and_still_exits_0(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    template = tmp_path / "template.xml"
+    data = with_signature(signature_template(), with_month_durations())
+    template.write_bytes(data)
+    assert main(["cpa", "validate", str(template), str(DEMO_A_B)]) == 0
+    line = data[: data.index(b"<ds:Signature")].count(b"\n") + 1
+    assert capsys.readouterr().out.splitlines() == [
+        f"{template}:{line}: /CollaborationProtocolAgreement/Signature/Signature: Warning: the agreement's "
+        "ds:Signature is an unfilled template (its SignatureValue is empty), so the agreement is loaded as unsigned; "
+        "have it signed, or remove the tp:Signature element if it is not meant to be signed",
+        f"{template}: ok with 1 warning (cpaid cpa-demo-a-b, status agreed)",
+        f"{DEMO_A_B}: ok (cpaid cpa-demo-a-b, status agreed)",
+    ]
+
+
+def test_validate_exits_1_on_an_error_and_lists_the_warnings_with_it(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    broken = tmp_path / "broken.xml"
+    broken.write_bytes(
+        with_signature(
+            signature_template(), replace_once(demo_bytes(), b"<tp:PersistDuration>P1D<", b"<tp:PersistDuration>-P1D<")
+        )
+    )
+    assert main(["cpa", "validate", str(broken)]) == 1
+    lines = capsys.readouterr().out.splitlines()
+    assert len(lines) == 2
+    assert lines[0].startswith(f"{broken}:") and "PersistDuration '-P1D' is negative" in lines[0]
+    assert ": Warning: " not in lines[0]
+    assert lines[1].startswith(f"{broken}:") and ": Warning: the agreement's ds:Signature is an unfilled" in lines[1]
+
+
+@pytest.mark.parametrize("name", sorted(built_agreements()))
+def test_show_reads_every_agreement_validate_accepts(
+    name: str, capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    path = tmp_path / f"{name}.xml"
+    path.write_bytes(built_agreements()[name])
+    assert main(["cpa", "validate", str(path)]) == 0
+    warnings = [line for line in capsys.readouterr().out.splitlines() if ": Warning: " in line]
+    assert main(["cpa", "show", str(path)]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith(f"{path}\ncpaid: cpa-demo-")
+    assert "signed: no" in out
+    assert all(w in out for w in warnings)  # show repeats what validate warns of
+    assert "party Party A" in out
+
+
+def test_show_gives_month_durations_in_words(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    path = tmp_path / "months.xml"
+    path.write_bytes(with_month_durations())
+    assert main(["cpa", "show", str(path)]) == 0
+    out = capsys.readouterr().out
+    assert "sending: retries 5, retry interval 1 month, order NotGuaranteed, persist duration 15 years" in out
+    assert (
+        "receiving: retries 5, retry interval 5 seconds, order NotGuaranteed, persist duration 1 year 2 months" in out
+    )

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 
 import pytest
 
 from cpa.check import CheckResult, check
+from cpa.duration import XsDuration
 from cpa.model import MessageOrderSemantics, PartyId, PerMessage, Status, SyncReplyMode
 from cpa.precedence import Reading
 from cpa.registry import CpaRegistry
@@ -286,6 +287,23 @@ def test_time_to_live_shorter_than_the_retry_schedule_is_a_warning() -> None:
     per = make_cpa(a_channel=channel("A", ack_requested=PerMessage.PER_MESSAGE))
     assert run(make_envelope(time_to_live=floor, ack_requested=False), per).issues == ()
     assert run(make_envelope(time_to_live=floor), make_cpa(retries=None)).issues == ()
+
+
+def test_the_retry_schedule_bound_adds_month_intervals_as_xml_schema_does() -> None:
+    ttl_loc = "//Header/MessageHeader/MessageData/TimeToLive"
+    # Retries 2, RetryInterval P1M: TimeToLive must be after Timestamp + P3M (May 31 -> August 31), not after
+    # Timestamp + 90 days (August 29), which a month of 30 days would give.
+    cpa = make_cpa(retries=2, retry_interval=XsDuration(months=1))
+    stamp = datetime(2026, 5, 31, 12, 0, tzinfo=UTC)
+    floor = datetime(2026, 8, 31, 12, 0, tzinfo=UTC)
+    for ttl in (stamp + timedelta(days=91), floor):
+        result = run(make_envelope(timestamp=stamp, time_to_live=ttl), cpa)
+        assert found(result) == [(INC, WARN, ttl_loc)]
+        assert "2026-08-31T12:00:00+00:00 (Retries 2, RetryInterval P1M;" in result.issues[0].description
+    assert run(make_envelope(timestamp=stamp, time_to_live=floor + timedelta(seconds=1)), cpa).issues == ()
+    # A Timestamp so late that the bound is past the year 9999: no TimeToLive can be after it; no crash.
+    late = make_envelope(timestamp=datetime(9999, 11, 1, tzinfo=UTC), time_to_live=datetime(9999, 12, 31, tzinfo=UTC))
+    assert found(run(late, cpa)) == [(INC, WARN, ttl_loc)]
 
 
 def test_naive_time_to_live_is_read_as_utc() -> None:

@@ -34,10 +34,12 @@ from cpa import (
     PerMessage,
     Status,
     SyncReplyMode,
+    XsDuration,
     load,
     parse_duration,
 )
-from msh.errors import ConfigurationError
+from msh.errors import ConfigurationError, Severity
+from tests.agreement_files import EMPTY_KEY_INFO, built_agreements, signature_template, with_signature
 
 ROOT = Path(__file__).resolve().parents[1]
 CPAS = ROOT / "samples" / "cpas"
@@ -143,9 +145,9 @@ def test_demo_a_b_reliability_and_security(index: int, channel_id: str, endpoint
         rm = binding.reliable_messaging
         assert rm is not None
         assert rm.retries == 5
-        assert rm.retry_interval == timedelta(seconds=5)
+        assert rm.retry_interval == XsDuration.parse("PT5S")
         assert rm.message_order_semantics is MessageOrderSemantics.NOT_GUARANTEED
-        assert binding.persist_duration == timedelta(days=1)
+        assert binding.persist_duration == XsDuration.parse("P1D")
         assert binding.non_repudiation is not None
         assert binding.non_repudiation.signature_algorithm == RSA_SHA256
         assert binding.non_repudiation.hash_function == SHA256
@@ -195,7 +197,7 @@ def test_demo_routed_a_c() -> None:
         assert server.certificate.x509 == (pem_der("intermediary"),)
         assert ch.doc_exchange.receiver_binding is not None
         assert ch.doc_exchange.receiver_binding.reliable_messaging is not None
-        assert ch.doc_exchange.receiver_binding.reliable_messaging.retry_interval == timedelta(seconds=5)
+        assert ch.doc_exchange.receiver_binding.reliable_messaging.retry_interval == XsDuration.parse("PT5S")
     send = a.collaboration_roles[0].service_binding.can_send[0]
     assert [ch.messaging_characteristics.actor for ch in send.channels] == [TO_PARTY_MSH, NEXT_MSH]
     assert [ch.transport.receiver.endpoints[0].uri for ch in send.channels if ch.transport.receiver] == [
@@ -233,8 +235,8 @@ def test_fractional_and_day_durations() -> None:
     a = load(data).party_infos[0]
     binding = channel(a, "A_Channel").doc_exchange.sender_binding
     assert binding is not None and binding.reliable_messaging is not None
-    assert binding.reliable_messaging.retry_interval == timedelta(seconds=61.5)
-    assert binding.persist_duration == timedelta(days=2, hours=3)
+    assert binding.reliable_messaging.retry_interval.to_timedelta() == timedelta(seconds=61.5)
+    assert binding.persist_duration == XsDuration.from_timedelta(timedelta(days=2, hours=3))
 
 
 def test_loading_is_thread_safe() -> None:
@@ -377,24 +379,65 @@ def test_known_algorithm_table() -> None:
     assert KNOWN_ALGORITHMS["http://www.w3.org/2009/xmlenc11#aes128-gcm"] is AlgorithmUse.ENCRYPTION
 
 
-def test_duration_in_months() -> None:
+def test_durations_in_months_and_years_load_as_written() -> None:
+    # XML Schema Part 2 §3.2.6: P1M, P180M and P1Y are legal xs:durations; agreements in production use them.
     data = replace_once(demo_bytes(), b"<tp:RetryInterval>PT5S<", b"<tp:RetryInterval>P1M<")
-    problem = only_problem(data)
-    assert problem.line == line_of(data, b"<tp:RetryInterval>P1M<")
-    assert problem.path.endswith("/DocExchange[1]/ebXMLSenderBinding/ReliableMessaging/RetryInterval")
-    assert "RetryInterval 'P1M' counts months or years, which have no fixed length" in problem.message
-    assert "express it in days" in problem.message
+    data = replace_once(data, b"<tp:PersistDuration>P1D<", b"<tp:PersistDuration>P180M<")
+    data = replace_once(data, b'tp:timeToPerform="P1D"', b'tp:timeToPerform="P1Y"')
+    cpa = load(data)
+    assert cpa.warnings == ()
+    binding = channel(cpa.party_infos[0], "A_Channel").doc_exchange.sender_binding
+    assert binding is not None and binding.reliable_messaging is not None
+    assert binding.reliable_messaging.retry_interval == XsDuration(months=1)
+    assert str(binding.persist_duration) == "P15Y"
+    characteristics = dict(
+        cpa.party_infos[0].collaboration_roles[0].service_binding.can_send[0].business_transaction_characteristics
+    )
+    assert characteristics["timeToPerform"] == "P1Y"
 
 
-def test_time_to_perform_in_years_and_negative_persist_duration() -> None:
-    data = replace_once(demo_bytes(), b'tp:timeToPerform="P1D"', b'tp:timeToPerform="P1Y"')
+def test_business_transaction_durations_are_kept_even_when_negative() -> None:
+    # The MSH does not act on BusinessTransactionCharacteristics: any legal xs:duration is kept as written.
+    data = replace_once(demo_bytes(), b'tp:timeToPerform="P1D"', b'tp:timeToPerform="-P1Y2M"')
+    binding = load(data).party_infos[0].collaboration_roles[0].service_binding.can_send[0]
+    assert ("timeToPerform", "-P1Y2M") in binding.business_transaction_characteristics
+
+
+@pytest.mark.parametrize(
+    ("element", "value"),
+    [
+        (b"<tp:PersistDuration>P1D<", b"-P1D"),
+        (b"<tp:RetryInterval>PT5S<", b"-P1M"),
+        (b"<tp:RetryInterval>PT5S<", b"-PT0.5S"),
+    ],
+)
+def test_a_negative_duration_the_msh_acts_on_is_refused(element: bytes, value: bytes) -> None:
+    label = element[4:].split(b">")[0].decode()
+    data = replace_once(demo_bytes(), element, element.split(b">")[0] + b">" + value + b"<")
     problem = only_problem(data)
-    assert problem.path.endswith("/BusinessTransactionCharacteristics/@timeToPerform")
-    assert "months or years" in problem.message
-    data = replace_once(demo_bytes(), b"<tp:PersistDuration>P1D<", b"<tp:PersistDuration>-P1D<")
+    assert problem.line == line_of(data, value)
+    assert problem.path.endswith(f"/{label}")
+    assert problem.message == f"{label} '{value.decode()}' is negative; give a positive duration"
+
+
+def test_a_duration_too_long_to_reach_an_instant_is_refused() -> None:
+    # PersistDuration after the agreement's End (2036) is past the year 9999: no instant the MSH could use.
+    data = replace_once(demo_bytes(), b"<tp:PersistDuration>P1D<", b"<tp:PersistDuration>P8000Y<")
     problem = only_problem(data)
-    assert problem.line == line_of(data, b"-P1D")
-    assert "negative" in problem.message
+    assert problem.line == line_of(data, b"P8000Y")
+    assert problem.path.endswith("/ebXMLSenderBinding/PersistDuration")
+    assert problem.message == (
+        "PersistDuration 'P8000Y' is too long to be used: PersistDuration 'P8000Y' after the agreement's End "
+        "(2036-01-01T00:00:00+00:00) is past the year 9999; give a shorter duration"
+    )
+    # RetryInterval counts (Retries + 1) times: 6 x P1500Y after 2036 is past 9999, though P1500Y alone is not.
+    data = replace_once(demo_bytes(), b"<tp:RetryInterval>PT5S<", b"<tp:RetryInterval>P1500Y<")
+    problem = only_problem(data)
+    assert problem.path.endswith("/ReliableMessaging/RetryInterval")
+    assert "(Retries + 1) x RetryInterval = 6 x 'P1500Y' after the agreement's End" in problem.message
+    # Just short of the limit loads.
+    data = replace_once(demo_bytes(), b"<tp:RetryInterval>PT5S<", b"<tp:RetryInterval>P1300Y<")
+    assert load(data).cpaid == "cpa-demo-a-b"
 
 
 @pytest.mark.parametrize(
@@ -433,13 +476,10 @@ def test_parse_duration_refuses(text: str, message: str) -> None:
     assert str(exc.value).startswith(message)
 
 
-def test_parse_duration_is_the_loaders_reader() -> None:
-    # The loader reports parse_duration's own words, prefixed with what the value is (a value that is no
-    # xs:duration at all is already refused by the schema, so a schema-valid one with months is used).
-    data = replace_once(demo_bytes(), b"<tp:RetryInterval>PT5S<", b"<tp:RetryInterval>P2M<")
-    with pytest.raises(ValueError) as exc:
-        parse_duration("P2M")
-    assert only_problem(data).message == f"RetryInterval {exc.value}"
+def test_parse_duration_reads_what_the_loader_reads() -> None:
+    # The settings' fixed-length reader and the agreement's reader agree wherever there are no months.
+    for text in ("PT30S", "P1DT2H", "PT1M1.5S", "PT0S", "P0M"):
+        assert XsDuration.parse(text).to_timedelta() == parse_duration(text)
 
 
 @pytest.mark.parametrize("garbage", [b"!!! not base64 !!!", b"!!!notbase64"])
@@ -516,7 +556,7 @@ def test_unreadable_file(tmp_path: Path) -> None:
 
 def test_several_problems_in_one_error() -> None:
     data = replace_once(demo_bytes(), b"<tp:ChannelId>A_Channel<", b"<tp:ChannelId>X<")
-    data = replace_once(data, b"<tp:RetryInterval>PT5S<", b"<tp:RetryInterval>P1Y<")
+    data = replace_once(data, b"<tp:RetryInterval>PT5S<", b"<tp:RetryInterval>-P1Y<")
     with pytest.raises(CpaError) as caught:
         load(data)
     error = caught.value
@@ -623,3 +663,86 @@ def test_packaging_is_modelled() -> None:
     assert package.composites[0].constituents[0] == "MsgHdr"
     assert all(c in ids for comp in package.composites for c in comp.constituents)
     assert agreement.packaging("no-such-package") is None
+
+
+# --------------------------------------------------------------------------------------------------
+# Unfilled signature templates (as tools leave them in generated agreements)
+# --------------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("signature", "reason"),
+    [
+        (signature_template(), "its SignatureValue is empty"),
+        (signature_template(signature_value="c2lnbmF0dXJl"), "a DigestValue is empty"),
+        (
+            signature_template("c2lnbmF0dXJl", "ZGlnZXN0", "<ds:KeyInfo><ds:KeyName/></ds:KeyInfo>"),
+            "its KeyInfo is empty",
+        ),
+        (signature_template("c2lnbmF0dXJl", "ZGlnZXN0", EMPTY_KEY_INFO), "its KeyInfo is empty"),
+        # Not even schema-valid (a ds:KeyInfo needs a child), yet what tools generate: set aside all the same.
+        (signature_template(key_info="<ds:KeyInfo/>"), "its SignatureValue is empty"),
+        (signature_template(key_info=""), "its SignatureValue is empty"),
+    ],
+)
+def test_an_unfilled_signature_template_loads_as_unsigned_with_a_warning(signature: str, reason: str) -> None:
+    data = with_signature(signature)
+    cpa = load(data)
+    assert cpa.signed is False
+    (warning,) = cpa.warnings
+    assert warning.severity is Severity.WARNING
+    assert (warning.source, warning.line) == ("<bytes>", line_of(data, b"<ds:Signature"))
+    assert warning.path == "/CollaborationProtocolAgreement/Signature/Signature"
+    assert warning.message == (
+        f"the agreement's ds:Signature is an unfilled template ({reason}), so the agreement is loaded as unsigned; "
+        "have it signed, or remove the tp:Signature element if it is not meant to be signed"
+    )
+    assert str(warning).startswith(
+        f"<bytes>:{warning.line}: /CollaborationProtocolAgreement/Signature/Signature: Warning: "
+    )
+    # Without verification the template is still no signature, and still said so.
+    assert load(data, verify_signature=False).warnings == cpa.warnings
+
+
+def test_a_filled_in_signature_that_does_not_verify_is_still_an_error() -> None:
+    # Values in every field, the certificate one of the parties': a signature, and a wrong one.
+    key_info = f"<ds:KeyInfo><ds:X509Data><ds:X509Certificate>{base64.b64encode(pem_der('party-a')).decode()}"
+    key_info += "</ds:X509Certificate></ds:X509Data></ds:KeyInfo>"
+    data = with_signature(signature_template("c2lnbmF0dXJl", "ZGlnZXN0", key_info))
+    problem = only_problem(data)
+    assert problem.severity is Severity.ERROR
+    assert "signature does not verify" in problem.message
+    # Verification off: it loads, unsigned, and nothing is said about it (it was not checked).
+    cpa = load(data, verify_signature=False)
+    assert (cpa.signed, cpa.warnings) == (False, ())
+
+
+def test_a_template_beside_errors_is_reported_with_them_in_document_order() -> None:
+    data = with_signature(
+        signature_template(), replace_once(demo_bytes(), b"<tp:RetryInterval>PT5S<", b"<tp:RetryInterval>-PT5S<")
+    )
+    with pytest.raises(CpaError) as caught:
+        load(data)
+    problems = caught.value.problems
+    assert [p.severity for p in problems] == [Severity.ERROR, Severity.WARNING]
+    assert "is negative" in problems[0].message and "unfilled template" in problems[1].message
+    # A schema error elsewhere does not hide the warning either.
+    data = with_signature(signature_template(), replace_once(demo_bytes(), b'<tp:Status tp:value="agreed"/>', b""))
+    with pytest.raises(CpaError) as caught:
+        load(data)
+    assert Severity.WARNING in [p.severity for p in caught.value.problems]
+
+
+def test_a_cpa_error_needs_an_error() -> None:
+    warning = CpaProblem("a.xml", 3, "/X", "look", Severity.WARNING)
+    assert str(warning) == "a.xml:3: /X: Warning: look"
+    with pytest.raises(ValueError, match="severity Error"):
+        CpaError([warning])
+
+
+@pytest.mark.parametrize("name", sorted(built_agreements()))
+def test_every_built_agreement_loads(name: str) -> None:
+    cpa = load(built_agreements()[name])
+    assert cpa.cpaid.startswith("cpa-demo-")
+    assert all(w.severity is Severity.WARNING for w in cpa.warnings)
+    assert bool(cpa.warnings) == ("template" in name)

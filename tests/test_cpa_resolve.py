@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 from dataclasses import replace
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 
 import pytest
 
+from cpa.duration import XsDuration
 from cpa.model import (
     ActionBinding,
     CollaborationRole,
@@ -24,7 +25,7 @@ from cpa.registry import CpaRegistry
 from cpa.resolve import AgreementRefused, RefusalReason, SendingParameters, clear_cache, party_keys, resolve
 from msh.ebms import model as m
 from msh.ebms.namespaces import ACTOR_TO_PARTY_MSH, SERVICE_MSH
-from tests.cpa_factory import A_ID, AES128, B_ID, END, NOW, RSA_SHA256, SERVICE, START, channel, make_cpa
+from tests.cpa_factory import A_ID, AES128, B_ID, END, NOW, RSA_SHA256, SERVICE, START, channel, make_cpa, xs
 
 
 def send(cpa: object, **kw: object) -> SendingParameters:
@@ -64,8 +65,12 @@ def test_default_agreement_resolves_every_field() -> None:
     )
     assert not p.uses_tls
     assert p.reliable_messaging
-    assert (p.retries, p.retry_interval, p.first_resend_timeout) == (3, timedelta(minutes=10), timedelta(minutes=10))
-    assert p.persist_duration == timedelta(hours=1)
+    assert (p.retries, p.retry_interval, p.first_resend_timeout) == (
+        3,
+        xs(timedelta(minutes=10)),
+        xs(timedelta(minutes=10)),
+    )
+    assert p.persist_duration == xs(timedelta(hours=1))
     assert p.message_order_semantics is MessageOrderSemantics.NOT_GUARANTEED
     assert p.sync_reply_mode is SyncReplyMode.NONE
     assert (p.ack_requested, p.ack_signature_requested, p.duplicate_elimination) == (
@@ -106,7 +111,7 @@ def test_messaging_characteristics_come_from_the_sending_channel() -> None:
         PerMessage.NEVER,
         None,
     )
-    assert (p.retries, p.retry_interval) == (7, timedelta(seconds=30))
+    assert (p.retries, p.retry_interval) == (7, xs(timedelta(seconds=30)))
     assert p.message_order_semantics is MessageOrderSemantics.GUARANTEED
 
 
@@ -123,12 +128,21 @@ def test_time_to_live_floor_is_retries_plus_one_intervals() -> None:
     assert p.time_to_live_floor(NOW) == NOW + timedelta(minutes=40)
 
 
+def test_time_to_live_floor_with_a_month_interval_adds_months_as_xml_schema_does() -> None:
+    # ebMS2 §6.4.5 with RetryInterval P1M and Retries 2: Timestamp + P3M, the day pinned to the month's end.
+    p = send(make_cpa(retries=2, retry_interval=XsDuration.parse("P1M")))
+    assert p.retry_interval == XsDuration(months=1)
+    assert p.time_to_live_floor(datetime(2025, 11, 30, 8, tzinfo=UTC)) == datetime(2026, 2, 28, 8, tzinfo=UTC)
+    # Past the year 9999 the floor is the latest instant there is: no TimeToLive can be after it.
+    assert p.time_to_live_floor(datetime(9999, 11, 1, tzinfo=UTC)) == datetime.max.replace(tzinfo=UTC)
+
+
 def test_persist_duration_prefers_the_receivers_binding() -> None:
     b = channel("B", persist_duration=timedelta(hours=6))
     a = channel("A", sender_persist_duration=timedelta(hours=2))
-    assert send(make_cpa(a_channel=a, b_channel=b)).persist_duration == timedelta(hours=6)
+    assert send(make_cpa(a_channel=a, b_channel=b)).persist_duration == xs(timedelta(hours=6))
     b_without = channel("B", persist_duration=None)
-    assert send(make_cpa(a_channel=a, b_channel=b_without)).persist_duration == timedelta(hours=2)
+    assert send(make_cpa(a_channel=a, b_channel=b_without)).persist_duration == xs(timedelta(hours=2))
     a_without = channel("A", sender_persist_duration=None)
     assert send(make_cpa(a_channel=a_without, b_channel=b_without)).persist_duration is None
 
@@ -136,13 +150,13 @@ def test_persist_duration_prefers_the_receivers_binding() -> None:
 def test_first_resend_timeout_override_per_sending_channel() -> None:
     cpa = make_cpa()
     p = send(cpa, first_resend_timeouts={"A_channel": timedelta(seconds=45), "B_channel": timedelta(hours=9)})
-    assert p.first_resend_timeout == timedelta(seconds=45)
-    assert p.retry_interval == timedelta(minutes=10)
-    assert send(cpa, first_resend_timeouts={"B_channel": timedelta(hours=9)}).first_resend_timeout == timedelta(
-        minutes=10
+    assert p.first_resend_timeout == xs(timedelta(seconds=45))
+    assert p.retry_interval == xs(timedelta(minutes=10))
+    assert send(cpa, first_resend_timeouts={"B_channel": timedelta(hours=9)}).first_resend_timeout == xs(
+        timedelta(minutes=10)
     )
     # The cached, unoverridden value is not changed by an override.
-    assert send(cpa).first_resend_timeout == timedelta(minutes=10)
+    assert send(cpa).first_resend_timeout == xs(timedelta(minutes=10))
 
 
 def test_https_gives_client_certificate_server_trust_and_server_certificate() -> None:
@@ -315,7 +329,7 @@ def test_now_must_be_timezone_aware() -> None:
 def test_registry_resolve() -> None:
     registry = CpaRegistry([make_cpa()], first_resend_timeouts={"A_channel": timedelta(seconds=5)})
     p = registry.resolve("cpa-a-b", from_party=A_ID, to_party=B_ID, service=SERVICE, action="NewOrder", now=NOW)
-    assert (p.endpoint_url, p.first_resend_timeout) == ("http://b.example:8443/msh", timedelta(seconds=5))
+    assert (p.endpoint_url, p.first_resend_timeout) == ("http://b.example:8443/msh", xs(timedelta(seconds=5)))
     with pytest.raises(AgreementRefused, match="no agreement with CPAId 'other' is registered") as info:
         registry.resolve("other", from_party=A_ID, to_party=B_ID, service=SERVICE, action="NewOrder", now=NOW)
     assert info.value.reason is RefusalReason.NOT_REGISTERED

@@ -278,3 +278,59 @@ def test_any_soapaction_value_is_taken(value: str) -> None:
     """ebMS2 B.2.2: the value MAY be "ebXML"; SOAP 1.1 allows a URI, "" or nothing; NHS Spine sends its
     service URI. The MSH routes on the ebXML header, never on SOAPAction."""
     assert soap_action_issue(value) is None
+
+
+def header_dump(headers: list[bytes], body: bytes, eol: bytes = b"\n") -> bytes:
+    """A capture saved as a header dump: header lines, no request line, no empty line before the body."""
+    return b"".join(h + eol for h in headers) + body
+
+
+@pytest.mark.parametrize("eol", [b"\n", b"\r\n"])
+def test_read_a_header_dump_without_spaces_or_an_empty_line(tmp_path: pytest.TempPathFactory, eol: bytes) -> None:
+    ctype, body = build_message(order("a@x"), [attach("a@x", b"payload")])
+    assert body.startswith(b"--")  # the boundary line follows the headers directly
+    # Part headers without the space too, as the same tools write them.
+    body = body.replace(b"Content-ID: ", b"Content-ID:").replace(b"Content-Type: ", b"Content-Type:")
+    compact = ctype.replace("; ", ";")
+    dump = tmp_path / "dump.txt"  # type: ignore[operator]
+    dump.write_bytes(
+        header_dump(
+            [b"Content-Type:" + compact.encode(), b'SOAPAction:"ebXML"', b"Content-Length:" + str(len(body)).encode()],
+            body,
+            eol,
+        )
+    )
+    msg = read_message_file(dump, mode=ParseMode.STRICT)
+    try:
+        assert msg.content_type == compact
+        assert msg.envelope == order("a@x")
+        assert msg.payload("a@x").body.read_bytes() == b"payload"  # type: ignore[union-attr]
+        assert msg.warnings == ()
+    finally:
+        msg.close()
+
+
+def test_read_a_header_dump_of_a_bare_envelope_and_one_with_a_request_line(tmp_path: pytest.TempPathFactory) -> None:
+    ctype, body = build_message(order())
+    assert body.startswith(b"<")
+    dump = tmp_path / "bare.txt"  # type: ignore[operator]
+    dump.write_bytes(header_dump([b"Host:b.example", b"Content-Type:" + ctype.replace("; ", ";").encode()], body))
+    assert read_message_file(dump, mode=ParseMode.STRICT).envelope == order()
+    ctype, body = build_message(order("a@x"), [attach("a@x", b"x")])
+    with_request = tmp_path / "request.txt"  # type: ignore[operator]
+    with_request.write_bytes(header_dump([b"POST /msh HTTP/1.1", b"Content-Type:" + ctype.encode()], body))
+    msg = read_message_file(with_request, mode=ParseMode.STRICT)
+    assert msg.payload("a@x").body.read_bytes() == b"x"  # type: ignore[union-attr]
+    msg.close()
+
+
+def test_splitting_headers_keeps_the_empty_line_rule() -> None:
+    # With an empty line the body starts after it, even when the body's first line looks like a header.
+    split = split_http_message(b"HTTP/1.1 200 OK\r\nContent-Type:text/xml\r\n  ;charset=utf-8\r\n\r\nX: y\r\n")
+    assert split == ({"content-type": "text/xml ;charset=utf-8"}, b"X: y\r\n")
+    # Without one, the body starts at the first boundary or envelope line; headers alone have no body.
+    assert split_http_message(b"HTTP/1.1 202 Accepted\nContent-Length:0\n") == ({"content-length": "0"}, b"")
+    assert split_http_message(b"POST / HTTP/1.1\nContent-Type:text/xml\n<a/>") == (
+        {"content-type": "text/xml"},
+        b"<a/>",
+    )

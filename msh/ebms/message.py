@@ -3,8 +3,8 @@
 A message on the wire is either a ``multipart/related`` SOAP-with-attachments package (the SOAP part plus
 payload parts) or, for a message without payloads, a bare ``text/xml`` SOAP envelope. :func:`parse_message`
 reads either from bytes or a stream, validates the envelope against the project's schemas and returns an
-:class:`EbxmlMessage`; :func:`read_message_file` also accepts a raw HTTP capture. :func:`build_message`
-and :func:`write_message` go the other way.
+:class:`EbxmlMessage`; :func:`read_message_file` also accepts a raw HTTP capture or a header dump.
+:func:`build_message` and :func:`write_message` go the other way.
 
 Two modes (:class:`ParseMode`): ``strict`` rejects anything that is not schema-valid and by the book;
 ``lenient`` accepts the quirks real partners send (base64 SOAP part, ``start`` without brackets, no
@@ -284,7 +284,9 @@ def soap_action_issue(value: str | None) -> Issue | None:
 _REQUEST_LINE = re.compile(rb"^(?:[A-Z]+ \S+ HTTP/1\.[01]|HTTP/1\.[01] \d{3}[^\r\n]*)\r?\n")
 
 
-_HEADER_LINE = re.compile(rb"^[A-Za-z0-9][A-Za-z0-9-]*:[ \t]")
+# A header line: a name and a colon; the space after the colon is optional (RFC 9112 §5: OWS), and header
+# dumps (captures saved by other tools) leave it out: ``Content-Type:multipart/related;...``.
+_HEADER_LINE = re.compile(rb"^[A-Za-z0-9][A-Za-z0-9-]*:")
 
 
 def split_http_message(data: bytes) -> tuple[dict[str, str], bytes] | None:
@@ -298,22 +300,36 @@ def split_http_message(data: bytes) -> tuple[dict[str, str], bytes] | None:
 
 
 def _split_header_block(data: bytes) -> tuple[dict[str, str], bytes]:
-    """Split ``Name: value`` lines up to the first empty line from the body that follows."""
-    if data[:1] in (b"\r", b"\n"):  # no header lines at all
-        return {}, data[2:] if data.startswith(b"\r\n") else data[1:]
-    match = re.search(rb"\r?\n\r?\n", data)
-    head_end, body_start = (match.start(), match.end()) if match else (len(data), len(data))
-    body = data[body_start:]
+    """Split ``Name: value`` lines (``Name:value`` too) from the body that follows.
+
+    The header block ends at the first empty line (RFC 9112 §2.1). A header dump, as some tools save
+    captures, has no empty line: there the block ends at the first line that is the body's own first line,
+    a MIME boundary delimiter (``--``, RFC 2046 §5.1.1) or the ``<`` of a bare SOAP envelope; neither can
+    begin a header line or a folded continuation.
+    """
     headers: dict[str, str] = {}
-    for line in data[:head_end].decode("iso-8859-1").splitlines():
-        if line[:1] in (" ", "\t") and headers:
+    pos, body_start = 0, len(data)
+    while pos < len(data):
+        end = data.find(b"\n", pos)
+        after = len(data) if end < 0 else end + 1
+        line = data[pos:after].rstrip(b"\r\n")
+        if not line:  # the empty line that ends the header block
+            body_start = after
+            break
+        if line.startswith((b"--", b"<")):  # a header dump: the body follows the headers directly
+            body_start = pos
+            break
+        text = line.decode("iso-8859-1")
+        if text[:1] in (" ", "\t") and headers:
             # RFC 9112 §5.2: obsolete line folding continues the previous header.
             last = next(reversed(headers))
-            headers[last] += " " + line.strip()
-            continue
-        name, sep, value = line.partition(":")
-        if sep:
-            headers[name.strip().lower()] = value.strip()
+            headers[last] += " " + text.strip()
+        else:
+            name, sep, value = text.partition(":")
+            if sep:
+                headers[name.strip().lower()] = value.strip()
+        pos = after
+    body = data[body_start:]
     if "chunked" in headers.get("transfer-encoding", "").lower():
         body = _dechunk(body)
     return headers, body
@@ -334,14 +350,16 @@ def _dechunk(body: bytes) -> bytes:
 
 
 def read_message_file(path: str | Path, *, mode: ParseMode = ParseMode.LENIENT) -> EbxmlMessage:
-    """Read a message file: a raw HTTP capture, a MIME package (with or without its own headers), or a
-    bare SOAP envelope. The Content-Type comes from the capture's headers where there are some."""
+    """Read a message file: a raw HTTP capture, a header dump (header lines with no request line, maybe no
+    space after the colon and no empty line before the first MIME boundary), a MIME package (with or without
+    its own headers), or a bare SOAP envelope. The Content-Type comes from the capture's headers where there
+    are some."""
     data = Path(path).read_bytes()
     split = split_http_message(data)
     if split is not None:
         headers, body = split
         return parse_message(body, headers.get("content-type"), mode=mode)
-    # A MIME file (or a capture without its request line) that starts with its own header block.
+    # A MIME file, or a capture without its request line (a header dump), that starts with its header block.
     if _HEADER_LINE.match(data):
         headers, body = _split_header_block(data)
         if "content-type" in headers:

@@ -58,6 +58,7 @@ from enum import StrEnum
 from types import MappingProxyType
 from typing import Any, Final, TypeAlias
 
+from cpa.duration import XsDuration
 from cpa.resolve import SendingParameters
 from msh.ebms.model import ErrorList
 from msh.ebms.namespaces import ACTOR_TO_PARTY_MSH
@@ -90,7 +91,7 @@ __all__ = [
     "step",
 ]
 
-DEFAULT_ACK_WAIT: Final = timedelta(minutes=10)
+DEFAULT_ACK_WAIT: Final = XsDuration.from_timedelta(timedelta(minutes=10))
 """How long to wait for an acknowledgment when the agreement asks for one but has no ReliableMessaging
 (so no RetryInterval): one transmission, then this wait, then a DeliveryFailure."""
 
@@ -123,15 +124,17 @@ class Reliability:
 
     ``retries`` resends at most; the first after ``first_resend_timeout``, later ones every
     ``retry_interval``; none once ``persist_duration`` has passed since the first transmission or at
-    ``time_to_live``. ``ack_requested`` says whether the message carries AckRequested, aimed at
-    ``ack_actor``; None accepts an acknowledgment of either actor (on a single hop the To Party MSH is also
-    the next MSH, ebMS2 §6.3.1.1), so a state stored without it still behaves.
+    ``time_to_live``. The durations are xs:durations, months included (:mod:`msh.engine.timers` adds them
+    to the instant they start from), and never negative. ``ack_requested`` says whether the message
+    carries AckRequested, aimed at ``ack_actor``; None accepts an acknowledgment of either actor (on a
+    single hop the To Party MSH is also the next MSH, ebMS2 §6.3.1.1), so a state stored without it still
+    behaves.
     """
 
     retries: int
-    retry_interval: timedelta
-    first_resend_timeout: timedelta
-    persist_duration: timedelta | None
+    retry_interval: XsDuration
+    first_resend_timeout: XsDuration
+    persist_duration: XsDuration | None
     time_to_live: datetime | None
     ack_requested: bool
     ack_actor: str | None = None
@@ -139,11 +142,14 @@ class Reliability:
     def __post_init__(self) -> None:
         if self.retries < 0:
             raise ValueError(f"retries must be 0 or more, got {self.retries}")
-        for name in ("retry_interval", "first_resend_timeout"):
-            if getattr(self, name) < timedelta(0):
-                raise ValueError(f"{name} must not be negative, got {getattr(self, name)}")
-        if self.persist_duration is not None and self.persist_duration < timedelta(0):
-            raise ValueError(f"persist_duration must not be negative, got {self.persist_duration}")
+        for name in ("retry_interval", "first_resend_timeout", "persist_duration"):
+            value = getattr(self, name)
+            if value is None and name == "persist_duration":
+                continue
+            if not isinstance(value, XsDuration):
+                raise TypeError(f"{name} must be an XsDuration, got {value!r}")
+            if value.is_negative:
+                raise ValueError(f"{name} must not be negative, got {value}")
         if self.time_to_live is not None and self.time_to_live.tzinfo is None:
             raise ValueError(f"time_to_live must be timezone-aware (UTC), got {self.time_to_live!r}")
 
@@ -154,7 +160,7 @@ class Reliability:
         *,
         ack_requested: bool,
         time_to_live: datetime | None,
-        no_retry_wait: timedelta = DEFAULT_ACK_WAIT,
+        no_retry_wait: XsDuration = DEFAULT_ACK_WAIT,
     ) -> Reliability:
         """The reliability of a message sent with ``params`` (from :func:`cpa.resolve.resolve`).
 

@@ -3,6 +3,9 @@
 Pure functions of a :class:`~msh.engine.sending.Reliability` and times passed in; nothing here reads a
 clock. The rules:
 
+* Durations are xs:durations (:class:`~cpa.duration.XsDuration`, months included): an instant is the
+  duration added to the instant it starts from (XML Schema Part 2 Appendix E), never a fixed number of
+  seconds; an instant past the year 9999 is the latest representable one (it never comes).
 * The first transmission is at ``first_sent_at``. The first resend is due ``first_resend_timeout`` after it
   (the seed's *timeout*, DESIGN.md §3), every later one ``retry_interval`` after the previous transmission
   (ebMS2 §6.4.4: "at least" that long, so intervals are measured from the time a resend is actually
@@ -16,11 +19,12 @@ clock. The rules:
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta
+from datetime import datetime
 from enum import StrEnum
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
+    from cpa.duration import XsDuration
     from msh.engine.sending import Reliability
 
 __all__ = ["GiveUp", "deadline", "give_up", "next_due", "nominal_schedule", "resend_wait"]
@@ -42,11 +46,11 @@ def deadline(reliability: Reliability, first_sent_at: datetime) -> datetime | No
         candidates.append(reliability.time_to_live)
     if reliability.persist_duration is not None:
         # ebMS2 §6.4.6: no resend once PersistDuration has passed since the message was first sent.
-        candidates.append(first_sent_at + reliability.persist_duration)
+        candidates.append(reliability.persist_duration.add_to_or_latest(first_sent_at))
     return min(candidates) if candidates else None
 
 
-def resend_wait(reliability: Reliability, attempts: int) -> timedelta:
+def resend_wait(reliability: Reliability, attempts: int) -> XsDuration:
     """How long to wait after transmission number ``attempts`` before the next one (or before giving up)."""
     if attempts < 1:
         raise ValueError(f"attempts counts transmissions made and starts at 1, got {attempts}")
@@ -57,7 +61,7 @@ def resend_wait(reliability: Reliability, attempts: int) -> timedelta:
 def next_due(reliability: Reliability, *, attempts: int, sent_at: datetime, first_sent_at: datetime) -> datetime:
     """When the timer after transmission ``attempts`` (made at ``sent_at``) fires: the resend wait, capped at
     the deadline so that a failure is reported as soon as no further transmission is allowed."""
-    due = sent_at + resend_wait(reliability, attempts)
+    due = resend_wait(reliability, attempts).add_to_or_latest(sent_at)
     limit = deadline(reliability, first_sent_at)
     return due if limit is None else min(due, limit)
 
@@ -75,7 +79,8 @@ def give_up(reliability: Reliability, *, attempts: int, first_sent_at: datetime,
     if reliability.time_to_live is not None and now >= reliability.time_to_live:
         return GiveUp.TIME_TO_LIVE
     # ebMS2 §6.4.6: no resend once PersistDuration has passed since the first transmission.
-    if reliability.persist_duration is not None and now >= first_sent_at + reliability.persist_duration:
+    persist = reliability.persist_duration
+    if persist is not None and now >= persist.add_to_or_latest(first_sent_at):
         return GiveUp.PERSIST_DURATION
     return None
 

@@ -29,9 +29,13 @@ Environment
 
 Values
     Durations are xs:duration strings (``"PT2S"``, ``"PT0.5S"``, ``"P1D"``; read by
-    :func:`cpa.loader.parse_duration`, the CPA loader's own reader) or a number of seconds (a TOML number,
-    or a decimal number in the environment); negative ones are refused. Relative paths
-    (``agreements.paths``, ``tls.*``, and ``store.url`` when it is a plain path or ``sqlite:///relative``)
+    :func:`cpa.duration.parse_duration`, the agreements' own xs:duration reader) or a number of seconds (a
+    TOML number, or a decimal number in the environment); negative ones are refused. Every setting's
+    duration has a fixed length: one counting months or years (``"P1M"``) is refused with a message saying
+    so. They are timeouts, leases, poll intervals and clock tolerances, waits measured in seconds; and
+    ``sending.first_resend_timeout`` must be compared with ``sending.http_timeout``, which only a fixed
+    length can be. (An agreement's RetryInterval and PersistDuration may count months: :mod:`cpa.duration`.)
+    Relative paths (``agreements.paths``, ``tls.*``, and ``store.url`` when it is a plain path or ``sqlite:///relative``)
     are read from the folder of the configuration file, whether they come from the file or from the
     environment; without a file, from the current folder. Agreement paths and TLS files must exist (and
     the TLS files hold what they should) when the settings are loaded.
@@ -60,7 +64,7 @@ from typing import Any, Final
 from cryptography import x509
 from cryptography.hazmat.primitives import serialization
 
-from cpa.loader import parse_duration
+from cpa.duration import parse_duration
 from cpa.precedence import Reading
 from msh.ebms.message import ParseMode
 from msh.errors import ConfigurationError
@@ -523,7 +527,7 @@ def _wrong_type(value: object, expected: str, hint: str) -> _Invalid:
 
 
 def _xs_duration(text: str) -> timedelta:
-    """An xs:duration, read by :func:`cpa.loader.parse_duration` (the one place the project reads xs:duration)."""
+    """A fixed-length xs:duration, read by :func:`cpa.duration.parse_duration` (the project's xs:duration reader)."""
     try:
         return parse_duration(text)
     except ValueError as exc:

@@ -1,12 +1,11 @@
 """The engine's types and the store's records, one to the other (msh.store.api "as the runtime maps them").
 
-The engine works in timedeltas and :class:`~msh.errors.Issue`; the store keeps seconds and the issue's
-three fields. Nothing is lost either way: ``to_store(from_store(x)) == x``.
+Both sides keep durations as :class:`~cpa.duration.XsDuration` (months included); the engine works in
+:class:`~msh.errors.Issue`, the store keeps the issue's three fields. Nothing is lost either way:
+``to_store(from_store(x)) == x``.
 """
 
 from __future__ import annotations
-
-from datetime import timedelta
 
 from msh.engine import OutboundState, OutboundStatus, Reliability
 from msh.errors import ErrorCode, Issue, Severity
@@ -38,9 +37,9 @@ def party_text(value: str, type_: str | None) -> str:
 def reliability_to_store(r: Reliability) -> store.ReliabilityParameters:
     return store.ReliabilityParameters(
         retries=r.retries,
-        retry_interval_s=r.retry_interval.total_seconds(),
-        first_resend_timeout_s=r.first_resend_timeout.total_seconds(),
-        persist_duration_s=None if r.persist_duration is None else r.persist_duration.total_seconds(),
+        retry_interval=r.retry_interval,
+        first_resend_timeout=r.first_resend_timeout,
+        persist_duration=r.persist_duration,
         time_to_live=r.time_to_live,
         ack_requested=r.ack_requested,
         ack_actor=r.ack_actor,
@@ -50,9 +49,9 @@ def reliability_to_store(r: Reliability) -> store.ReliabilityParameters:
 def reliability_from_store(p: store.ReliabilityParameters) -> Reliability:
     return Reliability(
         retries=p.retries,
-        retry_interval=timedelta(seconds=p.retry_interval_s),
-        first_resend_timeout=timedelta(seconds=p.first_resend_timeout_s),
-        persist_duration=None if p.persist_duration_s is None else timedelta(seconds=p.persist_duration_s),
+        retry_interval=p.retry_interval,
+        first_resend_timeout=p.first_resend_timeout,
+        persist_duration=p.persist_duration,
         time_to_live=p.time_to_live,
         ack_requested=p.ack_requested,
         ack_actor=p.ack_actor,

@@ -128,13 +128,17 @@ MessageCallback = Callable[[int, str], object]
 
 
 def load_agreements(files: Iterable[Path], *, verify_signatures: bool = True) -> list[CollaborationProtocolAgreement]:
-    """Load every agreement file of ``files`` (:meth:`AgreementSettings.files` expands folders)."""
+    """Load every agreement file of ``files`` (:meth:`AgreementSettings.files` expands folders); log each
+    agreement's warnings (e.g. an unfilled signature template: it loads as unsigned)."""
     agreements = []
     for f in files:
         try:
-            agreements.append(load(f, verify_signature=verify_signatures))
+            agreement = load(f, verify_signature=verify_signatures)
         except CpaError as exc:
             raise ConfigurationError(f"agreements.paths: {f} cannot be used:\n{exc}") from exc
+        for warning in agreement.warnings:
+            log.warning("agreements.paths: %s", warning)
+        agreements.append(agreement)
     if not agreements:
         raise ConfigurationError("agreements.paths names no agreement file; add the CPA files this MSH works under")
     return agreements

@@ -54,7 +54,7 @@ Payloads
     reads it back one chunk at a time (:mod:`msh.store.blobs`); neither holds a whole body in memory.
 
 The engine's actions (``msh.engine``), as the runtime maps them
-    ``Reliability`` (timedeltas) <-> :class:`ReliabilityParameters` (seconds); the engine's
+    ``Reliability`` <-> :class:`ReliabilityParameters` (the same xs:durations); the engine's
     ``OutboundState.failure`` (an Issue) <-> ``failure_code``/``failure_severity``/``failure_description``;
     ``ScheduleTimer`` -> ``schedule_timer(..., replace_existing=True)``; ``CancelTimer`` ->
     ``cancel_timers``; ``StoreInbound`` -> ``insert_inbound`` (``record_ack`` serialised as
@@ -77,6 +77,7 @@ from enum import StrEnum
 from types import TracebackType
 from typing import BinaryIO
 
+from cpa.duration import XsDuration
 from msh.errors import MshError, Severity
 
 __all__ = [
@@ -200,17 +201,19 @@ def _set(obj: object, name: str, value: object) -> None:
 class ReliabilityParameters:
     """How a sent message is retried (CPA ReliableMessaging, PersistDuration; header TimeToLive).
 
-    ``retries`` and ``retry_interval_s`` come from the CPA (ebMS2 §6.4.3, §6.4.4), the first resend waits
-    ``first_resend_timeout_s`` (DESIGN.md §3), ``persist_duration_s`` bounds the whole effort (ebMS2
+    ``retries`` and ``retry_interval`` come from the CPA (ebMS2 §6.4.3, §6.4.4), the first resend waits
+    ``first_resend_timeout`` (DESIGN.md §3), ``persist_duration`` bounds the whole effort (ebMS2
     §6.4.6) and ``time_to_live`` is the header's TimeToLive (ebMS2 §6.4.5); ``ack_requested`` says whether
     an Acknowledgment is awaited at all, and ``ack_actor`` from whom (the AckRequested ``SOAP:actor``,
-    ebMS2 §6.3.1.1; None for the default, the To Party MSH). Durations are in seconds.
+    ebMS2 §6.3.1.1; None for the default, the To Party MSH). Durations are xs:durations as the agreement
+    wrote them (months kept: :class:`~cpa.duration.XsDuration`), never negative; the SQL store keeps them
+    as their canonical text (``P1M``, ``PT30S``).
     """
 
     retries: int
-    retry_interval_s: float
-    first_resend_timeout_s: float
-    persist_duration_s: float | None = None
+    retry_interval: XsDuration
+    first_resend_timeout: XsDuration
+    persist_duration: XsDuration | None = None
     time_to_live: datetime | None = None
     ack_requested: bool = False
     ack_actor: str | None = None
@@ -218,13 +221,12 @@ class ReliabilityParameters:
     def __post_init__(self) -> None:
         if isinstance(self.retries, bool) or not isinstance(self.retries, int) or self.retries < 0:
             raise ValueError("ReliabilityParameters.retries must be an int >= 0")
-        for name in ("retry_interval_s", "first_resend_timeout_s", "persist_duration_s"):
+        for name in ("retry_interval", "first_resend_timeout", "persist_duration"):
             value = getattr(self, name)
-            if value is None and name == "persist_duration_s":
+            if value is None and name == "persist_duration":
                 continue
-            if isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0:
-                raise ValueError(f"ReliabilityParameters.{name} must be a number of seconds >= 0")
-            _set(self, name, float(value))
+            if not isinstance(value, XsDuration) or value.is_negative:
+                raise ValueError(f"ReliabilityParameters.{name} must be an XsDuration that is not negative")
         _set(self, "time_to_live", check_aware("ReliabilityParameters.time_to_live", self.time_to_live))
         _set(self, "ack_requested", bool(self.ack_requested))
 

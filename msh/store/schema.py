@@ -24,13 +24,17 @@ Tables
 
 Portability
     Timestamps are :class:`UtcDateTime`: ``timestamp with time zone`` on PostgreSQL, UTC text on SQLite
-    (fixed width, so text order is time order). Surrogate keys are ``bigint`` identities on PostgreSQL
+    (fixed width, so text order is time order). Durations are :class:`XsDurationText`: the canonical
+    xs:duration text (``P1M``, ``PT30S``) on both, so months survive (neither database has a type for a
+    duration that counts months and seconds as XML Schema does; PostgreSQL's ``interval`` counts a month
+    as 30 days when comparing). Surrogate keys are ``bigint`` identities on PostgreSQL
     and ``INTEGER PRIMARY KEY`` (the rowid) on SQLite. Event details are ``jsonb`` / JSON text.
 """
 
 from __future__ import annotations
 
 from datetime import UTC, datetime
+from functools import lru_cache
 from typing import Any
 
 from sqlalchemy import (
@@ -40,7 +44,6 @@ from sqlalchemy import (
     CheckConstraint,
     Column,
     DateTime,
-    Float,
     ForeignKey,
     Index,
     Integer,
@@ -54,12 +57,15 @@ from sqlalchemy.dialects.postgresql import JSONB
 from sqlalchemy.engine import Dialect
 from sqlalchemy.types import TypeDecorator, TypeEngine
 
+from cpa.duration import XsDuration
+
 __all__ = [
     "DE_INDEX",
     "DE_WHERE",
     "ID_TYPE",
     "JSON_TYPE",
     "UtcDateTime",
+    "XsDurationText",
     "blob_chunks",
     "blobs",
     "events",
@@ -108,6 +114,35 @@ class UtcDateTime(TypeDecorator[datetime]):
         return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
 
 
+@lru_cache(maxsize=1024)
+def _duration_text(value: XsDuration) -> str:
+    return str(value)
+
+
+@lru_cache(maxsize=1024)
+def _duration_value(text: str) -> XsDuration:
+    return XsDuration.parse(text)
+
+
+class XsDurationText(TypeDecorator[XsDuration]):
+    """An :class:`~cpa.duration.XsDuration` kept as its canonical xs:duration text; read back exactly.
+
+    Both conversions are cached (an MSH sees few distinct durations, and every message step reads them)."""
+
+    impl = Text
+    cache_ok = True
+
+    def process_bind_param(self, value: XsDuration | None, dialect: Dialect) -> str | None:
+        if value is None:
+            return None
+        if not isinstance(value, XsDuration):
+            raise TypeError(f"{value!r} given where an XsDuration is stored")
+        return _duration_text(value)
+
+    def process_result_value(self, value: str | None, dialect: Dialect) -> XsDuration | None:
+        return None if value is None else _duration_value(value)
+
+
 def _states(column: str, values: tuple[str, ...]) -> str:
     return f"{column} IN ({', '.join(repr(v) for v in values)})"
 
@@ -151,9 +186,9 @@ outbound_messages = Table(
     Column("body_blob_id", ID_TYPE, ForeignKey("blobs.id"), nullable=False),
     # reliability parameters
     Column("retries", Integer, nullable=False),
-    Column("retry_interval_s", Float, nullable=False),
-    Column("first_resend_timeout_s", Float, nullable=False),
-    Column("persist_duration_s", Float, nullable=True),
+    Column("retry_interval", XsDurationText, nullable=False),
+    Column("first_resend_timeout", XsDurationText, nullable=False),
+    Column("persist_duration", XsDurationText, nullable=True),
     Column("time_to_live", UtcDateTime, nullable=True),
     Column("ack_requested", Boolean, nullable=False),
     Column("ack_actor", Text, nullable=True),

@@ -17,6 +17,7 @@ from hypothesis import event, given, settings
 from hypothesis import strategies as st
 
 from cpa.check import check
+from cpa.duration import XsDuration
 from cpa.model import CollaborationProtocolAgreement, PerMessage, SyncReplyMode
 from msh.ebms import model as m
 from msh.engine import timers
@@ -54,6 +55,7 @@ from msh.errors import Issue, Severity
 from tests.cpa_factory import NOW, make_cpa, make_envelope
 
 MIN = timedelta(minutes=1)
+XS_MIN = XsDuration(0, 60_000_000)
 
 
 @dataclass(frozen=True)
@@ -69,9 +71,9 @@ class Setup:
 def setups(draw: st.DrawFn) -> Setup:
     reliability = Reliability(
         retries=draw(st.integers(0, 4)),
-        retry_interval=draw(st.integers(1, 30)) * MIN,
-        first_resend_timeout=draw(st.integers(1, 30)) * MIN,
-        persist_duration=draw(st.none() | st.integers(5, 180).map(lambda n: n * MIN)),
+        retry_interval=draw(st.integers(1, 30)) * XS_MIN,
+        first_resend_timeout=draw(st.integers(1, 30)) * XS_MIN,
+        persist_duration=draw(st.none() | st.integers(5, 180).map(lambda n: n * XS_MIN)),
         time_to_live=None,
         ack_requested=draw(st.booleans() | st.just(True)),
     )
@@ -322,32 +324,39 @@ def test_every_message_is_delivered_once_or_reported_failed(setup: Setup, ops: l
         assert mid not in world.timer_rows
 
 
+# Durations as agreements write them: minutes, or months and minutes (P1M, P2MT30M), so that the day of the
+# month moves (a start on the 31st is pinned to the end of shorter months).
+_waits = st.builds(
+    lambda months, minutes: XsDuration(months, minutes * 60_000_000), st.integers(0, 2), st.integers(0, 60)
+)
+
+
 @settings(max_examples=300, deadline=None)
 @given(
     retries=st.integers(0, 6),
-    first=st.integers(0, 60),
-    interval=st.integers(0, 60),
-    persist=st.none() | st.integers(0, 400),
-    ttl=st.none() | st.integers(0, 400),
+    first=_waits,
+    interval=_waits,
+    persist=st.none() | _waits.map(lambda d: 7 * d),
+    ttl=st.none() | st.integers(0, 400 * 24 * 60),
+    start=st.sampled_from([NOW, NOW.replace(month=1, day=31), NOW.replace(year=2028, month=2, day=29)]),
     lateness=st.lists(st.integers(0, 30), min_size=8, max_size=8),
 )
 def test_the_retry_schedule_respects_every_bound(
-    retries: int, first: int, interval: int, persist: int | None, ttl: int | None, lateness: list[int]
+    retries: int,
+    first: XsDuration,
+    interval: XsDuration,
+    persist: XsDuration | None,
+    ttl: int | None,
+    start: datetime,
+    lateness: list[int],
 ) -> None:
-    r = Reliability(
-        retries,
-        interval * MIN,
-        first * MIN,
-        None if persist is None else persist * MIN,
-        None if ttl is None else NOW + ttl * MIN,
-        True,
-    )
-    sends, fail_at, _ = timers.nominal_schedule(r, NOW)
-    limit = timers.deadline(r, NOW)
+    r = Reliability(retries, interval, first, persist, None if ttl is None else start + ttl * MIN, True)
+    sends, fail_at, _ = timers.nominal_schedule(r, start)
+    limit = timers.deadline(r, start)
     assert 1 <= len(sends) <= retries + 1
-    assert limit is None or fail_at <= limit or sends == (NOW,)
+    assert limit is None or fail_at <= limit or sends == (start,)
     # Drive the machine with late timers: gaps are never shorter than the waits, nothing past the deadline.
-    now, (state, actions) = NOW, step(None, Submit("x", r), NOW)
+    now, (state, actions) = start, step(None, Submit("x", r), start)
     sent = [now] if any(isinstance(a, Transmit) for a in actions) else []
     for late in lateness:
         if state.next_due_at is None:
@@ -359,5 +368,6 @@ def test_the_retry_schedule_respects_every_bound(
     assert len(sent) <= retries + 1
     for k in range(1, len(sent)):
         wait = r.first_resend_timeout if k == 1 else r.retry_interval
-        assert sent[k] - sent[k - 1] >= wait
+        # XML Schema Part 2 Appendix E: the wait ends at the duration added to the previous transmission.
+        assert sent[k] >= wait.add_to(sent[k - 1])
         assert limit is None or sent[k] < limit

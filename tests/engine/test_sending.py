@@ -7,6 +7,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
+from cpa.duration import XsDuration
 from cpa.resolve import resolve
 from msh.ebms.model import Description, Error, ErrorList
 from msh.ebms.namespaces import ACTOR_NEXT_MSH, ACTOR_TO_PARTY_MSH
@@ -43,6 +44,10 @@ MIN = timedelta(minutes=1)
 MID = "m1@a.example"
 
 
+def xs(value: timedelta) -> XsDuration:
+    return XsDuration.from_timedelta(value)
+
+
 def rel(
     *,
     retries: int = 3,
@@ -53,8 +58,15 @@ def rel(
     ack_requested: bool = True,
     ack_actor: str | None = ACTOR_TO_PARTY_MSH,
 ) -> Reliability:
+    """A Reliability with fixed-length durations given as timedeltas (month durations: test_month_durations)."""
     return Reliability(
-        retries, retry_interval, first_resend_timeout, persist_duration, time_to_live, ack_requested, ack_actor
+        retries,
+        xs(retry_interval),
+        xs(first_resend_timeout),
+        None if persist_duration is None else xs(persist_duration),
+        time_to_live,
+        ack_requested,
+        ack_actor,
     )
 
 
@@ -168,8 +180,8 @@ def test_nominal_schedule_matches_the_machine() -> None:
 def test_the_first_resend_timeout_defaults_to_retry_interval_via_the_agreement() -> None:
     params = resolve(make_cpa(), from_party=A_ID, to_party=B_ID, service=SERVICE, action="NewOrder", now=NOW)
     r = Reliability.from_parameters(params, ack_requested=True, time_to_live=None)
-    assert (r.retries, r.retry_interval, r.first_resend_timeout) == (3, 10 * MIN, 10 * MIN)
-    assert r.persist_duration == timedelta(hours=1)
+    assert (r.retries, r.retry_interval, r.first_resend_timeout) == (3, xs(10 * MIN), xs(10 * MIN))
+    assert r.persist_duration == xs(timedelta(hours=1))
     assert r.ack_actor == ACTOR_TO_PARTY_MSH
     quick = resolve(
         make_cpa(),
@@ -180,7 +192,7 @@ def test_the_first_resend_timeout_defaults_to_retry_interval_via_the_agreement()
         now=NOW,
         first_resend_timeouts={"A_channel": 2 * MIN},
     )
-    assert Reliability.from_parameters(quick, ack_requested=True, time_to_live=None).first_resend_timeout == 2 * MIN
+    assert Reliability.from_parameters(quick, ack_requested=True, time_to_live=None).first_resend_timeout == xs(2 * MIN)
     at_once = resolve(
         make_cpa(),
         from_party=A_ID,
@@ -191,9 +203,9 @@ def test_the_first_resend_timeout_defaults_to_retry_interval_via_the_agreement()
         first_resend_timeouts={"A_channel": timedelta(0)},
     )
     # A zero timeout is a setting, not "unset".
-    assert Reliability.from_parameters(
-        at_once, ack_requested=True, time_to_live=None
-    ).first_resend_timeout == timedelta(0)
+    assert (
+        Reliability.from_parameters(at_once, ack_requested=True, time_to_live=None).first_resend_timeout == XsDuration()
+    )
 
 
 def test_without_reliable_messaging_there_is_one_transmission_and_one_wait() -> None:
@@ -206,7 +218,7 @@ def test_without_reliable_messaging_there_is_one_transmission_and_one_wait() -> 
     sender.submit()
     sender.run_out()
     assert sender.transmissions == [(T0, 1)]
-    assert [t for t, a in sender.log if isinstance(a, NotifyFailed)] == [T0 + DEFAULT_ACK_WAIT]
+    assert [t for t, a in sender.log if isinstance(a, NotifyFailed)] == [DEFAULT_ACK_WAIT.add_to(T0)]
 
 
 def test_a_late_timer_measures_the_next_interval_from_the_actual_resend() -> None:
@@ -528,3 +540,38 @@ def test_reliability_is_validated(kw: dict[str, object], text: str) -> None:
 def test_submit_needs_a_message_id() -> None:
     with pytest.raises(ValueError, match="MessageId"):
         Submit(" ", rel())
+
+
+def test_month_durations_are_added_to_the_instant_they_start_from() -> None:
+    # XML Schema Part 2 Appendix E: P1M from January 31 ends on the last day of February, and the next P1M
+    # starts from there; PersistDuration P2M from the first transmission caps the schedule at March 31.
+    start = datetime(2026, 1, 31, 9, 0, tzinfo=UTC)
+    r = Reliability(2, XsDuration(months=1), XsDuration(months=1), XsDuration.parse("P2M"), None, True)
+    sends, fail_at, reason = timers.nominal_schedule(r, start)
+    assert sends == (start, datetime(2026, 2, 28, 9, tzinfo=UTC), datetime(2026, 3, 28, 9, tzinfo=UTC))
+    assert (fail_at, reason) == (datetime(2026, 3, 31, 9, tzinfo=UTC), timers.GiveUp.RETRIES)
+    # The machine does what the schedule says, driven by a fake clock.
+    sender = Sender(r, now=start)
+    sender.submit()
+    sender.run_out()
+    transmitted = [t for t, a in sender.log if isinstance(a, Transmit)]
+    assert tuple(transmitted) == sends
+    assert [t for t, a in sender.log if isinstance(a, NotifyFailed)] == [fail_at]
+
+
+def test_a_persist_duration_in_months_ends_the_retries() -> None:
+    # ebMS2 §6.4.6 with PersistDuration P1M: no transmission at or after January 31 + P1M = February 28.
+    start = datetime(2027, 1, 31, 23, 30, tzinfo=UTC)
+    r = Reliability(10, XsDuration.parse("P10D"), XsDuration.parse("P10D"), XsDuration(months=1), None, True)
+    assert timers.deadline(r, start) == datetime(2027, 2, 28, 23, 30, tzinfo=UTC)
+    sends, fail_at, reason = timers.nominal_schedule(r, start)
+    assert sends == (start, start + timedelta(days=10), start + timedelta(days=20))
+    assert (fail_at, reason) == (datetime(2027, 2, 28, 23, 30, tzinfo=UTC), timers.GiveUp.PERSIST_DURATION)
+
+
+def test_a_wait_past_the_year_9999_never_comes() -> None:
+    # An instant beyond what datetime holds is the latest one: the timer is armed and simply never fires.
+    r = Reliability(1, XsDuration.parse("P9000Y"), XsDuration.parse("P9000Y"), None, None, True)
+    state, actions = step(None, Submit(MID, r), T0)
+    assert state.next_due_at == datetime.max.replace(tzinfo=UTC)
+    assert actions == (ScheduleTimer(MID, datetime.max.replace(tzinfo=UTC)), Transmit(MID, 1))

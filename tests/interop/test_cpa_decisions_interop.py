@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from cpa.check import check
+from cpa.duration import XsDuration
 from cpa.loader import load
 from cpa.model import CollaborationProtocolAgreement, PerMessage, SyncReplyMode
 from cpa.registry import CpaRegistry
@@ -45,7 +46,7 @@ ERR, WARN = Severity.ERROR, Severity.WARNING
 class Expect:
     """What a file's business channels say (read off the XML by hand)."""
 
-    persist: timedelta | None = None  # None: no ReliableMessaging; else Retries 5, RetryInterval PT5M
+    persist: XsDuration | None = None  # None: no ReliableMessaging; else Retries 5, RetryInterval PT5M
     sync: SyncReplyMode = SyncReplyMode.NONE
     https: bool = False
     signature: str | None = None
@@ -53,7 +54,7 @@ class Expect:
     ack_signed: bool = False
 
 
-M30, M25 = timedelta(minutes=30), timedelta(minutes=25)
+M30, M25 = XsDuration.parse("PT30M"), XsDuration.parse("PT25M")
 STUBS = {
     "cpaStubEBF.be.http.signed.xml": Expect(signature=RSA_SHA1),
     "cpaStubEBF.be.http.unsigned.sync.xml": Expect(sync=SyncReplyMode.SIGNALS_AND_RESPONSE),
@@ -164,8 +165,8 @@ def test_every_can_send_resolves_to_the_files_values(name: str) -> None:
         assert (p.transport_protocol, p.transport_protocol_version) == ("HTTP", "1.1")
         # Reliable messaging: Retries 5, RetryInterval PT5M, PersistDuration; ack and duplicate elimination.
         if exp.persist is not None:
-            assert (p.reliable_messaging, p.retries, p.retry_interval) == (True, 5, timedelta(minutes=5))
-            assert (p.first_resend_timeout, p.persist_duration) == (timedelta(minutes=5), exp.persist)
+            assert (p.reliable_messaging, p.retries, p.retry_interval) == (True, 5, XsDuration.parse("PT5M"))
+            assert (p.first_resend_timeout, p.persist_duration) == (XsDuration.parse("PT5M"), exp.persist)
             assert (p.ack_requested, p.duplicate_elimination) == (PerMessage.ALWAYS, PerMessage.ALWAYS)
         else:
             assert (p.reliable_messaging, p.retries, p.retry_interval, p.persist_duration) == (False, 0, None, None)

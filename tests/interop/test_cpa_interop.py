@@ -8,7 +8,7 @@ read from the files by hand (see EXPECTED); the loader must find exactly those.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
@@ -16,7 +16,7 @@ import xmlschema
 from cryptography import x509
 from lxml import etree
 
-from cpa import CollaborationProtocolAgreement, DeliveryChannel, PerMessage, SyncReplyMode, load
+from cpa import CollaborationProtocolAgreement, DeliveryChannel, PerMessage, SyncReplyMode, XsDuration, load
 from tests.shared import SHARED, shared_dir
 
 pytestmark = pytest.mark.interop
@@ -39,7 +39,7 @@ class Expected:
     parties: tuple[str, str]
     channels_per_party: int
     reliable_channels_per_party: int  # channels with ReliableMessaging (ackRequested always)
-    persist_duration: timedelta | None  # of the reliable channels (all have Retries 5, RetryInterval PT5M)
+    persist_duration: XsDuration | None  # of the reliable channels (all have Retries 5, RetryInterval PT5M)
     sync_reply_mode: SyncReplyMode
     https: bool
     signature: tuple[str, str] | None  # (SignatureAlgorithm, HashFunction) of the signed channels
@@ -53,7 +53,7 @@ STUB = ("Logius", "Overheid")
 CV = ("DK Compliancevoorziening ebMS", "Consumer")
 NONE = SyncReplyMode.NONE
 SYNC = SyncReplyMode.SIGNALS_AND_RESPONSE
-M30, M25 = timedelta(minutes=30), timedelta(minutes=25)
+M30, M25 = XsDuration.parse("PT30M"), XsDuration.parse("PT25M")
 SHA1_SIGNED = (RSA_SHA1, SHA1)
 SHA256_SIGNED = (RSA_SHA256, SHA256)
 CV_ID = "CPAID_EchoService-1-0"
@@ -130,7 +130,7 @@ def test_agreement_loads_with_its_values(name: str) -> None:
             assert binding is not None
             if _reliable(channel):
                 rm = binding.reliable_messaging
-                assert rm is not None and (rm.retries, rm.retry_interval) == (5, timedelta(minutes=5))
+                assert rm is not None and (rm.retries, rm.retry_interval) == (5, XsDuration.parse("PT5M"))
                 assert binding.persist_duration == expected.persist_duration
                 assert mc.ack_requested is PerMessage.ALWAYS and mc.duplicate_elimination is PerMessage.ALWAYS
                 assert mc.ack_signature_requested is expected.ack_signature_requested
@@ -204,3 +204,24 @@ def test_samples_are_valid_under_the_official_schema(sample: str) -> None:
     assert schema.validate(document), schema.error_log
     errors = list(xmlschema.XMLSchema10(str(OFFICIAL_XSD), allow="local", defuse="always").iter_errors(document))
     assert errors == []
+
+
+@pytest.mark.parametrize("name", sorted(EXPECTED))
+def test_cpa_validate_and_show_read_every_agreement(name: str, capsys: pytest.CaptureFixture[str]) -> None:
+    """``msh cpa show`` reads every agreement ``msh cpa validate`` accepts, here agreements no one here wrote."""
+    from msh.cli import main
+
+    path = shared_dir() / "interop" / "cpas" / name
+    assert main(["cpa", "validate", str(path)]) == 0
+    assert capsys.readouterr().out.splitlines()[-1].startswith(f"{path}: ok")
+    assert main(["cpa", "show", str(path)]) == 0
+    out = capsys.readouterr().out
+    cpa = load(path)
+    assert out.startswith(f"{path}\ncpaid: {cpa.cpaid}")
+    for party in cpa.party_infos:
+        assert f"party {party.party_name}: " in out
+        for channel in party.delivery_channels:
+            assert f"channel {channel.channel_id} " in out
+    if EXPECTED[name].persist_duration is not None:
+        assert "retry interval 5 minutes" in out
+        assert f"persist duration {EXPECTED[name].persist_duration.describe()}" in out

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import sqlite3
 import threading
 import time
 from collections.abc import Iterator
@@ -10,6 +11,7 @@ from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
+from cpa.duration import XsDuration
 from msh.engine import OutboundState, OutboundStatus, Reliability
 from msh.errors import ErrorCode, Issue, Severity
 from msh.faults.pair import ACTION, PARTY_B, SERVICE, make_pair
@@ -91,6 +93,35 @@ def test_a_delivery_failure_reaches_the_sending_application(tmp_path: Path) -> N
     assert stored is not None and stored.state.status.value == "failed" and stored.state.attempts == 2
 
 
+def test_an_agreement_counting_months_schedules_resends_a_calendar_month_apart(tmp_path: Path) -> None:
+    # RetryInterval P1M, PersistDuration P2M: after the first resend (first_resend_timeout PT0.3S) the next
+    # one is a month later, from the instant of that resend; the SQLite store keeps P1M as written.
+    pair = make_pair(
+        tmp_path / "pair", retries=3, retry_interval="P1M", first_resend="PT0.3S", http_timeout="PT0.2S", proxy=False
+    )
+    pair.cpa.write_text(pair.cpa.read_text().replace(">P1D</tp:PersistDuration>", ">P2M</tp:PersistDuration>"))
+    msh = Msh(load_settings(pair.a.config, env={}))
+    with running(msh):  # B never runs: every transmission fails
+        message_id = msh.submit(submission())
+        wait_for(lambda: (s := msh.status(message_id)) is not None and s.state.attempts == 2, 20)
+    stored = msh.status(message_id)
+    msh.close()
+    assert stored is not None and stored.state.attempts == 2 and stored.state.status.value == "awaiting-ack"
+    assert (stored.parameters.retry_interval, stored.parameters.persist_duration) == (
+        XsDuration(months=1),
+        XsDuration(months=2),
+    )
+    assert stored.state.first_sent_at is not None and stored.state.next_due_at is not None
+    second = stored.state.next_due_at
+    # The second transmission happened 0.3 s (or a little more) after the first; the timer is P1M after it.
+    assert XsDuration(months=1).add_to(stored.state.first_sent_at) < second
+    assert second < XsDuration(months=1).add_to(stored.state.first_sent_at + timedelta(seconds=20))
+    with sqlite3.connect(pair.a.store) as db:
+        assert db.execute("SELECT retry_interval, persist_duration FROM outbound_messages").fetchall() == [
+            ("P1M", "P2M")
+        ]
+
+
 def test_the_inbox_hands_a_message_over_until_the_application_acknowledges_it(tmp_path: Path) -> None:
     pair = make_pair(tmp_path / "pair", proxy=False)
     pair.a.start()
@@ -122,9 +153,9 @@ def test_engine_state_survives_the_trip_through_the_store() -> None:
     t0 = datetime(2026, 11, 22, 12, 0, tzinfo=UTC)
     r = Reliability(
         3,
-        timedelta(seconds=5),
-        timedelta(seconds=2),
-        timedelta(days=1),
+        XsDuration.parse("PT5S"),
+        XsDuration.parse("PT2S"),
+        XsDuration.parse("P1M"),  # months survive the trip
         t0 + timedelta(hours=1),
         True,
         "urn:oasis:names:tc:ebxml-msg:actor:toPartyMSH",

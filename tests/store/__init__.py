@@ -10,6 +10,7 @@ import io
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+from cpa.duration import XsDuration
 from msh.store import InboundMessage, OutboundMessage, ReliabilityParameters, Transaction
 
 T0 = datetime(2025, 3, 1, 12, 0, 0, tzinfo=UTC)
@@ -32,9 +33,9 @@ class FakeClock:
 
 PARAMETERS = ReliabilityParameters(
     retries=3,
-    retry_interval_s=30.0,
-    first_resend_timeout_s=60.0,
-    persist_duration_s=3600.0,
+    retry_interval=XsDuration.parse("PT30S"),
+    first_resend_timeout=XsDuration.parse("PT1M"),
+    persist_duration=XsDuration.parse("PT1H"),
     time_to_live=T0 + timedelta(hours=2),
     ack_requested=True,
     ack_actor="urn:oasis:names:tc:ebxml-msg:actor:toPartyMSH",

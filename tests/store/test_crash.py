@@ -25,6 +25,7 @@ CHILD = textwrap.dedent(
     """
     import hashlib, io, sys
     from datetime import UTC, datetime, timedelta
+    from cpa.duration import XsDuration
     from msh.store import OutboundState, ReliabilityParameters, Store
 
     T0 = datetime(2025, 3, 1, 12, 0, 0, tzinfo=UTC)
@@ -41,7 +42,8 @@ CHILD = textwrap.dedent(
             tx.insert_outbound(
                 message_id=f"m{i}", cpaid="cpa", conversation_id=f"c{i}", service="s", action="a",
                 to_party="p", endpoint_url="https://p.example/", content_type="text/xml",
-                body_blob_id=blob_id, parameters=ReliabilityParameters(3, 30, 60),
+                body_blob_id=blob_id,
+                parameters=ReliabilityParameters(3, XsDuration.parse("PT30S"), XsDuration.parse("PT1M")),
             )
             tx.schedule_timer(f"m{i}", "retry", T0 + timedelta(seconds=i))
             tx.append_event(at=T0, kind="submitted", message_id=f"m{i}", detail={"i": i})

@@ -7,19 +7,22 @@ import subprocess
 import sys
 import threading
 from collections.abc import Callable, Iterator
+from dataclasses import replace
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
 import pytest
 from alembic.autogenerate import compare_metadata
 from alembic.runtime.migration import MigrationContext
-from sqlalchemy import Engine, create_engine, event, inspect, text
+from sqlalchemy import Boolean, Engine, Float, Integer, Text, column, create_engine, event, inspect, table, text
 
+from cpa.duration import XsDuration
 from msh.errors import ConfigurationError
 from msh.store import SqlStore, Store, migrations
-from msh.store.schema import metadata
+from msh.store.schema import UtcDateTime, metadata
 from msh.store.sql import resolve_url
-from tests.store import add_outbound
+from tests.store import PARAMETERS, T0, add_outbound
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -261,3 +264,123 @@ def test_threads_starting_together_upgrade_one_after_the_other(store_url: str, r
         thread.join(timeout=60)
     assert outcomes == ["ok", "ok", "ok"]
     assert _revision(raw_engine) == migrations.head_revision()
+
+
+# Revision 0002: durations as xs:duration text (an agreement's RetryInterval may count months).
+
+OUTBOUND_0001 = table(
+    "outbound_messages",
+    *(
+        column(name, type_)
+        for name, type_ in {
+            "message_id": Text(),
+            "cpaid": Text(),
+            "conversation_id": Text(),
+            "service": Text(),
+            "action": Text(),
+            "to_party": Text(),
+            "endpoint_url": Text(),
+            "content_type": Text(),
+            "body_blob_id": Integer(),
+            "retries": Integer(),
+            "retry_interval_s": Float(),
+            "first_resend_timeout_s": Float(),
+            "persist_duration_s": Float(),
+            "ack_requested": Boolean(),
+            "status": Text(),
+            "attempts": Integer(),
+            "reached_peer": Boolean(),
+            "created_at": UtcDateTime(),
+            "updated_at": UtcDateTime(),
+        }.items()
+    ),
+)
+BLOBS = table("blobs", column("id", Integer()), column("size", Integer()), column("chunk_count", Integer()))
+BLOBS.append_column(column("created_at", UtcDateTime()))
+
+# (retry_interval_s, first_resend_timeout_s, persist_duration_s) as revision 0001 kept them, and the text 0002 makes.
+OLD_ROWS = {
+    "a@x": ((30.0, 60.0, 86400.0), ("PT30S", "PT1M", "P1D")),
+    "b@x": ((0.3, 1.5, None), ("PT0.3S", "PT1.5S", None)),
+    "c@x": ((90061.25, 0.0, 3600.0), ("P1DT1H1M1.25S", "PT0S", "PT1H")),
+}
+
+
+def _rows_of_revision_0001(engine: Engine) -> None:
+    migrations.upgrade(engine, "0001")
+    with engine.begin() as conn:
+        conn.execute(BLOBS.insert().values(id=1, size=0, chunk_count=0, created_at=T0))
+        for message_id, ((retry, first, persist), _) in OLD_ROWS.items():
+            conn.execute(
+                OUTBOUND_0001.insert().values(
+                    message_id=message_id,
+                    cpaid="cpa",
+                    conversation_id="c",
+                    service="s",
+                    action="a",
+                    to_party="p",
+                    endpoint_url="https://p.example/",
+                    content_type="text/xml",
+                    body_blob_id=1,
+                    retries=3,
+                    retry_interval_s=retry,
+                    first_resend_timeout_s=first,
+                    persist_duration_s=persist,
+                    ack_requested=True,
+                    status="pending",
+                    attempts=0,
+                    reached_peer=False,
+                    created_at=T0,
+                    updated_at=T0,
+                )
+            )
+
+
+def test_revision_0002_carries_stored_durations_forward_and_back(
+    store_url: str, raw_engine: Engine, open_store: Callable[..., Store]
+) -> None:
+    _rows_of_revision_0001(raw_engine)
+    store = open_store(store_url)  # upgrades to head
+    assert _revision(raw_engine) == migrations.head_revision()
+    assert _differences(raw_engine) == []
+    with raw_engine.connect() as conn:
+        stored = conn.execute(
+            text("SELECT message_id, retry_interval, first_resend_timeout, persist_duration FROM outbound_messages")
+        ).all()
+    assert {row[0]: tuple(row[1:]) for row in stored} == {m: new for m, (_, new) in OLD_ROWS.items()}
+    with store.transaction(readonly=True) as tx:
+        message = tx.get_outbound("c@x")
+    assert message is not None
+    assert message.parameters.retry_interval.to_timedelta() == timedelta(seconds=90061.25)
+    # Back to 0001: the seconds come back as they were.
+    assert isinstance(store, SqlStore)
+    migrations.downgrade(store.engine, "0001")
+    with raw_engine.connect() as conn:
+        old = conn.execute(
+            text(
+                "SELECT message_id, retry_interval_s, first_resend_timeout_s, persist_duration_s FROM outbound_messages"
+            )
+        ).all()
+    assert {row[0]: tuple(row[1:]) for row in old} == {m: before for m, (before, _) in OLD_ROWS.items()}
+
+
+def test_downgrading_below_0002_refuses_month_durations_and_changes_nothing(
+    store_url: str, raw_engine: Engine, open_store: Callable[..., Store]
+) -> None:
+    store = open_store(store_url)
+    assert isinstance(store, SqlStore)
+    with store.transaction() as tx:
+        add_outbound(tx, "seconds@x")
+        add_outbound(tx, "months@x", parameters=replace(PARAMETERS, persist_duration=XsDuration(months=1)))
+    with pytest.raises(ConfigurationError) as caught:
+        migrations.downgrade(store.engine, "0001")
+    assert str(caught.value) == (
+        "the store cannot go back to revision 0001: outbound message 'months@x' keeps persist_duration P1M, which "
+        "counts months, and revision 0001 keeps durations in seconds only; let such messages finish (or delete "
+        "them) before downgrading. Nothing was changed."
+    )
+    assert _revision(raw_engine) == migrations.head_revision()  # the whole downgrade was rolled back
+    assert _differences(raw_engine) == []
+    with store.transaction(readonly=True) as tx:
+        kept = tx.get_outbound("months@x")
+    assert kept is not None and kept.parameters.persist_duration == XsDuration(months=1)

@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta, timezone
 from pathlib import Path
 
 import pytest
 from sqlalchemy import text
 
+from cpa.duration import XsDuration
 from msh.errors import ConfigurationError, Severity
 from msh.store import (
     Direction,
@@ -50,6 +52,42 @@ def test_outbound_message_reads_back_as_written(store: Store, clock: FakeClock) 
     assert read.parameters.time_to_live is not None and read.parameters.time_to_live.tzinfo is UTC
     with store.open_blob(read.body_blob_id) as body:
         assert body.read() == b"--b1\r\n<soap/>\r\n--b1--\r\n"
+
+
+@pytest.mark.parametrize(
+    ("retry_interval", "first_resend_timeout", "persist_duration"),
+    [
+        ("P1M", "PT30S", "P180M"),  # months survive the trip: 180 months read back as P15Y, not seconds
+        ("P1Y2M3DT4H5M6.789012S", "PT0S", None),
+        ("PT0.000001S", "P1D", "P9000Y"),
+    ],
+)
+def test_durations_read_back_exactly_as_xs_durations(
+    store: Store, retry_interval: str, first_resend_timeout: str, persist_duration: str | None
+) -> None:
+    parameters = replace(
+        PARAMETERS,
+        retry_interval=XsDuration.parse(retry_interval),
+        first_resend_timeout=XsDuration.parse(first_resend_timeout),
+        persist_duration=None if persist_duration is None else XsDuration.parse(persist_duration),
+    )
+    with store.transaction() as tx:
+        add_outbound(tx, "months@example.com", parameters=parameters)
+    with store.transaction(readonly=True) as tx:
+        read = tx.get_outbound("months@example.com")
+    assert read is not None and read.parameters == parameters
+    assert str(read.parameters.retry_interval) == str(XsDuration.parse(retry_interval))
+
+
+def test_sql_stores_keep_durations_as_canonical_xs_duration_text(sql_store: SqlStore) -> None:
+    parameters = replace(PARAMETERS, retry_interval=XsDuration.parse("P12M"), persist_duration=None)
+    with sql_store.transaction() as tx:
+        add_outbound(tx, "text@example.com", parameters=parameters)
+    with sql_store.engine.connect() as conn:
+        row = conn.execute(
+            text("SELECT retry_interval, first_resend_timeout, persist_duration FROM outbound_messages")
+        ).one()
+    assert tuple(row) == ("P1Y", "PT1M", None)
 
 
 def test_timestamps_are_stored_as_utc_and_read_back_aware(store: Store) -> None:
@@ -239,7 +277,11 @@ def test_naive_datetimes_and_bad_arguments_are_refused(store: Store) -> None:
     with pytest.raises(ValueError, match="status"):
         OutboundState(status="sent")  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="retries"):
-        ReliabilityParameters(retries=-1, retry_interval_s=1, first_resend_timeout_s=1)
+        ReliabilityParameters(retries=-1, retry_interval=XsDuration(), first_resend_timeout=XsDuration())
+    with pytest.raises(ValueError, match="retry_interval must be an XsDuration that is not negative"):
+        ReliabilityParameters(3, XsDuration(months=-1), XsDuration())
+    with pytest.raises(ValueError, match="persist_duration must be an XsDuration"):
+        ReliabilityParameters(3, XsDuration(), XsDuration(), 30.0)  # type: ignore[arg-type]
 
 
 def test_a_closed_store_refuses_transactions(store: Store) -> None:

@@ -1,7 +1,7 @@
 """The content digest of each received message (ebMS2 §6.5.6: a duplicate must be the identical message).
 
 Revision ID: 0003
-Revises: 0001
+Revises: 0002
 Create Date: 2025-06-01
 
 ``inbound_messages.content_digest`` holds :func:`msh.ebms.digest.content_digest` of the stored copy, so
@@ -16,7 +16,7 @@ import sqlalchemy as sa
 from alembic import op
 
 revision: str = "0003"
-down_revision: str | None = "0001"
+down_revision: str | None = "0002"
 branch_labels: str | None = None
 depends_on: str | None = None
 
