@@ -245,8 +245,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(
         prog="msh",
         description=(
-            "ebXML Messaging 2.0 Message Service Handler: run an MSH (serve), send and follow messages (send, "
-            "status), take received ones (inbox), and tools for messages and CPP/CPA agreements."
+            "ebXML Messaging 2.0 Message Service Handler: run an MSH (serve), send messages and follow them\n"
+            "(send, status), take the received ones (inbox); tools for message files and CPP/CPA agreements\n"
+            "(message, cpa) and the two-partner demo (demo). Every command has --help."
         ),
         epilog=_EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,

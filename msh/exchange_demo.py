@@ -179,13 +179,15 @@ def _report(
     from msh.store.api import Store
 
     a, b = _journal(str(a_store)), _journal(str(b_store))
+    # The proxy counts flights, not HTTP exchanges: each TLS handshake flight is a "request" or "response" too.
     print(
-        f"\nnetwork: {stats.requests_dropped} requests and {stats.responses_dropped} responses lost "
-        f"({stats.requests_forwarded} requests, {stats.responses_forwarded} responses got through)"
+        f"\nnetwork: the proxy lost {stats.requests_dropped} of {stats.requests_dropped + stats.requests_forwarded} "
+        f"flights from A and {stats.responses_dropped} of {stats.responses_dropped + stats.responses_forwarded} "
+        f"from B (HTTP requests and responses, and TLS handshake flights)"
     )
     print(
-        f"partner A (sender):   {a['submitted']} submitted, {a['resent']} resent, {a['delivered']} acknowledged, "
-        f"{a['failed']} failed"
+        f"partner A (sender):   {a['submitted']} submitted, {a['transmission']} transmissions ({a['resent']} of "
+        f"them resends), {a['delivered']} acknowledged, {a['failed']} failed"
     )
     print(
         f"partner B (receiver): {b['received']} received and delivered to the inbox, {b['duplicate']} duplicates "

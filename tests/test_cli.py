@@ -293,3 +293,36 @@ def test_two_stores_taking_into_one_folder_never_overwrite(
     for store, state in ((first, "acknowledged-by-app"), (second, "acknowledged-by-app"), (rebuilt, "new")):
         with Store.open(str(store), migrate=False) as opened, opened.transaction(readonly=True) as tx:
             assert [e.state.value for e in tx.inbox_list(None)] == [state]
+
+
+def test_inbox_lists_what_waits_for_the_application_and_take_reports_in_json(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from msh.runtime.config import load_settings
+    from msh.runtime.msh import Msh
+
+    store = tmp_path / "b" / "party-b.sqlite"
+    _receive(store, "fetched@party-a.example", b"<order n='1'/>")
+    _receive(store, "new@party-a.example", b"<order n='2'/>")
+    monkeypatch.setenv("MSH_STORE_URL", str(store))
+    msh = Msh(load_settings(PARTY_B_CONFIG))
+    try:
+        first = msh.inbox()[0]
+        msh.fetch(first.id).close()  # an application fetched it and died before acknowledging
+    finally:
+        msh.close()
+    assert main(["inbox", "--config", PARTY_B_CONFIG, "--json"]) == 0
+    listed = json.loads(capsys.readouterr().out)
+    assert [(e["messageId"], e["state"]) for e in listed] == [
+        ("fetched@party-a.example", "delivered-to-app"),
+        ("new@party-a.example", "new"),
+    ]
+    out = tmp_path / "taken"
+    assert main(["inbox", "--config", PARTY_B_CONFIG, "--take", str(out), "--json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert [(r["messageId"], r["outcome"], r["folder"]) for r in report] == [
+        ("fetched@party-a.example", "taken", str(out / "fetched@party-a.example")),
+        ("new@party-a.example", "taken", str(out / "new@party-a.example")),
+    ]
+    assert main(["inbox", "--config", PARTY_B_CONFIG]) == 0
+    assert capsys.readouterr().out.strip() == "0 message(s)"

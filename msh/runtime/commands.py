@@ -4,6 +4,12 @@ Each takes ``--config FILE`` (or the file named by ``MSH_CONFIG``); every settin
 environment variable (see :mod:`msh.runtime.config`). ``send``, ``status`` and ``inbox`` work on the store
 directly: they need no running server (a message sent while no server runs waits in the store and goes
 out when ``msh serve`` starts).
+
+Errors are raised (:class:`~msh.errors.ConfigurationError` with one line saying what is wrong and what to
+do) and reported by :func:`msh.cli.main`, which owns the exit statuses; a command's own "no" (a failed
+message, an unknown MessageId, a message not taken) is its return value 1. ``status`` reads each
+transmission's outcome from the journal (:mod:`msh.runtime.attempts`); ``inbox --take`` is
+:mod:`msh.runtime.take`.
 """
 
 from __future__ import annotations
@@ -482,7 +488,13 @@ def _cmd_inbox(args: argparse.Namespace) -> int:
     try:
         if args.take is not None:
             return _take(msh, Path(args.take), as_json=args.json)
-        entries = msh.inbox(None if args.all else InboxState.NEW, limit=args.limit)
+        if args.all:
+            entries = msh.inbox(None, limit=args.limit)
+        else:  # waiting for the application: new, or fetched but not acknowledged
+            waiting = msh.inbox(InboxState.NEW, limit=args.limit) + msh.inbox(
+                InboxState.DELIVERED_TO_APP, limit=args.limit
+            )
+            entries = sorted(waiting, key=lambda e: (e.received_at, e.id))[: args.limit]
         if args.json:
             print(
                 json.dumps(
@@ -652,7 +664,8 @@ def add_commands(sub: argparse._SubParsersAction, cpa_sub: argparse._SubParsersA
         "inbox",
         help="list or take received messages",
         description=(
-            "List the messages waiting for the application (new ones; --all for every one). With --take DIR, "
+            "List the messages waiting for the application: new ones, and those an application fetched but did "
+            "not acknowledge (--all: every one). With --take DIR, "
             "write each waiting message into its own folder DIR/<MessageId made safe>/ (its payloads and "
             "message.json: MessageId, From, To, CPAId, Service, Action, ConversationId, RefToMessageId and each "
             "payload's file, Content-ID, content type, size and SHA-256), written atomically, and acknowledge it "

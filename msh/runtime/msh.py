@@ -4,9 +4,12 @@
 
 Application API (synchronous, thread-safe; each call is one store transaction)
     :meth:`Msh.submit` -> MessageId; :meth:`Msh.status`; :meth:`Msh.inbox`, :meth:`Msh.fetch`,
-    :meth:`Msh.ack`; callbacks ``on_delivered(message_id)``, ``on_failed(message_id, issue)`` and
-    ``on_message(entry_id, message_id)``, called after the commit that decided them, on the runtime's
-    event loop when it runs (keep them short; a callback that raises is logged, never retried).
+    :meth:`Msh.ack`, :meth:`Msh.attempts`; callbacks ``on_delivered(message_id)``,
+    ``on_failed(message_id, issue)`` and ``on_message(entry_id, message_id)``, called after the commit
+    that decided them, on the runtime's event loop (keep them short; a callback that raises is logged,
+    never retried). Only the runtime of this process calls them (after :meth:`Msh.start`, e.g. in
+    :func:`msh.runtime.server.serve`): an ``Msh`` used beside a separate ``msh serve`` never does, and
+    polls :meth:`Msh.status` and :meth:`Msh.inbox` instead.
 
 Runtime (asyncio, after :meth:`Msh.start`)
     * one store transaction per step: a received message, its duplicate-elimination record, inbox row
