@@ -110,17 +110,17 @@ def _signals_raise_interrupt() -> Iterator[None]:
 
 
 @contextlib.contextmanager
-def _signals_ignored() -> Iterator[None]:
-    """While the last transaction commits: a SIGINT/SIGTERM must not cut it short (it is bounded)."""
+def _sigterm_ignored() -> Iterator[None]:
+    """While the last transaction commits: a repeated SIGTERM must not cut it short (a second Ctrl-C
+    still can: the user insists)."""
     if threading.current_thread() is not threading.main_thread():
         yield
         return
-    previous = {sig: signal.signal(sig, signal.SIG_IGN) for sig in (signal.SIGINT, signal.SIGTERM)}
+    previous = signal.signal(signal.SIGTERM, signal.SIG_IGN)
     try:
         yield
     finally:
-        for sig, handler in previous.items():
-            signal.signal(sig, handler)
+        signal.signal(signal.SIGTERM, previous)
 
 
 def _cmd_serve(args: argparse.Namespace) -> int:
@@ -158,7 +158,7 @@ def _cmd_serve(args: argparse.Namespace) -> int:
         # SIGINT and SIGTERM stop the server in order (msh.runtime.server.serve); the process then ends here.
         run(settings, msh, sock=sock, ready=ready)
     finally:
-        with _signals_ignored():
+        with _sigterm_ignored():
             msh.close()
             counts = ", ".join(f"{k} {v}" for k, v in sorted(msh.counters.items()))
             print(f"msh: stopped ({counts or 'no traffic'})", flush=True)

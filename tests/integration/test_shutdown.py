@@ -22,17 +22,17 @@ def inbox(store: Path) -> Counter[str]:
         return Counter(e.message_id for e in tx.inbox_list(None, limit=100_000))
 
 
-def terminate(partner: Partner, timeout: float = 30.0) -> tuple[int, str]:
-    """SIGTERM the partner's process; its exit status and the last line of its log."""
+def terminate(partner: Partner, timeout: float = 30.0, signum: int = signal.SIGTERM) -> tuple[int, str]:
+    """Send ``signum`` to the partner's process; its exit status and the last line of its log."""
     proc = partner.proc
     assert proc is not None and proc.poll() is None, "the partner is not running"
-    proc.send_signal(signal.SIGTERM)
+    proc.send_signal(signum)
     try:
         status = proc.wait(timeout)
     except subprocess.TimeoutExpired:
         proc.kill()
         proc.wait(10)
-        raise AssertionError(f"partner {partner.name} did not stop within {timeout:g} s after SIGTERM") from None
+        raise AssertionError(f"partner {partner.name} did not stop within {timeout:g} s after {signum}") from None
     finally:
         partner.proc = None
     lines = partner.log.read_text(errors="replace").strip().splitlines()
@@ -92,3 +92,13 @@ def test_sigterm_under_traffic_stops_in_order_and_loses_nothing_acknowledged(tmp
     received = inbox(pair.b.store)
     assert {m: received[m] for m in delivered} == dict.fromkeys(delivered, 1)
     assert "Traceback" not in pair.a.log.read_text() + pair.b.log.read_text()
+
+
+def test_ctrl_c_stops_in_order_with_status_0(tmp_path: Path) -> None:
+    pair = make_pair(tmp_path / "pair", proxy=False)
+    pair.b.start()
+    try:
+        status, last = terminate(pair.b, signum=signal.SIGINT)
+    finally:
+        pair.stop()
+    assert (status, last) == (0, "msh: stopped (no traffic)"), pair.b.log.read_text()
