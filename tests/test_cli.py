@@ -101,6 +101,7 @@ def store_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
         (["inbox", "--limit", "-2"], "argument --limit: -2 is too small; give a whole number of at least 1"),
         (["inbox", "--limit", "ten"], "argument --limit: 'ten' is not a whole number"),
         ([*SEND, "--action", "NewOrder", "--wait", "-1"], "argument --wait: -1 is not a number of seconds"),
+        ([*SEND, "--action", " "], "msh send: error: argument --action: must not be empty"),
         (["demo", "--messages", "0"], "msh demo: error: argument --messages: 0 is too small"),
         (["demo", "--loss", "1"], "argument --loss: 1 is not a rate from 0 up to 1"),
         (["frobnicate"], "msh: error: argument COMMAND: invalid choice: 'frobnicate'"),

@@ -38,7 +38,7 @@ if TYPE_CHECKING:
     from msh.runtime.msh import Msh
     from msh.store.api import OutboundMessage
 
-__all__ = ["add_commands", "fraction", "positive_int", "seconds"]
+__all__ = ["add_commands", "fraction", "positive_int", "non_empty", "seconds"]
 
 
 def _settings(args: argparse.Namespace) -> Settings:
@@ -64,6 +64,13 @@ def positive_int(text: str) -> int:
         raise argparse.ArgumentTypeError(f"{text!r} is not a whole number; give one of at least 1") from None
     if value < 1:
         raise argparse.ArgumentTypeError(f"{value} is too small; give a whole number of at least 1")
+    return value
+
+
+def non_empty(value: str) -> str:
+    """An argparse type: a value that is not empty (nor only spaces)."""
+    if not value.strip():
+        raise argparse.ArgumentTypeError("must not be empty")
     return value
 
 
@@ -284,15 +291,18 @@ def _cmd_send(args: argparse.Namespace) -> int:
             raise ConfigurationError(
                 f"--cpa-id {args.cpa_id}: no such agreement is loaded; the agreements are: {loaded}"
             )
-        submission = Submission(
-            to_party=to_party,
-            service=args.service,
-            action=args.action,
-            payloads=payloads,
-            cpa_id=args.cpa_id,
-            conversation_id=args.conversation_id,
-            time_to_live=ttl,
-        )
+        try:
+            submission = Submission(
+                to_party=to_party,
+                service=args.service,
+                action=args.action,
+                payloads=payloads,
+                cpa_id=args.cpa_id,
+                conversation_id=args.conversation_id,
+                time_to_live=ttl,
+            )
+        except ValueError as exc:  # the arguments are checked above; this names what slipped through
+            raise ConfigurationError(f"the message cannot be composed: {exc}") from None
         try:
             message_id = msh.submit(submission)
         except ConfigurationError as exc:
@@ -625,15 +635,19 @@ def add_commands(sub: argparse._SubParsersAction, cpa_sub: argparse._SubParsersA
         ),
     )
     config(send)
-    send.add_argument("--to", required=True, metavar="PARTYID", help="the partner's PartyId value")
-    send.add_argument("--to-type", default=None, metavar="TYPE", help="its PartyId type (default: from the agreement)")
-    send.add_argument("--service", required=True)
-    send.add_argument("--action", required=True)
+    send.add_argument("--to", required=True, type=non_empty, metavar="PARTYID", help="the partner's PartyId value")
+    send.add_argument(
+        "--to-type", default=None, type=non_empty, metavar="TYPE", help="its PartyId type (default: from the agreement)"
+    )
+    send.add_argument("--service", required=True, type=non_empty, help="the Service, as the agreement names it")
+    send.add_argument("--action", required=True, type=non_empty, help="the Action, as the agreement names it")
     send.add_argument(
         "--payload", action="append", default=[], metavar="FILE[=MIME]", help="a payload file, repeatable"
     )
-    send.add_argument("--cpa-id", default=None, help="the agreement to send under (default: the only one that fits)")
-    send.add_argument("--conversation-id", default=None)
+    send.add_argument(
+        "--cpa-id", default=None, type=non_empty, help="the agreement to send under (default: the only one that fits)"
+    )
+    send.add_argument("--conversation-id", default=None, type=non_empty, help="the ConversationId (default: a new one)")
     send.add_argument(
         "--ttl",
         default=None,
