@@ -12,16 +12,25 @@ Subcommands:
   when every file loads (warnings or not), 1 when any has an error.
 - ``msh cpa show FILE``: a readable summary of one agreement (any agreement ``validate`` accepts):
   parties, roles, actions and the channels they use, with each channel's reliability and security.
+
+Bad input never ends in a traceback: a usage error, a bad file or setting, a busy port, a refused
+submission print one line on stderr, ``msh <command>: error: <what is wrong, where, what to do>``, and
+exit with status 2; Ctrl-C prints ``msh: interrupted`` and exits with 130; an unexpected failure (a bug)
+prints one line and exits with 70. ``msh --debug COMMAND`` adds the traceback to each of them.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
+import traceback
 from collections.abc import Sequence
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NoReturn
+
+from msh.errors import MshError
 
 if TYPE_CHECKING:
     from cpa.duration import XsDuration
@@ -204,11 +213,47 @@ def _render_agreement(agreement: CollaborationProtocolAgreement, now: datetime) 
     return "\n".join(lines)
 
 
-def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        prog="msh",
-        description="ebXML Messaging 2.0 Message Service Handler: tools for messages and agreements.",
+EXIT_USAGE = 2
+"""Exit status of a usage or user error (bad argument, file, setting, busy port, refused submission)."""
+EXIT_INTERRUPTED = 130
+"""Exit status after Ctrl-C (128 + SIGINT), except for ``msh serve``, for which stopping is normal."""
+EXIT_INTERNAL = 70
+"""Exit status of an unexpected failure (a bug: please report it with the ``--debug`` traceback)."""
+
+_EPILOG = """\
+exit status: 0 success; 1 the command's own "no" (see its --help: an invalid file, a failed or unknown
+message, a message not taken); 2 a usage or user error, explained in one line on stderr; 3 msh send --wait
+without a final outcome; 70 an unexpected failure (a bug); 130 interrupted (Ctrl-C).
+--debug (before or after COMMAND) adds the Python traceback to any error line."""
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse with usage errors on one line: ``msh inbox: error: argument --limit: ... (see msh inbox --help)``."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(EXIT_USAGE, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
+
+
+def _add_debug(parser: argparse.ArgumentParser, default: object) -> None:
+    parser.add_argument(
+        "--debug", action="store_true", default=default, help="show the Python traceback of an error (for reports)"
     )
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(
+        prog="msh",
+        description=(
+            "ebXML Messaging 2.0 Message Service Handler: run an MSH (serve), send messages and follow them\n"
+            "(send, status), take the received ones (inbox); tools for message files and CPP/CPA agreements\n"
+            "(message, cpa) and the two-partner demo (demo). Every command has --help."
+        ),
+        epilog=_EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    _add_debug(parser, False)
+    from msh.runtime.commands import add_commands, fraction, positive_int
+
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
 
     message = sub.add_parser(
@@ -243,8 +288,16 @@ def build_parser() -> argparse.ArgumentParser:
             "validate and round-trip the sample message files instead."
         ),
     )
-    demo.add_argument("--messages", type=int, default=100, help="how many messages A sends (default 100)")
-    demo.add_argument("--loss", type=float, default=0.15, help="loss rate in the lossy stretch (default 0.15)")
+    demo.add_argument(
+        "--messages", type=positive_int, default=100, metavar="N", help="how many messages A sends (default 100)"
+    )
+    demo.add_argument(
+        "--loss",
+        type=fraction,
+        default=0.15,
+        metavar="RATE",
+        help="share of requests and of responses lost in the lossy stretch, 0 to 1 exclusive (default 0.15)",
+    )
     demo.add_argument(
         "--keep", action="store_true", help="keep the work folder (stores, logs) after a successful run too"
     )
@@ -289,18 +342,62 @@ def build_parser() -> argparse.ArgumentParser:
     show.add_argument("file", metavar="FILE", help="agreement file to show")
     show.set_defaults(func=_cmd_cpa_show)
 
-    from msh.runtime.commands import add_commands
-
     add_commands(sub, cpa_sub)
+    for leaf in _leaves(parser):
+        if leaf is not parser:
+            _add_debug(leaf, argparse.SUPPRESS)  # also after COMMAND; SUPPRESS keeps a --debug given before it
     return parser
 
 
+def _leaves(parser: argparse.ArgumentParser) -> list[argparse.ArgumentParser]:
+    """``parser`` and every subcommand parser under it."""
+    found = [parser]
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for child in dict.fromkeys(action.choices.values()):
+                found += _leaves(child)
+    return found
+
+
+def _command(args: argparse.Namespace) -> str:
+    words = ["msh"] + [
+        getattr(args, name) for name in ("command", "message_command", "cpa_command") if getattr(args, name, None)
+    ]
+    return " ".join(words)
+
+
+def _say(args: argparse.Namespace, line: str) -> None:
+    if getattr(args, "debug", False):
+        traceback.print_exc(file=sys.stderr)
+    print(f"{_command(args)}: {line}", file=sys.stderr, flush=True)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    """Entry point of the ``msh`` console script."""
+    """Entry point of the ``msh`` console script: the exit status (see the module docs)."""
     parser = build_parser()
     args = parser.parse_args(argv)
-    result: int = args.func(args)
-    return result
+    try:
+        result: int = args.func(args)
+        sys.stdout.flush()
+        return result
+    except KeyboardInterrupt:
+        _say(args, "interrupted")
+        return EXIT_INTERRUPTED
+    except BrokenPipeError:
+        # The reader of our output went away (e.g. `| head`): nothing more to say, to anyone.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 1
+    except MshError as exc:
+        _say(args, f"error: {exc}")
+        return EXIT_USAGE
+    except OSError as exc:
+        where = f" {exc.filename}" if exc.filename else ""
+        _say(args, f"error:{where}: {exc.strerror or exc}")
+        return EXIT_USAGE
+    except Exception as exc:
+        hint = "" if getattr(args, "debug", False) else "; run it again with --debug for the traceback"
+        _say(args, f"internal error: {type(exc).__name__}: {exc}{hint} and report it")
+        return EXIT_INTERNAL
 
 
 if __name__ == "__main__":

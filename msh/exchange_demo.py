@@ -12,13 +12,16 @@ message delivered to B's application exactly once, with its payload intact, and 
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import shutil
+import socket
 import tempfile
 import time
 from collections import Counter
 from pathlib import Path
 
+from msh.errors import ConfigurationError
 from msh.faults.pair import Partner
 from msh.faults.proxy import ProxyStats
 
@@ -28,6 +31,7 @@ ROOT = Path(__file__).resolve().parent.parent
 CONFIG = ROOT / "samples" / "config"
 A_PORT = 8081  # where samples/config/party-a.toml and the agreement have A listen
 B_PORT_BEHIND_PROXY = 18082
+B_PORT = 8082  # where the agreement has B listen: the lossy proxy takes it
 PARTY_B = ("987654321", "urn:oasis:names:tc:ebcore:partyid-type:iso6523:0088")
 SERVICE, ACTION = "urn:example:services:ordering", "NewOrder"
 
@@ -53,13 +57,37 @@ def _journal(store_url: str) -> Counter[str]:
             after = events[-1].id
 
 
+def check_ports_free(ports: tuple[int, ...] | None = None) -> None:
+    """:class:`ConfigurationError` (one line) naming each demo port (default: the three the demo uses) that
+    something else listens on."""
+    if ports is None:
+        ports = (A_PORT, B_PORT, B_PORT_BEHIND_PROXY)
+    busy = []
+    for port in ports:
+        with socket.socket() as probe:
+            probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            try:
+                probe.bind(("127.0.0.1", port))
+            except OSError as exc:
+                if exc.errno != errno.EADDRINUSE:
+                    raise
+                busy.append(str(port))
+    if busy:
+        raise ConfigurationError(
+            f"the demo needs ports {', '.join(map(str, ports))} on 127.0.0.1, and {', '.join(busy)} "
+            f"{'is' if len(busy) == 1 else 'are'} in use (another demo or msh serve?); stop what listens there "
+            f"(ss -ltnp shows it) and run the demo again"
+        )
+
+
 def run_exchange_demo(
     messages: int = 100, loss: float = 0.15, lossy_share: float = 0.6, seed: int = 7, keep: bool = False
 ) -> int:
     """Run the demo; return 0 when every message was delivered exactly once (see the module docs).
 
     The work folder (stores, logs) is removed after a successful run unless ``keep``; after a failed one
-    it is kept and named, for the logs."""
+    it is kept and named, for the logs. :class:`ConfigurationError` when a port it needs is in use."""
+    check_ports_free()
     work = Path(tempfile.mkdtemp(prefix="msh-demo-"))
     status = 1
     try:
@@ -96,7 +124,11 @@ def _run(work: Path, messages: int, loss: float, lossy_share: float, seed: int) 
         for partner in partners:
             partner.start()
         with run_in_thread(
-            ("127.0.0.1", 8082), ("127.0.0.1", B_PORT_BEHIND_PROXY), drop_requests=loss, drop_responses=loss, seed=seed
+            ("127.0.0.1", B_PORT),
+            ("127.0.0.1", B_PORT_BEHIND_PROXY),
+            drop_requests=loss,
+            drop_responses=loss,
+            seed=seed,
         ) as proxy:
             print(f"  both partners up; lossy stretch: {loss:.0%} of requests and {loss:.0%} of responses lost")
             settings = load_settings(CONFIG / "party-a.toml", env={"MSH_STORE_URL": str(a_store)})
@@ -147,13 +179,15 @@ def _report(
     from msh.store.api import Store
 
     a, b = _journal(str(a_store)), _journal(str(b_store))
+    # The proxy counts flights, not HTTP exchanges: each TLS handshake flight is a "request" or "response" too.
     print(
-        f"\nnetwork: {stats.requests_dropped} requests and {stats.responses_dropped} responses lost "
-        f"({stats.requests_forwarded} requests, {stats.responses_forwarded} responses got through)"
+        f"\nnetwork: the proxy lost {stats.requests_dropped} of {stats.requests_dropped + stats.requests_forwarded} "
+        f"flights from A and {stats.responses_dropped} of {stats.responses_dropped + stats.responses_forwarded} "
+        f"from B (HTTP requests and responses, and TLS handshake flights)"
     )
     print(
-        f"partner A (sender):   {a['submitted']} submitted, {a['resent']} resent, {a['delivered']} acknowledged, "
-        f"{a['failed']} failed"
+        f"partner A (sender):   {a['submitted']} submitted, {a['transmission']} transmissions ({a['resent']} of "
+        f"them resends), {a['delivered']} acknowledged, {a['failed']} failed"
     )
     print(
         f"partner B (receiver): {b['received']} received and delivered to the inbox, {b['duplicate']} duplicates "

@@ -4,9 +4,12 @@
 
 Application API (synchronous, thread-safe; each call is one store transaction)
     :meth:`Msh.submit` -> MessageId; :meth:`Msh.status`; :meth:`Msh.inbox`, :meth:`Msh.fetch`,
-    :meth:`Msh.ack`; callbacks ``on_delivered(message_id)``, ``on_failed(message_id, issue)`` and
-    ``on_message(entry_id, message_id)``, called after the commit that decided them, on the runtime's
-    event loop when it runs (keep them short; a callback that raises is logged, never retried).
+    :meth:`Msh.ack`, :meth:`Msh.attempts`; callbacks ``on_delivered(message_id)``,
+    ``on_failed(message_id, issue)`` and ``on_message(entry_id, message_id)``, called after the commit
+    that decided them, on the runtime's event loop (keep them short; a callback that raises is logged,
+    never retried). Only the runtime of this process calls them (after :meth:`Msh.start`, e.g. in
+    :func:`msh.runtime.server.serve`): an ``Msh`` used beside a separate ``msh serve`` never does, and
+    polls :meth:`Msh.status` and :meth:`Msh.inbox` instead.
 
 Runtime (asyncio, after :meth:`Msh.start`)
     * one store transaction per step: a received message, its duplicate-elimination record, inbox row
@@ -94,6 +97,7 @@ from msh.engine import (
     step,
 )
 from msh.errors import ConfigurationError, EbmsError, EnvelopeError, ErrorCode, Issue, MimeProblemError, Severity
+from msh.runtime import attempts as attempts_
 from msh.runtime.compose import Submission, compose, new_message_id
 from msh.runtime.config import Settings
 from msh.runtime.mapping import (
@@ -420,20 +424,32 @@ class Msh:
         with self.store.transaction(readonly=True) as tx:
             return tx.get_outbound(message_id)
 
+    def attempts(self, message_id: str, *, limit: int = 100) -> list[attempts_.Attempt]:
+        """The transmissions of a message we sent (the newest ``limit``), each with why it failed (the
+        transport error, the HTTP status) and the ErrorList errors the partner sent back; empty when
+        nothing was transmitted yet (or no such MessageId)."""
+        with self.store.transaction(readonly=True) as tx:
+            events = tx.message_events(message_id, direction=Direction.OUTBOUND, limit=limit * 3)
+        return attempts_.attempts(events)[-limit:]
+
     def inbox(self, state: InboxState | None = InboxState.NEW, *, limit: int = 100) -> list[InboxEntry]:
         """Received messages for the application (``state`` None: all), oldest first."""
         with self.store.transaction(readonly=True) as tx:
             return tx.inbox_list(state, limit=limit)
 
-    def fetch(self, entry_id: int) -> ReceivedMessage:
-        """The received message of inbox entry ``entry_id``, marked delivered-to-app (ack it when it is safe)."""
+    def fetch(self, entry_id: int, *, mark_delivered: bool = True) -> ReceivedMessage:
+        """The received message of inbox entry ``entry_id``, marked delivered-to-app (ack it when it is
+        safe); with ``mark_delivered=False`` the entry is left as it is (a read, no store write)."""
         with self.store.transaction(readonly=True) as tx:
-            record = tx.get_inbound(entry_id) if tx.inbox_entry(entry_id) is not None else None
-        if record is None:
+            entry = tx.inbox_entry(entry_id)
+            record = tx.get_inbound(entry_id) if entry is not None else None
+        if record is None or entry is None:
             raise store_api.UnknownMessage(entry_id, "inbox entry")
         # The stored body never changes: it is parsed outside the write transaction.
         with self.store.open_blob(record.body_blob_id) as blob:
             parsed = parse_message(blob, record.content_type, mode=ParseMode.LENIENT)
+        if not mark_delivered:
+            return ReceivedMessage(entry, parsed)
         try:
             now = self.clock()
             entry = self._writer.call(lambda tx: tx.inbox_mark_delivered(entry_id, now))
@@ -546,6 +562,21 @@ class Msh:
         if stored is None:
             raise UnknownMessage(f"no outbound message {message_id}")
         state = state_from_store(stored)
+        if isinstance(event, ErrorReceived):
+            # ebMS2 §4.2.4: the partner's ErrorList says why it refused the message: kept with the attempt.
+            tx.append_event(
+                at=now,
+                kind=attempts_.ERROR_RECEIVED,
+                message_id=message_id,
+                direction=Direction.OUTBOUND,
+                detail=attempts_.error_detail(state.attempts, event.error_list),
+            )
+            log.warning(
+                "ErrorList about %s (after transmission %d): %s",
+                message_id,
+                state.attempts,
+                "; ".join(str(e) for e in attempts_.received_errors(event.error_list)),
+            )
         new, actions = step(state, event, now)
         if new != state:
             written = state_to_store(new)
@@ -1067,16 +1098,29 @@ class Msh:
                     reply = await response.read()
                     outcome = (response.status, response.headers.get("Content-Type"), reply)
             except (TimeoutError, aiohttp.ClientError, OSError) as exc:
-                reason = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
+                s = self.settings.sending
+                reason = attempts_.transport_error(
+                    exc,
+                    url=endpoint_url,
+                    timeout_s=s.http_timeout.total_seconds(),
+                    connect_timeout_s=s.connect_timeout.total_seconds(),
+                )
                 self.counters["transmit-failures"] += 1
-                await self._step_async(message_id, TransmitFailed(f"POST {endpoint_url}: {reason}"))
+                log.warning("transmission %d of %s failed: %s", attempt, message_id, reason)
+                record = attempts_.transmission_detail(attempt, endpoint_url, error=reason)
+                await self._step_async(message_id, TransmitFailed(reason), record)
                 return
-        await self._outcome(message_id, *outcome)
+        await self._outcome(message_id, attempt, endpoint_url, *outcome)
 
-    async def _step_async(self, message_id: str, event: Event) -> None:
+    async def _step_async(self, message_id: str, event: Event, record: dict[str, object] | None = None) -> None:
+        """One step of the sending machine in a unit of work of its own; ``record`` (the detail of a
+        transmission's outcome) is journaled with it."""
+
         def unit(tx: Transaction) -> _After:
             after = _After()
             try:
+                if record is not None:
+                    self._record_transmission(tx, message_id, record)
                 self._step_outbound(tx, message_id, event, self.clock(), after)
             except UnknownMessage:
                 log.warning("no outbound message %s to apply %s to", message_id, type(event).__name__)
@@ -1084,18 +1128,41 @@ class Msh:
 
         self._after_commit(await self._writer.run(unit))
 
-    async def _outcome(self, message_id: str, status: int, content_type: str | None, body: bytes) -> None:
+    def _record_transmission(self, tx: Transaction, message_id: str, detail: dict[str, object]) -> None:
+        """Journal the outcome of one transmission (why it failed, what came back), in the transaction
+        of the step it causes: no commit of its own."""
+        tx.append_event(
+            at=self.clock(),
+            kind=attempts_.TRANSMISSION,
+            message_id=message_id,
+            direction=Direction.OUTBOUND,
+            detail=detail,
+        )
+
+    async def _outcome(
+        self, message_id: str, attempt: int, url: str, status: int, content_type: str | None, body: bytes
+    ) -> None:
         if len(body) <= _PARSE_ON_LOOP:
             inbound, event = self._read_answer(message_id, status, content_type, body)
         else:
             inbound, event = await self._off_loop(self._read_answer, message_id, status, content_type, body)
+        envelope = inbound.message.envelope if inbound is not None else None
+        if envelope is None and isinstance(event, ErrorReceived):
+            answer = "SOAP Fault"
+        else:
+            answer = attempts_.answer_kind(envelope, body)
+        error = event.reason if isinstance(event, TransmitFailed) else None
+        if error is not None:
+            log.warning("transmission %d of %s failed: %s (answer: %s)", attempt, message_id, error, answer)
+        record = attempts_.transmission_detail(attempt, url, http_status=status, error=error, answer=answer)
 
         if inbound is None:
-            await self._step_async(message_id, event)
+            await self._step_async(message_id, event, record)
             return
 
         def outcome(tx: Transaction, after: _After) -> None:
             try:
+                self._record_transmission(tx, message_id, record)
                 self._step_outbound(tx, message_id, event, self.clock(), after)
             except UnknownMessage:
                 log.warning("no outbound message %s for the outcome of its transmission", message_id)

@@ -2,8 +2,14 @@
 
 uvicorn (with httptools and, where installed, uvloop) serves :class:`~msh.runtime.asgi.Endpoint`; TLS uses
 the context :mod:`msh.runtime.tls` builds from the settings and agreements (mutual TLS when
-``tls.require_client_certificate``). SIGINT/SIGTERM stop accepting, let transmissions in flight end and
-close the store; a SIGKILL loses nothing committed (DESIGN.md §5.6).
+``tls.require_client_certificate``). SIGINT/SIGTERM stop accepting, let requests and transmissions in
+flight end and stop the runtime; the caller then closes the store (``msh serve`` prints ``msh: stopped``
+and exits with status 0). A SIGKILL loses nothing committed (DESIGN.md §5.6).
+
+uvicorn's own signal handling is not used: after its shutdown it raises the captured signal again, which
+would kill the process (exit status 143 for SIGTERM) before the MSH's own shutdown runs. :func:`serve`
+installs its handlers instead, for its whole run (the runtime's stop included), when it runs on the main
+thread: the first signal asks uvicorn to exit, a second Ctrl-C stops waiting for open connections.
 """
 
 from __future__ import annotations
@@ -11,9 +17,12 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import signal
 import socket
 import ssl
-from collections.abc import Callable
+import threading
+from collections.abc import Callable, Generator
+from types import FrameType
 
 import uvicorn
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
@@ -39,7 +48,10 @@ def bind(host: str, port: int) -> socket.socket:
         sock.close()
         from msh.errors import ConfigurationError
 
-        raise ConfigurationError(f"server.host/server.port: cannot listen on {host}:{port}: {exc.strerror}") from None
+        raise ConfigurationError(
+            f"server.host/server.port: cannot listen on {host}:{port}: {exc.strerror}; stop what uses that port or "
+            f"choose another (server.port, or MSH_SERVER_PORT)"
+        ) from None
     sock.listen(2048)
     sock.setblocking(False)
     return sock
@@ -66,6 +78,36 @@ class TlsHttpToolsProtocol(HttpToolsProtocol):
         super().on_message_begin()
         if self._tls is not None:
             self.scope["extensions"] = {"tls": self._tls}  # type: ignore[dict-item]
+
+
+class _Server(uvicorn.Server):
+    """uvicorn's server without its signal handling (see the module docs): :func:`serve` stops it."""
+
+    @contextlib.contextmanager
+    def capture_signals(self) -> Generator[None, None, None]:
+        yield
+
+
+@contextlib.contextmanager
+def _stop_on_signals(server: uvicorn.Server) -> Generator[None, None, None]:
+    """SIGINT/SIGTERM ask ``server`` to exit (a second SIGINT: without waiting for open connections),
+    until the block ends; the previous handlers are restored then. Only on the main thread."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def handle(signum: int, frame: FrameType | None) -> None:
+        if server.should_exit and signum == signal.SIGINT:
+            server.force_exit = True
+        server.should_exit = True
+        log.info("%s: stopping", signal.Signals(signum).name)
+
+    previous = {sig: signal.signal(sig, handle) for sig in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        yield
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
 
 
 def _uvicorn_config(settings: Settings, msh: Msh) -> uvicorn.Config:
@@ -104,11 +146,26 @@ async def serve(
     ready: Callable[[int], None] | None = None,
     stop: asyncio.Event | None = None,
 ) -> None:
-    """Serve ``msh`` until SIGINT/SIGTERM (or ``stop`` is set); ``ready(port)`` is called once listening."""
+    """Serve ``msh`` until SIGINT/SIGTERM (or ``stop`` is set); ``ready(port)`` is called once listening.
+
+    Returns once the server and the runtime have stopped (the signal does not end the process; see the
+    module docs); the store stays open (:meth:`Msh.close`)."""
     config = _uvicorn_config(settings, msh)
     listener = sock if sock is not None else bind(settings.server.host, settings.server.port)
     port = int(listener.getsockname()[1])
-    server = uvicorn.Server(config)
+    server = _Server(config)
+    with _stop_on_signals(server):
+        await _serve(msh, server, listener, port, ready, stop)
+
+
+async def _serve(
+    msh: Msh,
+    server: uvicorn.Server,
+    listener: socket.socket,
+    port: int,
+    ready: Callable[[int], None] | None,
+    stop: asyncio.Event | None,
+) -> None:
     await msh.start()
     try:
         task = asyncio.create_task(server.serve(sockets=[listener]))
@@ -131,11 +188,14 @@ async def serve(
             listener.close()
 
 
-def run(settings: Settings, msh: Msh, *, ready: Callable[[int], None] | None = None) -> None:
-    """Blocking :func:`serve` on a new event loop (uvloop where installed)."""
+def run(
+    settings: Settings, msh: Msh, *, sock: socket.socket | None = None, ready: Callable[[int], None] | None = None
+) -> None:
+    """Blocking :func:`serve` on a new event loop (uvloop where installed); ``sock``: a listening socket
+    from :func:`bind` (default: bound here from the settings)."""
     try:
         import uvloop
     except ImportError:  # pragma: no cover - uvloop is not available on Windows
-        asyncio.run(serve(settings, msh, ready=ready))
+        asyncio.run(serve(settings, msh, sock=sock, ready=ready))
     else:
-        uvloop.run(serve(settings, msh, ready=ready))
+        uvloop.run(serve(settings, msh, sock=sock, ready=ready))

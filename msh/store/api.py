@@ -568,6 +568,13 @@ class Transaction(ABC):
     def list_events(self, after_id: int = 0, *, limit: int = 1000) -> list[Event]:
         """Journal events with an id above ``after_id``, in id order (the export reads on from there)."""
 
+    @abstractmethod
+    def message_events(
+        self, message_id: str, *, direction: Direction | None = None, limit: int = 1000
+    ) -> list[Event]:
+        """The journal of one message (``direction``: only the events of that direction), in the order
+        appended: the newest ``limit`` of them when there are more (what ``msh status`` shows)."""
+
 
 class Store(ABC):
     """The durable store; see the module docs. Use :meth:`open` to get one."""

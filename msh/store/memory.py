@@ -425,6 +425,19 @@ class _MemoryTransaction(Transaction):
                     break
         return found
 
+    def message_events(
+        self, message_id: str, *, direction: Direction | None = None, limit: int = 1000
+    ) -> list[Event]:
+        check_text("message_id", message_id)
+        check_limit(limit)
+        wanted = None if direction is None else Direction(direction)
+        found = [
+            replace(record, detail=copy.deepcopy(record.detail))
+            for record in self._use().events.values()
+            if record.message_id == message_id and (wanted is None or record.direction is wanted)
+        ]
+        return found[-limit:]
+
 
 class MemoryStore(Store):
     """A store that lives in this process's memory (see the module docs); ``Store.open("memory:")``."""

@@ -901,6 +901,17 @@ class _SqlTransaction(Transaction):
         statement = select(events).where(events.c.id > after_id).order_by(events.c.id).limit(limit)
         return [_event(row) for row in self._use().execute(statement).mappings()]
 
+    def message_events(
+        self, message_id: str, *, direction: Direction | None = None, limit: int = 1000
+    ) -> list[Event]:
+        check_text("message_id", message_id)
+        check_limit(limit)
+        statement = select(events).where(events.c.message_id == message_id)
+        if direction is not None:
+            statement = statement.where(events.c.direction == Direction(direction).value)
+        newest = statement.order_by(events.c.id.desc()).limit(limit)
+        return [_event(row) for row in reversed(self._use().execute(newest).mappings().all())]
+
 
 # ------------------------------------------------------------------------------------------------ store
 

@@ -49,7 +49,7 @@ def postgres_unavailable() -> str | None:
     try:
         import psycopg  # noqa: F401
     except ImportError:
-        return "psycopg is not installed (pip install -e '.[dev]')"
+        return "psycopg is not installed (it is a dependency of pymsh: pip install -e .)"
     try:
         _connect_pg().close()
     except Exception as exc:

@@ -566,6 +566,33 @@ def test_events_are_an_append_only_journal(store: Store) -> None:
         assert tx.list_events(limit=1)[0].detail["attempt"] == 0
 
 
+def test_the_events_of_one_message_read_back_in_order_newest_kept_by_the_limit(store: Store) -> None:
+    with store.transaction() as tx:
+        for i in range(5):
+            tx.append_event(
+                at=T0 + timedelta(seconds=i),
+                kind="transmission",
+                message_id="m1@example.com",
+                direction=Direction.OUTBOUND,
+                detail={"attempt": i + 1},
+            )
+            tx.append_event(at=T0, kind="received", message_id="m2@example.com", direction=Direction.INBOUND)
+        tx.append_event(at=T0, kind="signal-Acknowledgment", message_id="m1@example.com", direction=Direction.INBOUND)
+    with store.transaction(readonly=True) as tx:
+        mine = tx.message_events("m1@example.com")
+        assert [e.kind for e in mine] == ["transmission"] * 5 + ["signal-Acknowledgment"]
+        outbound = tx.message_events("m1@example.com", direction=Direction.OUTBOUND)
+        assert [e.detail["attempt"] for e in outbound] == [1, 2, 3, 4, 5]
+        newest = tx.message_events("m1@example.com", direction=Direction.OUTBOUND, limit=2)
+        assert [e.detail["attempt"] for e in newest] == [4, 5]
+        assert tx.message_events("nobody@example.com") == []
+        with pytest.raises(ValueError, match="limit"):
+            tx.message_events("m1@example.com", limit=0)
+    mine[0].detail["attempt"] = 99  # a returned record is the caller's copy
+    with store.transaction(readonly=True) as tx:
+        assert tx.message_events("m1@example.com", limit=6)[0].detail["attempt"] == 1
+
+
 # ------------------------------------------------------------------------------------------ SQL particular
 
 

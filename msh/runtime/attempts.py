@@ -1,0 +1,223 @@
+"""Why a transmission failed: each attempt of a sent message, as recorded in the store's journal.
+
+Every transmission of an outbound message ends in one ``transmission`` event (written in the same
+transaction as the sending machine's step for its outcome, so no extra commit): the attempt number, the
+URL, the HTTP status of the answer if one came, the transport error if none did (connection refused, TLS
+failure, timeout, reset) and what the answer carried. An ErrorList about the message, on the connection or
+sent later, is an ``error-received`` event with its errors, numbered with the attempt it followed.
+:func:`attempts` reads the journal of one message back as :class:`Attempt` records, for ``msh status``,
+``msh send --wait`` and :meth:`msh.runtime.Msh.attempts`.
+"""
+
+from __future__ import annotations
+
+import ssl
+from collections.abc import Iterable
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Final
+
+import aiohttp
+
+from msh.ebms.model import Envelope, ErrorList
+from msh.errors import Severity
+from msh.store.api import Event
+
+__all__ = [
+    "ERROR_RECEIVED",
+    "TRANSMISSION",
+    "Attempt",
+    "ReceivedError",
+    "answer_kind",
+    "attempts",
+    "error_detail",
+    "received_errors",
+    "transmission_detail",
+    "transport_error",
+]
+
+TRANSMISSION: Final = "transmission"
+"""Journal kind of the outcome of one transmission."""
+ERROR_RECEIVED: Final = "error-received"
+"""Journal kind of an ErrorList received about a sent message."""
+
+
+@dataclass(frozen=True, slots=True)
+class ReceivedError:
+    """One Error of an ErrorList the partner sent about the message (ebMS2 §4.2.3.2)."""
+
+    error_code: str
+    severity: str
+    location: str | None
+    description: str | None
+
+    def __str__(self) -> str:
+        where = f" at {self.location}" if self.location else ""
+        text = f": {self.description}" if self.description else ""
+        return f"{self.severity} {self.error_code}{where}{text}"
+
+
+@dataclass(frozen=True, slots=True)
+class Attempt:
+    """One transmission of a sent message and what came of it.
+
+    ``at`` is when its outcome was recorded (when it started, for an unfinished one); ``http_status`` the
+    status of the answer (None when no answer came); ``error`` why the attempt did not reach the partner's
+    MSH or was not accepted by it (None when it was); ``answer`` what the answer carried
+    (``Acknowledgment``, ``ErrorList``, ``SOAP Fault``, ``no body``, ...); ``errors`` the ErrorList errors
+    received about the message after this attempt. ``finished`` is False for an attempt started but
+    without a recorded outcome (in progress, or cut short by a stop).
+    """
+
+    number: int
+    at: datetime | None
+    url: str | None
+    http_status: int | None = None
+    error: str | None = None
+    answer: str | None = None
+    errors: tuple[ReceivedError, ...] = ()
+    finished: bool = True
+
+    @property
+    def failed(self) -> bool:
+        """True when the attempt did not reach the partner or the partner answered with an Error."""
+        return self.error is not None or any(e.severity == Severity.ERROR.value for e in self.errors)
+
+    def reason(self) -> str | None:
+        """Why the attempt failed, in one phrase (None when it did not)."""
+        if self.error is not None:
+            return self.error
+        refused = [str(e) for e in self.errors if e.severity == Severity.ERROR.value]
+        return "; ".join(refused) if refused else None
+
+
+def transport_error(exc: BaseException, *, url: str, timeout_s: float, connect_timeout_s: float) -> str:
+    """One phrase saying why the HTTP exchange with ``url`` failed without an answer."""
+    if isinstance(exc, aiohttp.ClientConnectorCertificateError):
+        detail = getattr(exc.certificate_error, "verify_message", None) or str(exc.certificate_error)
+        return f"TLS failure: the partner's certificate was not accepted ({detail}) at {url}"
+    if isinstance(exc, (aiohttp.ClientSSLError, ssl.SSLError)):
+        inner = exc.os_error if isinstance(exc, aiohttp.ClientConnectorError) else exc
+        detail = getattr(inner, "reason", None) or str(inner)
+        return f"TLS failure ({detail}) at {url}"
+    if isinstance(exc, aiohttp.ConnectionTimeoutError):
+        return f"no connection within {connect_timeout_s:g} s to {url}"
+    if isinstance(exc, (TimeoutError, aiohttp.ServerTimeoutError)):
+        return f"no answer within {timeout_s:g} s from {url}"
+    if isinstance(exc, aiohttp.ClientConnectorDNSError):
+        return f"host name not found ({exc.os_error.strerror or exc.os_error}) for {url}"
+    if isinstance(exc, aiohttp.ClientConnectorError):
+        os_error = exc.os_error
+        if isinstance(os_error, ConnectionRefusedError):
+            return f"connection refused by {exc.host}:{exc.port} ({url})"
+        return f"cannot connect to {exc.host}:{exc.port}: {os_error.strerror or os_error} ({url})"
+    if isinstance(exc, aiohttp.ServerDisconnectedError):
+        return f"the connection was closed before an answer came from {url}"
+    if isinstance(exc, (ConnectionResetError, aiohttp.ClientConnectionResetError)):
+        return f"the connection was reset by {url}"
+    if isinstance(exc, OSError) and exc.strerror:
+        return f"{exc.strerror} ({url})"
+    text = str(exc)
+    return f"{type(exc).__name__}: {text} ({url})" if text else f"{type(exc).__name__} ({url})"
+
+
+def answer_kind(envelope: Envelope | None, body: bytes) -> str:
+    """What an answer on the connection carried, in the spec's words."""
+    if envelope is None:
+        return "no body" if not body.strip() else "not an ebXML message"
+    if envelope.fault is not None:
+        return "SOAP Fault"
+    kinds = []
+    if envelope.acknowledgments:
+        kinds.append("Acknowledgment")
+    if envelope.error_list is not None:
+        kinds.append("ErrorList")
+    if envelope.status_response is not None:
+        kinds.append("StatusResponse")
+    if not kinds and envelope.message_header is not None:
+        kinds.append(f"message {envelope.message_header.action}")
+    return ", ".join(kinds) or "an empty envelope"
+
+
+def transmission_detail(
+    attempt: int, url: str, *, http_status: int | None = None, error: str | None = None, answer: str | None = None
+) -> dict[str, object]:
+    """The detail of a ``transmission`` journal event."""
+    return {"attempt": attempt, "url": url, "httpStatus": http_status, "error": error, "answer": answer}
+
+
+def received_errors(error_list: ErrorList) -> tuple[ReceivedError, ...]:
+    """The Errors of an ErrorList, as recorded."""
+    return tuple(
+        ReceivedError(
+            e.error_code, e.severity.value, e.location, e.description.text if e.description is not None else None
+        )
+        for e in error_list.errors
+    )
+
+
+def error_detail(attempt: int, error_list: ErrorList) -> dict[str, object]:
+    """The detail of an ``error-received`` journal event: the attempt it followed and each Error."""
+    return {
+        "attempt": attempt,
+        "errors": [
+            {"errorCode": e.error_code, "severity": e.severity, "location": e.location, "description": e.description}
+            for e in received_errors(error_list)
+        ],
+    }
+
+
+def _int(value: object) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def _str(value: object) -> str | None:
+    return value if isinstance(value, str) else None
+
+
+def attempts(events: Iterable[Event]) -> list[Attempt]:
+    """The attempts recorded in the journal of one message (its events, oldest first), by attempt number.
+
+    A ``resent`` event without an outcome yet is an attempt in progress (``finished`` False)."""
+    by_number: dict[int, Attempt] = {}
+    received: dict[int, list[ReceivedError]] = {}
+    for event in events:
+        number = _int(event.detail.get("attempt"))
+        if number is None:
+            continue
+        if event.kind == TRANSMISSION:
+            by_number[number] = Attempt(
+                number,
+                event.at,
+                _str(event.detail.get("url")),
+                _int(event.detail.get("httpStatus")),
+                _str(event.detail.get("error")),
+                _str(event.detail.get("answer")),
+            )
+        elif event.kind == "resent" and number not in by_number:
+            by_number[number] = Attempt(number, event.at, None, finished=False)
+        elif event.kind == ERROR_RECEIVED:
+            raw = event.detail.get("errors")
+            for item in raw if isinstance(raw, list) else []:
+                if isinstance(item, dict):
+                    received.setdefault(number, []).append(
+                        ReceivedError(
+                            _str(item.get("errorCode")) or "?",
+                            _str(item.get("severity")) or "?",
+                            _str(item.get("location")),
+                            _str(item.get("description")),
+                        )
+                    )
+    for number, errors in received.items():
+        found = by_number.get(number) or Attempt(number, None, None, finished=False)
+        by_number[number] = Attempt(
+            found.number,
+            found.at,
+            found.url,
+            found.http_status,
+            found.error,
+            found.answer,
+            tuple(errors),
+            found.finished,
+        )
+    return [by_number[n] for n in sorted(by_number)]
