@@ -39,9 +39,23 @@ if TYPE_CHECKING:
 __all__ = ["main"]
 
 
+def _message_files(paths: Sequence[str]) -> None:
+    """Refuse, in one line, a message file that cannot be read (before any report is printed)."""
+    from msh.errors import ConfigurationError
+
+    for path in paths:
+        if os.path.isdir(path):
+            raise ConfigurationError(f"{path} is a folder; give the message files in it (e.g. {path}/*.http)")
+        if not os.path.exists(path):
+            raise ConfigurationError(f"{path}: no such file; check the path")
+        if not os.access(path, os.R_OK):
+            raise ConfigurationError(f"{path}: permission denied; make the file readable or copy it")
+
+
 def _cmd_message_inspect(args: argparse.Namespace) -> int:
     from msh.ebms.inspect import inspect_file, render_text
 
+    _message_files(args.files)
     results = [inspect_file(path) for path in args.files]
     if args.json:
         print(json.dumps(results if len(results) > 1 else results[0], indent=2))

@@ -51,12 +51,16 @@ def test_inspect_quirky_message_json(capsys: pytest.CaptureFixture[str]) -> None
 
 
 def test_inspect_hostile_and_missing_files(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
-    assert main(["message", "inspect", "--json", str(SAMPLES / "hostile-xxe.xml"), str(tmp_path / "nope")]) == 1
-    results = json.loads(capsys.readouterr().out)
-    assert results[0]["verdict"] == "rejected"
-    assert results[0]["errors"][0]["errorCode"] == "OtherXml"
-    assert "DTD" in results[0]["errors"][0]["description"]
-    assert results[1]["verdict"] == "unreadable"
+    assert main(["message", "inspect", "--json", str(SAMPLES / "hostile-xxe.xml")]) == 1
+    result = json.loads(capsys.readouterr().out)
+    assert result["verdict"] == "rejected"
+    assert result["errors"][0]["errorCode"] == "OtherXml"
+    assert "DTD" in result["errors"][0]["description"]
+    # A file that is not there is a usage error, said in one line before any report.
+    assert main(["message", "inspect", "--json", str(SAMPLES / "hostile-xxe.xml"), str(tmp_path / "nope")]) == 2
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    assert captured.err == f"msh message inspect: error: {tmp_path / 'nope'}: no such file; check the path\n"
 
 
 def test_demo_round_trips_every_sample(capsys: pytest.CaptureFixture[str]) -> None:
@@ -143,7 +147,10 @@ def test_usage_errors_are_one_line_with_status_2(
         ([*SEND, "--action", "NewOrder", "--ttl", "tomorrow"], "--ttl tomorrow: not a date and time; give a date"),
         ([*SEND, "--action", "NewOrder", "--ttl", "2030-01-01T12:00:00"], "the time zone is missing (Z for UTC"),
         ([*SEND, "--action", "NewOrder", "--ttl", "2001-01-01T12:00:00Z"], "that time has passed"),
-        ([*SEND, "--action", "NewOrder", "--ttl", "P1M"], "--ttl P1M: not a usable duration"),
+        ([*SEND, "--action", "NewOrder", "--ttl=-P1M"], "--ttl -P1M: the duration must be positive"),
+        ([*SEND, "--action", "NewOrder", "--ttl", "P1X"], "--ttl P1X: not a usable duration"),
+        (["message", "inspect", "/no/such/capture.http"], "/no/such/capture.http: no such file; check the path"),
+        (["message", "inspect", str(CONFIG)], "is a folder; give the message files in it"),
         ([*SEND, "--action", "NewOrder", "--payload", "/no/such/file"], "--payload /no/such/file: /no/such/file does"),
         ([*SEND, "--action", "NewOrder", "--payload", f"{PARTY_A_CONFIG}=xml"], "'xml' is not a MIME type"),
         ([*SEND, "--action", "NewOrder", "--cpa-id", "nope"], "--cpa-id nope: no such agreement is loaded; the agr"),
