@@ -1,21 +1,33 @@
 """Hardened XML parsing, in one place (DESIGN.md §7).
 
-Every byte of XML the MSH reads from outside goes through :func:`parse_xml`: no DTD is loaded and a
-document that declares one is refused outright (so no external entity is fetched and no entity is
-expanded: XXE and "billion laughs" end in a clean error), nothing is fetched from the network, the input
-size is bounded, and libxml2's own limits on depth (256) and on a single text node (10 MB) stay on.
+Every byte of XML the MSH reads from outside goes through :func:`parse_xml`:
+
+* the input size is bounded, and libxml2's own limits on depth (256) and on a single text node (10 MB)
+  stay on;
+* a document that declares a DTD or an entity is refused. The check runs on the document's *text*: its
+  encoding is detected as XML 1.0 Appendix F says (byte order mark, the ``<?xml`` pattern in UTF-16 or
+  UTF-32, then the declared ``encoding``) and the document is decoded before it is searched, so a
+  ``<!DOCTYPE`` spelt in UTF-16, UTF-32 or any other encoding is found; an encoding this check cannot
+  decode (EBCDIC, an unknown name, a codec that is not a text encoding) is refused rather than handed to
+  libxml2 unchecked;
+* libxml2 never opens a file or a URL, whatever it is asked for: the parser loads no DTD, resolves no
+  entity, has network access off, and carries a resolver that refuses every external resource (an
+  external DTD, an external parameter entity) before libxml2's own loader could open it.
 """
 
 from __future__ import annotations
 
+import codecs
+import re
 import threading
 from dataclasses import dataclass
+from typing import Final
 
 from lxml import etree
 
 from msh.errors import EnvelopeError, ErrorCode
 
-__all__ = ["DEFAULT_LIMITS", "XmlLimits", "parse_xml"]
+__all__ = ["DEFAULT_LIMITS", "XmlLimits", "detect_encoding", "parse_xml"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -35,6 +47,18 @@ class XmlLimits:
 
 DEFAULT_LIMITS = XmlLimits()
 
+
+class _ExternalResourceRefused(Exception):
+    """Raised by :class:`_RefuseEverything` inside libxml2's resource loading."""
+
+
+class _RefuseEverything(etree.Resolver):
+    """A resolver that lets libxml2 load nothing: no file, no URL, no FIFO that would block forever."""
+
+    def resolve(self, system_url: str | None, public_id: str | None, context: object) -> None:
+        raise _ExternalResourceRefused(f"external resource {system_url or public_id!r} refused")
+
+
 _local = threading.local()
 
 
@@ -51,33 +75,110 @@ def _parser() -> etree.XMLParser:
             remove_comments=False,
             collect_ids=False,
         )
+        parser.resolvers.add(_RefuseEverything())
         _local.parser = parser
     return parser
+
+
+# XML 1.0 Appendix F.1: the first bytes of a document tell its encoding family.
+_BOMS: Final = (
+    (codecs.BOM_UTF32_BE, "utf-32-be"),
+    (codecs.BOM_UTF32_LE, "utf-32-le"),
+    (codecs.BOM_UTF8, "utf-8"),
+    (codecs.BOM_UTF16_BE, "utf-16-be"),
+    (codecs.BOM_UTF16_LE, "utf-16-le"),
+)
+_PATTERNS: Final = (
+    (b"\x00\x00\x00<", "utf-32-be"),
+    (b"<\x00\x00\x00", "utf-32-le"),
+    (b"\x00<\x00?", "utf-16-be"),
+    (b"<\x00?\x00", "utf-16-le"),
+)
+_EBCDIC: Final = b"\x4c\x6f\xa7\x94"  # "<?xm" in EBCDIC
+_DECLARED: Final = re.compile(rb"""^<\?xml[^>]*?\sencoding\s*=\s*(["'])([A-Za-z][A-Za-z0-9._-]*)\1""")
+_DECLARATIONS: Final = ("<!DOCTYPE", "<!ENTITY")
+# Encodings in which ASCII text is the same bytes, so the byte search is the text search.
+_ASCII_SUPERSETS: Final = frozenset({"utf-8", "ascii", "latin-1", "iso8859-1", "cp1252", "iso8859-15"})
+# Codecs that are no text encoding of XML (XML 1.0 §4.3.3); never legitimate.
+_NOT_TEXT: Final = frozenset({"undefined", "punycode", "idna", "unicode_escape", "raw_unicode_escape", "rot_13"})
+
+
+def detect_encoding(data: bytes) -> str:
+    """The encoding of an XML document's bytes (a Python codec name), per XML 1.0 Appendix F: a byte
+    order mark, else the ``<?xml`` pattern of UTF-16 or UTF-32, else the ``encoding`` of an
+    ASCII-compatible declaration, else UTF-8.
+
+    Raises :class:`~msh.errors.EnvelopeError` (OtherXml) for EBCDIC, and for a declared encoding that
+    is not a text encoding Python knows.
+    """
+    for bom, name in _BOMS:
+        if data.startswith(bom):
+            return name
+    for pattern, name in _PATTERNS:
+        if data.startswith(pattern):
+            return name
+    if data.startswith(_EBCDIC):
+        raise EnvelopeError(
+            "the document is in an EBCDIC encoding, which is not supported; send UTF-8",
+            error_code=ErrorCode.OTHER_XML,
+            location="/",
+        )
+    declared = _DECLARED.match(data[:1024])
+    if declared is None:
+        return "utf-8"
+    label = declared.group(2).decode("ascii")
+    try:
+        info = codecs.lookup(label)
+    except LookupError:
+        raise EnvelopeError(
+            f"the XML declaration names the encoding {label!r}, which is not supported; send UTF-8",
+            error_code=ErrorCode.OTHER_XML,
+            location="/",
+        ) from None
+    if info.name in _NOT_TEXT or not getattr(info, "_is_text_encoding", True):
+        raise EnvelopeError(
+            f"the XML declaration names {label!r}, which is not a text encoding; send UTF-8",
+            error_code=ErrorCode.OTHER_XML,
+            location="/",
+        )
+    return info.name
+
+
+def _declares_dtd(data: bytes) -> bool:
+    """Whether the document's text holds a DTD or entity declaration, in whatever encoding it is."""
+    if any(d.encode("ascii") in data for d in _DECLARATIONS):
+        return True
+    encoding = detect_encoding(data)
+    if encoding in _ASCII_SUPERSETS:
+        return False  # the byte search above has seen the text as it is
+    text = data.decode(encoding, errors="replace")
+    return any(d in text for d in _DECLARATIONS)
 
 
 def parse_xml(data: bytes, *, what: str = "XML document", limits: XmlLimits = DEFAULT_LIMITS) -> etree._Element:
     """Parse ``data`` safely and return its root element.
 
     Raises :class:`~msh.errors.EnvelopeError` (errorCode ``OtherXml``) naming ``what`` when the input is
-    too large, declares a DTD, or is not well-formed XML.
+    too large, declares a DTD or entities (in any encoding), is in an encoding that cannot be checked, or
+    is not well-formed XML. libxml2 opens no file and no URL in any case.
     """
     if len(data) > limits.max_bytes:
         raise EnvelopeError(
             f"{what} is {len(data)} bytes, over the limit of {limits.max_bytes} bytes",
             error_code=ErrorCode.OTHER_XML,
         )
-    # A DOCTYPE is never legitimate in SOAP 1.1 (§3) nor needed by an ebXML document: refuse it before
-    # libxml2 sees it, so no entity declaration is ever processed.
-    if b"<!DOCTYPE" in data or b"<!ENTITY" in data:
+    # A DOCTYPE is never legitimate in SOAP 1.1 (§3) nor needed by an ebXML document: refuse it, found in
+    # the decoded text, before libxml2 sees it, so no entity declaration is ever processed.
+    if _declares_dtd(data):
         raise EnvelopeError(f"{what} declares a DTD or entities, which are refused", error_code=ErrorCode.OTHER_XML)
     try:
         root = etree.fromstring(data, _parser())
     except etree.XMLSyntaxError as exc:
         raise EnvelopeError(f"{what} is not well-formed XML: {exc}", error_code=ErrorCode.OTHER_XML) from exc
-    except ValueError as exc:  # e.g. a str with an encoding declaration
+    except (ValueError, LookupError) as exc:  # e.g. a str with an encoding declaration, an unknown encoding
         raise EnvelopeError(f"{what} cannot be parsed: {exc}", error_code=ErrorCode.OTHER_XML) from exc
     docinfo = root.getroottree().docinfo
-    if getattr(docinfo, "doctype", "") or docinfo.internalDTD is not None:
-        # Defence in depth for encodings the byte scan above cannot see (e.g. UTF-16).
+    if getattr(docinfo, "doctype", "") or docinfo.internalDTD is not None or docinfo.externalDTD is not None:
+        # Defence in depth: a declaration the text search above did not see.
         raise EnvelopeError(f"{what} declares a DTD, which is refused", error_code=ErrorCode.OTHER_XML)
     return root
