@@ -34,15 +34,22 @@ __all__ = ["DEFAULT_LIMITS", "XmlLimits", "detect_encoding", "parse_xml"]
 class XmlLimits:
     """Bounds on one XML document read from outside.
 
-    ``max_bytes`` caps the document (the SOAP part of a message, an agreement); nesting depth is capped
-    by libxml2 at 256 levels and cannot be raised here on purpose.
+    ``max_bytes`` caps the document (the SOAP part of a message, an agreement);
+    ``max_namespace_declarations`` the ``xmlns`` declarations in the whole document and
+    ``max_attributes`` the attributes of any one element: a real ebXML message or agreement has a few
+    dozen of each, while thousands make later steps (serialising foreign elements with their in-scope
+    namespaces, reading attributes by name) cost the square of the document's size. Nesting depth is
+    capped by libxml2 at 256 levels and cannot be raised here on purpose.
     """
 
     max_bytes: int = 16 * 1024 * 1024
+    max_namespace_declarations: int = 256
+    max_attributes: int = 256
 
     def __post_init__(self) -> None:
-        if self.max_bytes <= 0:
-            raise ValueError(f"XmlLimits.max_bytes must be positive, got {self.max_bytes}")
+        for name in ("max_bytes", "max_namespace_declarations", "max_attributes"):
+            if getattr(self, name) <= 0:
+                raise ValueError(f"XmlLimits.{name} must be positive, got {getattr(self, name)}")
 
 
 DEFAULT_LIMITS = XmlLimits()
@@ -181,4 +188,27 @@ def parse_xml(data: bytes, *, what: str = "XML document", limits: XmlLimits = DE
     if getattr(docinfo, "doctype", "") or docinfo.internalDTD is not None or docinfo.externalDTD is not None:
         # Defence in depth: a declaration the text search above did not see.
         raise EnvelopeError(f"{what} declares a DTD, which is refused", error_code=ErrorCode.OTHER_XML)
+    _check_counts(root, what, limits)
     return root
+
+
+def _check_counts(root: etree._Element, what: str, limits: XmlLimits) -> None:
+    """Refuse more namespace declarations or attributes than :class:`XmlLimits` allows (one linear pass)."""
+    declarations = 0
+    for event, item in etree.iterwalk(root, events=("start", "start-ns")):
+        if event == "start-ns":
+            declarations += 1
+            if declarations > limits.max_namespace_declarations:
+                raise EnvelopeError(
+                    f"{what} declares more than {limits.max_namespace_declarations} namespaces; no ebXML document "
+                    "needs that many",
+                    error_code=ErrorCode.OTHER_XML,
+                    location="/",
+                )
+        elif isinstance(item, etree._Element) and len(item.attrib) > limits.max_attributes:
+            raise EnvelopeError(
+                f"{what}: element {etree.QName(item).localname} has {len(item.attrib)} attributes, more than the "
+                f"{limits.max_attributes} allowed",
+                error_code=ErrorCode.OTHER_XML,
+                location="/",
+            )
