@@ -27,7 +27,7 @@ from lxml import etree
 
 from msh.errors import EnvelopeError, ErrorCode
 
-__all__ = ["DEFAULT_LIMITS", "XmlLimits", "detect_encoding", "parse_xml"]
+__all__ = ["DEFAULT_LIMITS", "XmlLimits", "detect_encoding", "parse_xml", "text_encoding"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -106,8 +106,28 @@ _DECLARED: Final = re.compile(rb"""^<\?xml[^>]*?\sencoding\s*=\s*(["'])([A-Za-z]
 _DECLARATIONS: Final = ("<!DOCTYPE", "<!ENTITY")
 # Encodings in which ASCII text is the same bytes, so the byte search is the text search.
 _ASCII_SUPERSETS: Final = frozenset({"utf-8", "ascii", "latin-1", "iso8859-1", "cp1252", "iso8859-15"})
-# Codecs that are no text encoding of XML (XML 1.0 §4.3.3); never legitimate.
-_NOT_TEXT: Final = frozenset({"undefined", "punycode", "idna", "unicode_escape", "raw_unicode_escape", "rot_13"})
+# Codecs Python files under text encodings that are no character encoding of a document (XML 1.0 §4.3.3,
+# RFC 2046 §4.1.2 charset): never legitimate in a message.
+_NOT_TEXT: Final = frozenset(
+    {"undefined", "punycode", "idna", "unicode-escape", "raw-unicode-escape", "charmap", "rot-13"}
+)
+_LABEL: Final = re.compile(r"[A-Za-z][A-Za-z0-9._:+-]{0,63}")
+
+
+def text_encoding(label: str) -> str | None:
+    """The Python codec name of the character encoding ``label`` names (an XML ``encoding`` or a MIME
+    ``charset``), or None when it names none: unknown, not a text encoding (``base64``, ``rot13``),
+    one of Python's pseudo-encodings (``undefined``, ``punycode``, ``unicode_escape``), or not even a
+    well-formed name (control characters, NUL, over 64 characters)."""
+    if not _LABEL.fullmatch(label):
+        return None
+    try:
+        info = codecs.lookup(label)
+    except LookupError:
+        return None
+    if info.name in _NOT_TEXT or not getattr(info, "_is_text_encoding", True):
+        return None
+    return info.name
 
 
 def detect_encoding(data: bytes) -> str:
@@ -134,21 +154,14 @@ def detect_encoding(data: bytes) -> str:
     if declared is None:
         return "utf-8"
     label = declared.group(2).decode("ascii")
-    try:
-        info = codecs.lookup(label)
-    except LookupError:
+    name = text_encoding(label)
+    if name is None:
         raise EnvelopeError(
-            f"the XML declaration names the encoding {label!r}, which is not supported; send UTF-8",
-            error_code=ErrorCode.OTHER_XML,
-            location="/",
-        ) from None
-    if info.name in _NOT_TEXT or not getattr(info, "_is_text_encoding", True):
-        raise EnvelopeError(
-            f"the XML declaration names {label!r}, which is not a text encoding; send UTF-8",
+            f"the XML declaration names the encoding {label!r}, which is not a supported text encoding; send UTF-8",
             error_code=ErrorCode.OTHER_XML,
             location="/",
         )
-    return info.name
+    return name
 
 
 def _declares_dtd(data: bytes) -> bool:

@@ -144,6 +144,39 @@ def test_soap_part_charset_is_honoured() -> None:
 
 
 @pytest.mark.parametrize(
+    "charset",
+    [
+        "undefined",
+        "punycode",
+        "unicode_escape",
+        "raw_unicode_escape",
+        "idna",
+        "charmap",
+        "base64",
+        "rot13",
+        "hex",
+        "no-such-charset",
+        "utf\x00-8",
+        "x" * 200,
+    ],
+)
+@pytest.mark.parametrize("packaging", ["bare", "multipart"])
+def test_a_charset_that_names_no_text_encoding_is_a_mime_problem(charset: str, packaging: str) -> None:
+    env = m.Envelope(message_header=minimal_header())
+    if packaging == "bare":
+        _, soap = build_message(env)
+        body, ctype = soap, f'text/xml; charset="{charset}"'
+    else:
+        ctype, body = build_message(env, [attach("p@x", b"payload")])
+        body = body.replace(b'charset="UTF-8"', f'charset="{charset}"'.encode("latin-1"), 1)
+    for mode in ParseMode:
+        with pytest.raises(MimeProblemError) as exc:
+            parse_message(body, ctype, mode=mode)
+        assert exc.value.error_code is ErrorCode.MIME_PROBLEM
+        assert "charset" in exc.value.description
+
+
+@pytest.mark.parametrize(
     ("body", "ctype", "error"),
     [
         (b"\x00\xffgarbage" * 10, "text/xml", EnvelopeError),

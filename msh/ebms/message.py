@@ -31,7 +31,7 @@ from msh.ebms.mime import AttachmentSpec, MimeLimits, MimePart, parse_content_ty
 from msh.ebms.model import Envelope
 from msh.ebms.schema import validate_envelope
 from msh.errors import EbmsError, EnvelopeError, ErrorCode, Issue, MimeProblemError, Severity
-from msh.safexml import XmlLimits, parse_xml
+from msh.safexml import XmlLimits, parse_xml, text_encoding
 
 __all__ = [
     "EbxmlMessage",
@@ -96,12 +96,21 @@ _XML_DECL = re.compile(rb"^\s*<\?xml[^>]*\?>")
 
 def _decode_soap(data: bytes, charset: str | None) -> bytes:
     """Make the SOAP part's charset (from MIME) agree with what the XML parser will assume."""
-    if charset is None or charset.lower().replace("_", "-") in ("utf-8", "utf8", "us-ascii", "ascii"):
+    if charset is None:
+        return data
+    codec = text_encoding(charset)
+    if codec is None:
+        # RFC 2046 §4.1.2: charset names a character encoding; anything else is a broken package.
+        shown = charset.encode("ascii", "backslashreplace").decode("ascii")[:80]
+        raise MimeProblemError(
+            f"the SOAP part's charset {shown!r} is not a supported text encoding; send UTF-8", location="cid:start"
+        )
+    if codec in ("utf-8", "ascii"):
         return data
     try:
-        text = data.decode(charset)
-    except (LookupError, UnicodeDecodeError) as exc:
-        raise MimeProblemError(f"SOAP part cannot be decoded as {charset}: {exc}", location="cid:start") from None
+        text = data.decode(codec)
+    except UnicodeDecodeError as exc:
+        raise MimeProblemError(f"SOAP part cannot be decoded as {codec}: {exc}", location="cid:start") from None
     # The XML declaration's encoding would contradict the re-encoded bytes: drop it.
     return _XML_DECL.sub(b"", text.encode("utf-8"), count=1)
 
