@@ -274,6 +274,26 @@ def test_split_http_capture_with_chunked_body() -> None:
     assert split_http_message(b"<a/>") is None
 
 
+@pytest.mark.parametrize(
+    "chunks",
+    [
+        b"-1\r\n<a/>\r\n0\r\n\r\n",
+        b"zz\r\n<a/>\r\n0\r\n\r\n",
+        b"+4\r\n<a/>\r\n0\r\n\r\n",
+        b"4 4\r\n<a/>\r\n0\r\n\r\n",
+        b"FFFFFFFFFFFFFFFFF\r\n<a/>\r\n",
+        b"ffff\r\n<a/>\r\n0\r\n\r\n",
+        b"4\r\n<a/>\r\n",
+        b"\r\n\r\n",
+    ],
+    ids=["negative", "not-hex", "signed", "space-inside", "17-digits", "longer-than-body", "no-last-chunk", "empty"],
+)
+def test_a_broken_chunked_capture_is_a_mime_problem(chunks: bytes) -> None:
+    raw = b"POST /msh HTTP/1.1\r\nContent-Type: text/xml\r\nTransfer-Encoding: chunked\r\n\r\n" + chunks
+    with pytest.raises(MimeProblemError, match="chunk"):
+        split_http_message(raw)
+
+
 def test_read_message_file_forms(tmp_path: pytest.TempPathFactory) -> None:
     ctype, body = build_message(order("a@x"), [attach("a@x", b"payload")])
     http = tmp_path / "m.http"  # type: ignore[operator]

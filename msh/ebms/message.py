@@ -344,16 +344,27 @@ def _split_header_block(data: bytes) -> tuple[dict[str, str], bytes]:
     return headers, body
 
 
+_CHUNK_SIZE = re.compile(rb"[0-9A-Fa-f]{1,16}")
+
+
 def _dechunk(body: bytes) -> bytes:
+    """The body of a chunked HTTP capture (RFC 9112 §7.1); a broken chunk framing is a MimeProblem."""
     out = bytearray()
     pos = 0
     while True:
         end = body.find(b"\r\n", pos)
         if end < 0:
             raise MimeProblemError("truncated chunked HTTP body", location="/")
-        size = int(body[pos:end].split(b";")[0].strip() or b"0", 16)
+        size_text = body[pos:end].split(b";", 1)[0].strip()
+        # RFC 9112 §7.1: chunk-size = 1*HEXDIG (no sign, no spaces inside).
+        if not _CHUNK_SIZE.fullmatch(size_text):
+            shown = size_text[:20].decode("ascii", "backslashreplace")
+            raise MimeProblemError(f"bad chunk size {shown!r} in a chunked HTTP body", location="/")
+        size = int(size_text, 16)
         if size == 0:
             return bytes(out)
+        if end + 2 + size > len(body):
+            raise MimeProblemError("truncated chunked HTTP body", location="/")
         out += body[end + 2 : end + 2 + size]
         pos = end + 2 + size + 2
 
