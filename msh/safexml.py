@@ -27,7 +27,7 @@ from lxml import etree
 
 from msh.errors import EnvelopeError, ErrorCode
 
-__all__ = ["DEFAULT_LIMITS", "XmlLimits", "detect_encoding", "parse_xml", "text_encoding"]
+__all__ = ["DEFAULT_LIMITS", "XmlLimits", "detect_encoding", "parse_xml", "text_encoding", "xml_safe"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -62,7 +62,7 @@ class _ExternalResourceRefused(Exception):
 class _RefuseEverything(etree.Resolver):
     """A resolver that lets libxml2 load nothing: no file, no URL, no FIFO that would block forever."""
 
-    def resolve(self, system_url: str | None, public_id: str | None, context: object) -> None:
+    def resolve(self, system_url: str, public_id: str, context: object = None) -> None:
         raise _ExternalResourceRefused(f"external resource {system_url or public_id!r} refused")
 
 
@@ -154,14 +154,14 @@ def detect_encoding(data: bytes) -> str:
     if declared is None:
         return "utf-8"
     label = declared.group(2).decode("ascii")
-    name = text_encoding(label)
-    if name is None:
+    codec = text_encoding(label)
+    if codec is None:
         raise EnvelopeError(
             f"the XML declaration names the encoding {label!r}, which is not a supported text encoding; send UTF-8",
             error_code=ErrorCode.OTHER_XML,
             location="/",
         )
-    return name
+    return codec
 
 
 def _declares_dtd(data: bytes) -> bool:
@@ -225,3 +225,23 @@ def _check_counts(root: etree._Element, what: str, limits: XmlLimits) -> None:
                 error_code=ErrorCode.OTHER_XML,
                 location="/",
             )
+
+
+# XML 1.0 §2.2 Char: what a text node or an attribute value may hold.
+_NOT_XML_CHAR: Final = re.compile("[^\t\n\r\x20-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
+
+
+def _escape(match: re.Match[str]) -> str:
+    return match.group(0).encode("unicode_escape", "backslashreplace").decode("ascii")
+
+
+def xml_safe(text: str, *, limit: int = 1024) -> str:
+    """``text`` made fit to be written into XML: every character XML 1.0 cannot hold (NUL, other C0
+    controls, lone surrogates, U+FFFE/U+FFFF) as a ``\\xNN``/``\\uNNNN`` escape, and at most ``limit``
+    characters (longer text ends in ``...``). For text copied from input into an error description, so
+    that building the ErrorList or SOAP Fault that reports it can never fail."""
+    if _NOT_XML_CHAR.search(text) is not None:
+        text = _NOT_XML_CHAR.sub(_escape, text)
+    if len(text) > limit:
+        text = text[: max(limit - 3, 0)] + "..."
+    return text

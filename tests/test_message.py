@@ -387,3 +387,34 @@ def test_splitting_headers_keeps_the_empty_line_rule() -> None:
         {"content-type": "text/xml"},
         b"<a/>",
     )
+
+
+# --- text from the input in error descriptions (issue: building the reply must never fail) -------------
+
+HOSTILE_TEXT = "bad \x00 \x01\x1b[2J \ud800 \ufffe " + "x" * 5000
+
+
+def test_an_error_list_can_always_be_built_whatever_the_description_holds() -> None:
+    issue = Issue(ErrorCode.MIME_PROBLEM, Severity.ERROR, HOSTILE_TEXT, f"cid:{HOSTILE_TEXT}")
+    reply = error_message(
+        issue,
+        in_reply_to=minimal_header(),
+        message_id="reply@x",
+        timestamp=T0,
+    )
+    _, body = build_message(reply)
+    parsed = parse_message(body, "text/xml").envelope.error_list
+    assert parsed is not None
+    error = parsed.errors[0]
+    assert error.description is not None
+    assert (
+        "\\x00" in error.description.text and "\\x1b" in error.description.text and "\\ud800" in error.description.text
+    )
+    assert len(error.description.text) <= 1024 and error.description.text.endswith("...")
+    assert error.location is not None and len(error.location) <= 512
+
+
+def test_a_soap_fault_can_always_be_built_whatever_the_description_holds() -> None:
+    _, body = build_message(soap_fault(Issue(ErrorCode.OTHER_XML, Severity.ERROR, HOSTILE_TEXT)))
+    fault = parse_message(body, "text/xml").envelope.fault
+    assert fault is not None and "\\x00" in fault.faultstring and len(fault.faultstring) <= 4096

@@ -114,7 +114,7 @@ from msh.store import api as store_api
 from msh.store.api import Direction, DuplicateMessage, InboxEntry, InboxState, OutboundMessage, Store, Transaction
 from msh.store.writer import GroupCommitWriter
 
-__all__ = ["HttpReply", "Msh", "ReceivedMessage", "load_agreements"]
+__all__ = ["HttpReply", "Msh", "ReceivedMessage", "load_agreements", "server_fault"]
 
 log = logging.getLogger("msh.runtime")
 
@@ -155,6 +155,23 @@ class HttpReply:
     status: int
     content_type: str | None = None
     body: bytes = b""
+
+
+# SOAP 1.1 §6.2: a 500 carries a SOAP Fault. Built once, so the last resort below has nothing left to fail.
+_LAST_RESORT_FAULT: Final = serialise_envelope(
+    soap_fault(Issue(ErrorCode.UNKNOWN, Severity.ERROR, "the receiving MSH could not process the message"), server=True)
+)
+
+
+def server_fault(description: str) -> HttpReply:
+    """HTTP 500 with a SOAP Fault (faultcode Server) saying ``description``; never raises: should the fault
+    itself fail to build, the fixed one goes back instead."""
+    try:
+        body = serialise_envelope(soap_fault(Issue(ErrorCode.UNKNOWN, Severity.ERROR, description), server=True))
+    except Exception:
+        log.exception("could not build the SOAP Fault for: %r", description)
+        body = _LAST_RESORT_FAULT
+    return HttpReply(500, SOAP_CONTENT_TYPE, body)
 
 
 @dataclass(frozen=True, slots=True)
@@ -999,8 +1016,7 @@ class Msh:
                 parsed.message.close()
         except Exception as exc:  # the store failed: nothing was committed, the sender will resend
             log.exception("could not process a received message")
-            issue = Issue(ErrorCode.UNKNOWN, Severity.ERROR, f"the receiving MSH could not process the message: {exc}")
-            return HttpReply(500, SOAP_CONTENT_TYPE, serialise_envelope(soap_fault(issue, server=True)))
+            return server_fault(f"the receiving MSH could not process the message: {exc}")
         self._after_commit(after)
         return reply
 
