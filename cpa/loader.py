@@ -77,12 +77,16 @@ from cpa.model import (
 )
 from msh.errors import ConfigurationError, EnvelopeError, Severity
 from msh.resources import schema_path
-from msh.safexml import parse_xml
+from msh.safexml import XmlLimits, parse_xml
 
 if TYPE_CHECKING:
     import xmlschema
 
 __all__ = ["KNOWN_ALGORITHMS", "SCHEMA_FILE", "AlgorithmUse", "load"]
+
+#: Bounds on an agreement document: an agreement with many actions has long lists of siblings (CanSend,
+#: CanReceive, channels), so it may have more children per element than a message.
+AGREEMENT_LIMITS: Final = XmlLimits(max_bytes=64 * 1024 * 1024, max_children=65536)
 
 #: The project's CPP/A 2.0 schema, in ``schemas/``.
 SCHEMA_FILE: Final = "cpp-cpa-2_0.xsd"
@@ -200,7 +204,7 @@ def load(source: str | os.PathLike[str] | bytes, *, verify_signature: bool = Tru
 
 def _parse(name: str, data: bytes) -> etree._Element:
     try:
-        return parse_xml(data, what=f"agreement {name}")
+        return parse_xml(data, what=f"agreement {name}", limits=AGREEMENT_LIMITS)
     except EnvelopeError as exc:
         cause = exc.__cause__
         if isinstance(cause, etree.XMLSyntaxError):

@@ -35,19 +35,22 @@ class XmlLimits:
     """Bounds on one XML document read from outside.
 
     ``max_bytes`` caps the document (the SOAP part of a message, an agreement);
-    ``max_namespace_declarations`` the ``xmlns`` declarations in the whole document and
-    ``max_attributes`` the attributes of any one element: a real ebXML message or agreement has a few
-    dozen of each, while thousands make later steps (serialising foreign elements with their in-scope
-    namespaces, reading attributes by name) cost the square of the document's size. Nesting depth is
-    capped by libxml2 at 256 levels and cannot be raised here on purpose.
+    ``max_namespace_declarations`` the ``xmlns`` declarations in the whole document, ``max_attributes``
+    the attributes of any one element and ``max_children`` the child nodes of any one element: a real
+    ebXML message or agreement has a few dozen of each (a Manifest names at most as many parts as a
+    package may hold, 1000), while thousands make later steps cost the square of the document's size
+    (serialising foreign elements with their in-scope namespaces, reading attributes by name, libxml2
+    working out the path of each schema error among its siblings). Nesting depth is capped by libxml2 at
+    256 levels and cannot be raised here on purpose.
     """
 
     max_bytes: int = 16 * 1024 * 1024
     max_namespace_declarations: int = 256
     max_attributes: int = 256
+    max_children: int = 1024
 
     def __post_init__(self) -> None:
-        for name in ("max_bytes", "max_namespace_declarations", "max_attributes"):
+        for name in ("max_bytes", "max_namespace_declarations", "max_attributes", "max_children"):
             if getattr(self, name) <= 0:
                 raise ValueError(f"XmlLimits.{name} must be positive, got {getattr(self, name)}")
 
@@ -206,7 +209,8 @@ def parse_xml(data: bytes, *, what: str = "XML document", limits: XmlLimits = DE
 
 
 def _check_counts(root: etree._Element, what: str, limits: XmlLimits) -> None:
-    """Refuse more namespace declarations or attributes than :class:`XmlLimits` allows (one linear pass)."""
+    """Refuse more namespace declarations, attributes or children than :class:`XmlLimits` allows (one
+    linear pass)."""
     declarations = 0
     for event, item in etree.iterwalk(root, events=("start", "start-ns")):
         if event == "start-ns":
@@ -218,13 +222,21 @@ def _check_counts(root: etree._Element, what: str, limits: XmlLimits) -> None:
                     error_code=ErrorCode.OTHER_XML,
                     location="/",
                 )
-        elif isinstance(item, etree._Element) and len(item.attrib) > limits.max_attributes:
-            raise EnvelopeError(
-                f"{what}: element {etree.QName(item).localname} has {len(item.attrib)} attributes, more than the "
-                f"{limits.max_attributes} allowed",
-                error_code=ErrorCode.OTHER_XML,
-                location="/",
-            )
+        elif isinstance(item, etree._Element):
+            if len(item.attrib) > limits.max_attributes:
+                raise EnvelopeError(
+                    f"{what}: element {etree.QName(item).localname} has {len(item.attrib)} attributes, more than "
+                    f"the {limits.max_attributes} allowed",
+                    error_code=ErrorCode.OTHER_XML,
+                    location="/",
+                )
+            if len(item) > limits.max_children:
+                raise EnvelopeError(
+                    f"{what}: element {etree.QName(item).localname} has {len(item)} children, more than the "
+                    f"{limits.max_children} allowed",
+                    error_code=ErrorCode.OTHER_XML,
+                    location="/",
+                )
 
 
 # XML 1.0 §2.2 Char: what a text node or an attribute value may hold.
