@@ -86,7 +86,7 @@ __all__ = ["KNOWN_ALGORITHMS", "SCHEMA_FILE", "AlgorithmUse", "load"]
 
 #: Bounds on an agreement document: an agreement with many actions has long lists of siblings (CanSend,
 #: CanReceive, channels), so it may have more children per element than a message.
-AGREEMENT_LIMITS: Final = XmlLimits(max_bytes=64 * 1024 * 1024, max_children=65536)
+AGREEMENT_LIMITS: Final = XmlLimits(max_children=65536)
 
 #: The project's CPP/A 2.0 schema, in ``schemas/``.
 SCHEMA_FILE: Final = "cpp-cpa-2_0.xsd"
