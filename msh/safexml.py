@@ -37,8 +37,8 @@ class XmlLimits:
     ``max_bytes`` caps the document (the SOAP part of a message, an agreement);
     ``max_namespace_declarations`` the ``xmlns`` declarations in the whole document, ``max_attributes``
     the attributes of any one element and ``max_children`` the child nodes of any one element: a real
-    ebXML message or agreement has a few dozen of each (a Manifest names at most as many parts as a
-    package may hold, 1000), while thousands make later steps cost the square of the document's size
+    ebXML message or agreement has a few dozen of each (a Manifest names at most as many payloads as a
+    package may hold, 256), while thousands make later steps cost the square of the document's size
     (serialising foreign elements with their in-scope namespaces, reading attributes by name, libxml2
     working out the path of each schema error among its siblings). Nesting depth is capped by libxml2 at
     256 levels and cannot be raised here on purpose.
@@ -47,7 +47,7 @@ class XmlLimits:
     max_bytes: int = 16 * 1024 * 1024
     max_namespace_declarations: int = 256
     max_attributes: int = 256
-    max_children: int = 1024
+    max_children: int = 256
 
     def __post_init__(self) -> None:
         for name in ("max_bytes", "max_namespace_declarations", "max_attributes", "max_children"):

@@ -123,7 +123,8 @@ _KEEP_FOR_FIRST_SEND: Final = 1 << 20  # bytes: a submitted body this small is k
 _MAX_ANSWER: Final = 16 << 20  # bytes: an answer on the connection is a signal, never a large payload
 _GROUP_COMMIT: Final = 64  # units of work (message steps) at most in one store transaction
 _POOL_THREADS: Final = 2  # parsing, agreement checks, reads beside the writer
-_PARSE_ON_LOOP: Final = 256 << 10  # bytes: a message this small is parsed on the event loop (no thread hops)
+_PARSE_ON_LOOP: Final = 32 << 10  # bytes: a message this small is parsed on the event loop (a few ms at most,
+# the limits of msh.safexml and the codec keep its work linear); a larger one on the work pool
 _T = TypeVar("_T")
 
 DeliveredCallback = Callable[[str], object]
