@@ -474,6 +474,29 @@ _CONTENT_TYPES: Final = (
     "multipart/related; boundary=" + "b" * 5000,
     'text/xml; charset="\x00"',
 )
+_TEXT_VALUE: Final = re.compile(rb">([^<>]{1,200})</|=\"([^\"<>]{1,200})\"")
+_VALUES: Final = (
+    b"P99999999999999999999Y",
+    b"PT99999999999999999999999S",
+    b"-P1D",
+    b"P1M",
+    b"P0D",
+    b"9" * 400,
+    b"-1",
+    b"0",
+    b"1e309",
+    b"NaN",
+    b"99999-12-31T23:59:59Z",
+    b"0000-01-01T00:00:00Z",
+    b"2026-02-30T25:61:61Z",
+    b"true1",
+    b"",
+    b" ",
+    b"cid:",
+    b"urn:oasis:names:tc:ebxml-msg:actor:nextMSH",
+    b"http://schemas.xmlsoap.org/soap/actor/next",
+    b"\xc3\x28",
+)
 _NOISE: Final = (
     b"<!DOCTYPE r SYSTEM 'file:///etc/passwd'>",
     b"<!ENTITY x 'y'>",
@@ -611,6 +634,14 @@ class Mutator:
         value = self.rng.choice((b"undefined", b"punycode", b"unicode_escape", b"utf-16", b"x\x00y", b"base64"))
         return _CHARSET.sub(b'charset="' + value + b'"', data, count=1)
 
+    def _value(self, data: bytes, others: Sequence[Seed]) -> bytes:
+        values = list(_TEXT_VALUE.finditer(data))
+        if not values:
+            return data
+        value = self.rng.choice(values)
+        group = 1 if value.group(1) is not None else 2
+        return data[: value.start(group)] + self.rng.choice(_VALUES) + data[value.end(group) :]
+
     def _boundary(self, data: bytes, others: Sequence[Seed]) -> bytes:
         lines = list(_BOUNDARY_LINE.finditer(data))
         if not lines:
@@ -632,6 +663,7 @@ class Mutator:
         _nest,
         _encoding,
         _charset,
+        _value,
         _boundary,
     )
 
