@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import itertools
 import os
 import re
 import threading
@@ -77,12 +78,22 @@ from cpa.model import (
 )
 from msh.errors import ConfigurationError, EnvelopeError, Severity
 from msh.resources import schema_path
-from msh.safexml import parse_xml
+from msh.safexml import XmlLimits, parse_xml
+from msh.xmlpath import Locator
 
 if TYPE_CHECKING:
     import xmlschema
 
 __all__ = ["KNOWN_ALGORITHMS", "SCHEMA_FILE", "AlgorithmUse", "load"]
+
+#: Problems reported per agreement at most (a last one says how many more there were): a few hundred
+#: errors all say the same (fix the first), and listing thousands would cost more than the load itself.
+MAX_PROBLEMS: Final = 100
+_EXPLAIN_AT_MOST: Final = 25
+
+#: Bounds on an agreement document: an agreement with many actions has long lists of siblings (CanSend,
+#: CanReceive, channels), so it may have more children per element than a message.
+AGREEMENT_LIMITS: Final = XmlLimits(max_children=4096)
 
 #: The project's CPP/A 2.0 schema, in ``schemas/``.
 SCHEMA_FILE: Final = "cpp-cpa-2_0.xsd"
@@ -200,7 +211,7 @@ def load(source: str | os.PathLike[str] | bytes, *, verify_signature: bool = Tru
 
 def _parse(name: str, data: bytes) -> etree._Element:
     try:
-        return parse_xml(data, what=f"agreement {name}")
+        return parse_xml(data, what=f"agreement {name}", limits=AGREEMENT_LIMITS)
     except EnvelopeError as exc:
         cause = exc.__cause__
         if isinstance(cause, etree.XMLSyntaxError):
@@ -214,7 +225,8 @@ def _parse(name: str, data: bytes) -> etree._Element:
             )
         else:
             line = None
-            message = f"{exc.description}; check that this is the agreement file you meant"
+            detail = exc.description.removeprefix(f"agreement {name}: ").removeprefix(f"agreement {name} ")
+            message = f"{detail}; check that this is the agreement file you meant"
         raise CpaError([CpaProblem(name, line, "", message)]) from exc
 
 
@@ -274,6 +286,7 @@ def _set_aside_templates(name: str, root: etree._Element) -> list[CpaProblem]:
     """Remove every unfilled ds:Signature template from ``root`` (and a tp:Signature left with none), with a
     Warning for each: the agreement then loads as unsigned unless a filled-in signature remains."""
     warnings: list[CpaProblem] = []
+    locator = Locator()
     for holder in root.findall("tp:Signature", _NS):
         signatures = holder.findall("ds:Signature", _NS)
         for signature in signatures:
@@ -285,7 +298,7 @@ def _set_aside_templates(name: str, root: etree._Element) -> list[CpaProblem]:
                 CpaProblem(
                     name,
                     _line(signature),
-                    _path(signature),
+                    _path(signature, locator),
                     f"the agreement's ds:Signature is an unfilled template ({reason}), so the agreement is loaded "
                     "as unsigned; have it signed, or remove the tp:Signature element if it is not meant to be signed",
                     Severity.WARNING,
@@ -358,7 +371,8 @@ def _validate(name: str, root: etree._Element, warnings: list[CpaProblem]) -> No
     if schema.validate(root):
         return
     log = cast("list[_LogEntry]", list(cast("Iterable[object]", schema.error_log)))
-    problems = _explain(name, root)
+    # xmlschema explains in readable words but costs far more per error: past a few, libxml2's words do.
+    problems = _explain(name, root) if len(log) <= _EXPLAIN_AT_MOST else []
     if not problems:  # xmlschema is more lenient here than libxml2: report libxml2's findings
         problems = [
             CpaProblem(
@@ -367,17 +381,23 @@ def _validate(name: str, root: etree._Element, warnings: list[CpaProblem]) -> No
                 _strip_prefixes(entry.path or ""),
                 f"not valid under the schema: {_tidy(entry.message)}; {_SCHEMA_HINT}",
             )
-            for entry in log
+            for entry in log[: MAX_PROBLEMS + 1]
         ] or [CpaProblem(name, None, "", f"the document is not valid under the schema; {_SCHEMA_HINT}")]
-    raise CpaError(sorted([*problems, *warnings], key=lambda p: p.line or 0))
+    raise CpaError(_capped([*problems, *warnings]))
 
 
 def _explain(name: str, root: etree._Element) -> list[CpaProblem]:
     """Readable problems from ``xmlschema``'s ``iter_errors``, pointing at the offending element."""
     schema = _xmlschema_schema()
     with _xmlschema_lock:  # xmlschema makes no thread-safety promise for validation
-        errors = list(schema.iter_errors(root, namespaces=dict(_NS, xlink=XLINK)))
+        try:
+            errors = list(
+                itertools.islice(schema.iter_errors(root, namespaces=dict(_NS, xlink=XLINK)), MAX_PROBLEMS + 1)
+            )
+        except Exception:  # e.g. elementpath's OverflowError on an absurd xs:duration: libxml2's words will do
+            return []
     problems: list[CpaProblem] = []
+    locator = Locator()
     for error in errors:
         reason = error.reason or error.message
         if reason.startswith("IDREF ") and "not found" in reason:
@@ -387,7 +407,7 @@ def _explain(name: str, root: etree._Element) -> list[CpaProblem]:
         child = error.invalid_child
         elem = child if isinstance(child, etree._Element) else error.elem
         if isinstance(elem, etree._Element):
-            path, line = _path(elem), _line(elem)
+            path, line = _path(elem, locator), _line(elem)
         else:
             path, line = _strip_prefixes(error.path or ""), None
         attribute = _XMLSCHEMA_ATTRIBUTE.search(reason)
@@ -441,21 +461,26 @@ def _line(element: etree._Element) -> int | None:
     return line if isinstance(line, int) else None
 
 
-def _path(element: etree._Element) -> str:
+def _path(element: etree._Element, locator: Locator) -> str:
     """``/CollaborationProtocolAgreement/PartyInfo[1]/DeliveryChannel[2]``: local names, with a position
-    where same-named siblings make one necessary."""
-    steps: list[str] = []
-    current: etree._Element | None = element
-    while current is not None:
-        parent = current.getparent()
-        step = _local(current)
-        if parent is not None:
-            same = [sibling for sibling in parent if sibling.tag == current.tag]
-            if len(same) > 1:
-                step += f"[{same.index(current) + 1}]"
-        steps.append(step)
-        current = parent
-    return "/" + "/".join(reversed(steps))
+    where same-named siblings make one necessary (:class:`msh.xmlpath.Locator`: each parent's children are
+    scanned once, however many problems there are)."""
+    return "/" + "/".join(locator.steps(element))
+
+
+def _capped(problems: list[CpaProblem]) -> list[CpaProblem]:
+    """At most :data:`MAX_PROBLEMS` problems, in document order, and a last one saying how many more."""
+    ordered = sorted(problems, key=lambda p: p.line or 0)
+    if len(ordered) <= MAX_PROBLEMS:
+        return ordered
+    rest = ordered[MAX_PROBLEMS:]
+    more = CpaProblem(
+        rest[0].source,
+        rest[0].line,
+        "",
+        f"and {len(rest)} more problem(s) from here on, not listed (at most {MAX_PROBLEMS} are); fix these first",
+    )
+    return [*ordered[:MAX_PROBLEMS], more]
 
 
 def _text(element: etree._Element | None) -> str:
@@ -490,6 +515,7 @@ class _Builder:
         self.data = data
         self.verify_signature = verify_signature
         self.problems: list[CpaProblem] = []
+        self.locator = Locator()
         self.ids: dict[str, list[etree._Element]] = {}
         for element in root.iter(*(_q(local) for local in _ID_ATTRIBUTES)):
             value = _attr(element, _ID_ATTRIBUTES[_local(element)])
@@ -507,7 +533,7 @@ class _Builder:
     # -- problems and references ------------------------------------------------------------------
 
     def problem(self, element: etree._Element, message: str, attribute: str | None = None) -> None:
-        path = _path(element) + (f"/@{attribute}" if attribute else "")
+        path = _path(element, self.locator) + (f"/@{attribute}" if attribute else "")
         self.problems.append(CpaProblem(self.name, _line(element), path, message))
 
     def resolve(
@@ -1006,7 +1032,7 @@ class _Builder:
         signed = self.check_signature()
         if self.problems:
             # in document order, the warnings with them
-            raise CpaError(sorted([*self.problems, *self.warnings], key=lambda p: p.line or 0))
+            raise CpaError(_capped([*self.problems, *self.warnings]))
         assert start is not None and end is not None  # else a problem was recorded (or the schema refused)
         first, second = parties  # the schema wants exactly two
         assert first is not None and second is not None  # else a problem was recorded

@@ -1,39 +1,73 @@
 """Hardened XML parsing, in one place (DESIGN.md §7).
 
-Every byte of XML the MSH reads from outside goes through :func:`parse_xml`: no DTD is loaded and a
-document that declares one is refused outright (so no external entity is fetched and no entity is
-expanded: XXE and "billion laughs" end in a clean error), nothing is fetched from the network, the input
-size is bounded, and libxml2's own limits on depth (256) and on a single text node (10 MB) stay on.
+Every byte of XML the MSH reads from outside goes through :func:`parse_xml`:
+
+* the input size is bounded, and libxml2's own limits on depth (256) and on a single text node (10 MB)
+  stay on;
+* a document that declares a DTD or an entity is refused. The check runs on the document's *text*: its
+  encoding is detected as XML 1.0 Appendix F says (byte order mark, the ``<?xml`` pattern in UTF-16 or
+  UTF-32, then the declared ``encoding``) and the document is decoded before it is searched, so a
+  ``<!DOCTYPE`` spelt in UTF-16, UTF-32 or any other encoding is found; an encoding this check cannot
+  decode (EBCDIC, an unknown name, a codec that is not a text encoding) is refused rather than handed to
+  libxml2 unchecked;
+* libxml2 never opens a file or a URL, whatever it is asked for: the parser loads no DTD, resolves no
+  entity, has network access off, and carries a resolver that refuses every external resource (an
+  external DTD, an external parameter entity) before libxml2's own loader could open it.
 """
 
 from __future__ import annotations
 
+import codecs
+import re
 import threading
 from dataclasses import dataclass
+from typing import Final
 
 from lxml import etree
 
 from msh.errors import EnvelopeError, ErrorCode
 
-__all__ = ["DEFAULT_LIMITS", "XmlLimits", "parse_xml"]
+__all__ = ["DEFAULT_LIMITS", "XmlLimits", "detect_encoding", "parse_xml", "text_encoding", "xml_safe"]
 
 
 @dataclass(frozen=True, slots=True)
 class XmlLimits:
     """Bounds on one XML document read from outside.
 
-    ``max_bytes`` caps the document (the SOAP part of a message, an agreement); nesting depth is capped
-    by libxml2 at 256 levels and cannot be raised here on purpose.
+    ``max_bytes`` caps the document (the SOAP part of a message, an agreement);
+    ``max_namespace_declarations`` the ``xmlns`` declarations in the whole document, ``max_attributes``
+    the attributes of any one element and ``max_children`` the child nodes of any one element: a real
+    ebXML message or agreement has a few dozen of each (a Manifest names at most as many payloads as a
+    package may hold, 256), while thousands make later steps cost the square of the document's size
+    (serialising foreign elements with their in-scope namespaces, reading attributes by name, libxml2
+    working out the path of each schema error among its siblings). Nesting depth is capped by libxml2 at
+    256 levels and cannot be raised here on purpose.
     """
 
     max_bytes: int = 16 * 1024 * 1024
+    max_namespace_declarations: int = 256
+    max_attributes: int = 256
+    max_children: int = 256
 
     def __post_init__(self) -> None:
-        if self.max_bytes <= 0:
-            raise ValueError(f"XmlLimits.max_bytes must be positive, got {self.max_bytes}")
+        for name in ("max_bytes", "max_namespace_declarations", "max_attributes", "max_children"):
+            if getattr(self, name) <= 0:
+                raise ValueError(f"XmlLimits.{name} must be positive, got {getattr(self, name)}")
 
 
 DEFAULT_LIMITS = XmlLimits()
+
+
+class _ExternalResourceRefused(Exception):
+    """Raised by :class:`_RefuseEverything` inside libxml2's resource loading."""
+
+
+class _RefuseEverything(etree.Resolver):
+    """A resolver that lets libxml2 load nothing: no file, no URL, no FIFO that would block forever."""
+
+    def resolve(self, system_url: str, public_id: str, context: object = None) -> None:
+        raise _ExternalResourceRefused(f"external resource {system_url or public_id!r} refused")
+
 
 _local = threading.local()
 
@@ -51,33 +85,175 @@ def _parser() -> etree.XMLParser:
             remove_comments=False,
             collect_ids=False,
         )
+        parser.resolvers.add(_RefuseEverything())
         _local.parser = parser
     return parser
+
+
+# XML 1.0 Appendix F.1: the first bytes of a document tell its encoding family.
+_BOMS: Final = (
+    (codecs.BOM_UTF32_BE, "utf-32-be"),
+    (codecs.BOM_UTF32_LE, "utf-32-le"),
+    (codecs.BOM_UTF8, "utf-8"),
+    (codecs.BOM_UTF16_BE, "utf-16-be"),
+    (codecs.BOM_UTF16_LE, "utf-16-le"),
+)
+_PATTERNS: Final = (
+    (b"\x00\x00\x00<", "utf-32-be"),
+    (b"<\x00\x00\x00", "utf-32-le"),
+    (b"\x00<\x00?", "utf-16-be"),
+    (b"<\x00?\x00", "utf-16-le"),
+)
+_EBCDIC: Final = b"\x4c\x6f\xa7\x94"  # "<?xm" in EBCDIC
+_DECLARED: Final = re.compile(rb"""^<\?xml[^>]*?\sencoding\s*=\s*(["'])([A-Za-z][A-Za-z0-9._-]*)\1""")
+_DECLARATIONS: Final = ("<!DOCTYPE", "<!ENTITY")
+# Encodings in which ASCII text is the same bytes, so the byte search is the text search.
+_ASCII_SUPERSETS: Final = frozenset({"utf-8", "ascii", "latin-1", "iso8859-1", "cp1252", "iso8859-15"})
+# Codecs Python files under text encodings that are no character encoding of a document (XML 1.0 §4.3.3,
+# RFC 2046 §4.1.2 charset): never legitimate in a message.
+_NOT_TEXT: Final = frozenset(
+    {"undefined", "punycode", "idna", "unicode-escape", "raw-unicode-escape", "charmap", "rot-13"}
+)
+_LABEL: Final = re.compile(r"[A-Za-z][A-Za-z0-9._:+-]{0,63}")
+
+
+def text_encoding(label: str) -> str | None:
+    """The Python codec name of the character encoding ``label`` names (an XML ``encoding`` or a MIME
+    ``charset``), or None when it names none: unknown, not a text encoding (``base64``, ``rot13``),
+    one of Python's pseudo-encodings (``undefined``, ``punycode``, ``unicode_escape``), or not even a
+    well-formed name (control characters, NUL, over 64 characters)."""
+    if not _LABEL.fullmatch(label):
+        return None
+    try:
+        info = codecs.lookup(label)
+    except LookupError:
+        return None
+    if info.name in _NOT_TEXT or not getattr(info, "_is_text_encoding", True):
+        return None
+    return info.name
+
+
+def detect_encoding(data: bytes) -> str:
+    """The encoding of an XML document's bytes (a Python codec name), per XML 1.0 Appendix F: a byte
+    order mark, else the ``<?xml`` pattern of UTF-16 or UTF-32, else the ``encoding`` of an
+    ASCII-compatible declaration, else UTF-8.
+
+    Raises :class:`~msh.errors.EnvelopeError` (OtherXml) for EBCDIC, and for a declared encoding that
+    is not a text encoding Python knows.
+    """
+    for bom, name in _BOMS:
+        if data.startswith(bom):
+            return name
+    for pattern, name in _PATTERNS:
+        if data.startswith(pattern):
+            return name
+    if data.startswith(_EBCDIC):
+        raise EnvelopeError(
+            "the document is in an EBCDIC encoding, which is not supported; send UTF-8",
+            error_code=ErrorCode.OTHER_XML,
+            location="/",
+        )
+    declared = _DECLARED.match(data[:1024])
+    if declared is None:
+        return "utf-8"
+    label = declared.group(2).decode("ascii")
+    codec = text_encoding(label)
+    if codec is None:
+        raise EnvelopeError(
+            f"the XML declaration names the encoding {label!r}, which is not a supported text encoding; send UTF-8",
+            error_code=ErrorCode.OTHER_XML,
+            location="/",
+        )
+    return codec
+
+
+def _declares_dtd(data: bytes) -> bool:
+    """Whether the document's text holds a DTD or entity declaration, in whatever encoding it is."""
+    if any(d.encode("ascii") in data for d in _DECLARATIONS):
+        return True
+    encoding = detect_encoding(data)
+    if encoding in _ASCII_SUPERSETS:
+        return False  # the byte search above has seen the text as it is
+    text = data.decode(encoding, errors="replace")
+    return any(d in text for d in _DECLARATIONS)
 
 
 def parse_xml(data: bytes, *, what: str = "XML document", limits: XmlLimits = DEFAULT_LIMITS) -> etree._Element:
     """Parse ``data`` safely and return its root element.
 
     Raises :class:`~msh.errors.EnvelopeError` (errorCode ``OtherXml``) naming ``what`` when the input is
-    too large, declares a DTD, or is not well-formed XML.
+    too large, declares a DTD or entities (in any encoding), is in an encoding that cannot be checked, or
+    is not well-formed XML. libxml2 opens no file and no URL in any case.
     """
     if len(data) > limits.max_bytes:
         raise EnvelopeError(
             f"{what} is {len(data)} bytes, over the limit of {limits.max_bytes} bytes",
             error_code=ErrorCode.OTHER_XML,
         )
-    # A DOCTYPE is never legitimate in SOAP 1.1 (§3) nor needed by an ebXML document: refuse it before
-    # libxml2 sees it, so no entity declaration is ever processed.
-    if b"<!DOCTYPE" in data or b"<!ENTITY" in data:
+    # A DOCTYPE is never legitimate in SOAP 1.1 (§3) nor needed by an ebXML document: refuse it, found in
+    # the decoded text, before libxml2 sees it, so no entity declaration is ever processed.
+    if _declares_dtd(data):
         raise EnvelopeError(f"{what} declares a DTD or entities, which are refused", error_code=ErrorCode.OTHER_XML)
     try:
         root = etree.fromstring(data, _parser())
     except etree.XMLSyntaxError as exc:
         raise EnvelopeError(f"{what} is not well-formed XML: {exc}", error_code=ErrorCode.OTHER_XML) from exc
-    except ValueError as exc:  # e.g. a str with an encoding declaration
+    except (ValueError, LookupError) as exc:  # e.g. a str with an encoding declaration, an unknown encoding
         raise EnvelopeError(f"{what} cannot be parsed: {exc}", error_code=ErrorCode.OTHER_XML) from exc
     docinfo = root.getroottree().docinfo
-    if getattr(docinfo, "doctype", "") or docinfo.internalDTD is not None:
-        # Defence in depth for encodings the byte scan above cannot see (e.g. UTF-16).
+    if getattr(docinfo, "doctype", "") or docinfo.internalDTD is not None or docinfo.externalDTD is not None:
+        # Defence in depth: a declaration the text search above did not see.
         raise EnvelopeError(f"{what} declares a DTD, which is refused", error_code=ErrorCode.OTHER_XML)
+    _check_counts(root, what, limits)
     return root
+
+
+def _check_counts(root: etree._Element, what: str, limits: XmlLimits) -> None:
+    """Refuse more namespace declarations, attributes or children than :class:`XmlLimits` allows (one
+    linear pass)."""
+    declarations = 0
+    for event, item in etree.iterwalk(root, events=("start", "start-ns")):
+        if event == "start-ns":
+            declarations += 1
+            if declarations > limits.max_namespace_declarations:
+                raise EnvelopeError(
+                    f"{what} declares more than {limits.max_namespace_declarations} namespaces; no ebXML document "
+                    "needs that many",
+                    error_code=ErrorCode.OTHER_XML,
+                    location="/",
+                )
+        elif isinstance(item, etree._Element):
+            if len(item.attrib) > limits.max_attributes:
+                raise EnvelopeError(
+                    f"{what}: element {etree.QName(item).localname} has {len(item.attrib)} attributes, more than "
+                    f"the {limits.max_attributes} allowed",
+                    error_code=ErrorCode.OTHER_XML,
+                    location="/",
+                )
+            if len(item) > limits.max_children:
+                raise EnvelopeError(
+                    f"{what}: element {etree.QName(item).localname} has {len(item)} children, more than the "
+                    f"{limits.max_children} allowed",
+                    error_code=ErrorCode.OTHER_XML,
+                    location="/",
+                )
+
+
+# XML 1.0 §2.2 Char: what a text node or an attribute value may hold.
+_NOT_XML_CHAR: Final = re.compile("[^\t\n\r\x20-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
+
+
+def _escape(match: re.Match[str]) -> str:
+    return match.group(0).encode("unicode_escape", "backslashreplace").decode("ascii")
+
+
+def xml_safe(text: str, *, limit: int = 1024) -> str:
+    """``text`` made fit to be written into XML: every character XML 1.0 cannot hold (NUL, other C0
+    controls, lone surrogates, U+FFFE/U+FFFF) as a ``\\xNN``/``\\uNNNN`` escape, and at most ``limit``
+    characters (longer text ends in ``...``). For text copied from input into an error description, so
+    that building the ErrorList or SOAP Fault that reports it can never fail."""
+    if _NOT_XML_CHAR.search(text) is not None:
+        text = _NOT_XML_CHAR.sub(_escape, text)
+    if len(text) > limit:
+        text = text[: max(limit - 3, 0)] + "..."
+    return text

@@ -746,3 +746,43 @@ def test_every_built_agreement_loads(name: str) -> None:
     assert cpa.cpaid.startswith("cpa-demo-")
     assert all(w.severity is Severity.WARNING for w in cpa.warnings)
     assert bool(cpa.warnings) == ("template" in name)
+
+
+# --- every failure is a CpaError (hostile or absurd numbers included) ----------------------------------
+
+
+@pytest.mark.parametrize(
+    ("old", "new"),
+    [
+        (b"<tp:Retries>5</tp:Retries>", b"<tp:Retries>" + b"9" * 400 + b"</tp:Retries>"),
+        (b"<tp:Retries>5</tp:Retries>", b"<tp:Retries>-99999999999999999999</tp:Retries>"),
+        (b"<tp:RetryInterval>PT5S</tp:RetryInterval>", b"<tp:RetryInterval>P99999999999999999999Y</tp:RetryInterval>"),
+        (
+            b"<tp:RetryInterval>PT5S</tp:RetryInterval>",
+            b"<tp:RetryInterval>PT99999999999999999999999S</tp:RetryInterval>",
+        ),
+        (b"<tp:RetryInterval>PT5S</tp:RetryInterval>", b"<tp:RetryInterval>P1Y" + b"9" * 300 + b"D</tp:RetryInterval>"),
+        (b"<tp:Start>", b"<tp:Start>99999"),
+        (b"<tp:End>", b"<tp:End>-"),
+        (b'cpaid="cpa-demo-a-b"', b'cpaid="' + b"x" * 100_000 + b'"'),
+    ],
+    ids=[
+        "huge-retries",
+        "negative-retries",
+        "duration-years",
+        "duration-seconds",
+        "duration-digits",
+        "year",
+        "end",
+        "cpaid",
+    ],
+)
+def test_absurd_numbers_are_cpa_errors_never_other_exceptions(old: bytes, new: bytes) -> None:
+    data = demo_bytes()
+    if old not in data:
+        pytest.skip(f"the sample agreement has no {old!r}")
+    try:
+        load(data.replace(old, new, 1))
+    except CpaError as exc:
+        assert exc.problems and all(str(p) for p in exc.problems)
+    # Loading is also a documented outcome (a value the MSH never acts on may be absurd).

@@ -144,6 +144,39 @@ def test_soap_part_charset_is_honoured() -> None:
 
 
 @pytest.mark.parametrize(
+    "charset",
+    [
+        "undefined",
+        "punycode",
+        "unicode_escape",
+        "raw_unicode_escape",
+        "idna",
+        "charmap",
+        "base64",
+        "rot13",
+        "hex",
+        "no-such-charset",
+        "utf\x00-8",
+        "x" * 200,
+    ],
+)
+@pytest.mark.parametrize("packaging", ["bare", "multipart"])
+def test_a_charset_that_names_no_text_encoding_is_a_mime_problem(charset: str, packaging: str) -> None:
+    env = m.Envelope(message_header=minimal_header())
+    if packaging == "bare":
+        _, soap = build_message(env)
+        body, ctype = soap, f'text/xml; charset="{charset}"'
+    else:
+        ctype, body = build_message(env, [attach("p@x", b"payload")])
+        body = body.replace(b'charset="UTF-8"', f'charset="{charset}"'.encode("latin-1"), 1)
+    for mode in ParseMode:
+        with pytest.raises(MimeProblemError) as exc:
+            parse_message(body, ctype, mode=mode)
+        assert exc.value.error_code is ErrorCode.MIME_PROBLEM
+        assert "charset" in exc.value.description
+
+
+@pytest.mark.parametrize(
     ("body", "ctype", "error"),
     [
         (b"\x00\xffgarbage" * 10, "text/xml", EnvelopeError),
@@ -241,6 +274,26 @@ def test_split_http_capture_with_chunked_body() -> None:
     assert split_http_message(b"<a/>") is None
 
 
+@pytest.mark.parametrize(
+    "chunks",
+    [
+        b"-1\r\n<a/>\r\n0\r\n\r\n",
+        b"zz\r\n<a/>\r\n0\r\n\r\n",
+        b"+4\r\n<a/>\r\n0\r\n\r\n",
+        b"4 4\r\n<a/>\r\n0\r\n\r\n",
+        b"FFFFFFFFFFFFFFFFF\r\n<a/>\r\n",
+        b"ffff\r\n<a/>\r\n0\r\n\r\n",
+        b"4\r\n<a/>\r\n",
+        b"\r\n\r\n",
+    ],
+    ids=["negative", "not-hex", "signed", "space-inside", "17-digits", "longer-than-body", "no-last-chunk", "empty"],
+)
+def test_a_broken_chunked_capture_is_a_mime_problem(chunks: bytes) -> None:
+    raw = b"POST /msh HTTP/1.1\r\nContent-Type: text/xml\r\nTransfer-Encoding: chunked\r\n\r\n" + chunks
+    with pytest.raises(MimeProblemError, match="chunk"):
+        split_http_message(raw)
+
+
 def test_read_message_file_forms(tmp_path: pytest.TempPathFactory) -> None:
     ctype, body = build_message(order("a@x"), [attach("a@x", b"payload")])
     http = tmp_path / "m.http"  # type: ignore[operator]
@@ -334,3 +387,34 @@ def test_splitting_headers_keeps_the_empty_line_rule() -> None:
         {"content-type": "text/xml"},
         b"<a/>",
     )
+
+
+# --- text from the input in error descriptions (issue: building the reply must never fail) -------------
+
+HOSTILE_TEXT = "bad \x00 \x01\x1b[2J \ud800 \ufffe " + "x" * 5000
+
+
+def test_an_error_list_can_always_be_built_whatever_the_description_holds() -> None:
+    issue = Issue(ErrorCode.MIME_PROBLEM, Severity.ERROR, HOSTILE_TEXT, f"cid:{HOSTILE_TEXT}")
+    reply = error_message(
+        issue,
+        in_reply_to=minimal_header(),
+        message_id="reply@x",
+        timestamp=T0,
+    )
+    _, body = build_message(reply)
+    parsed = parse_message(body, "text/xml").envelope.error_list
+    assert parsed is not None
+    error = parsed.errors[0]
+    assert error.description is not None
+    assert (
+        "\\x00" in error.description.text and "\\x1b" in error.description.text and "\\ud800" in error.description.text
+    )
+    assert len(error.description.text) <= 1024 and error.description.text.endswith("...")
+    assert error.location is not None and len(error.location) <= 512
+
+
+def test_a_soap_fault_can_always_be_built_whatever_the_description_holds() -> None:
+    _, body = build_message(soap_fault(Issue(ErrorCode.OTHER_XML, Severity.ERROR, HOSTILE_TEXT)))
+    fault = parse_message(body, "text/xml").envelope.fault
+    assert fault is not None and "\\x00" in fault.faultstring and len(fault.faultstring) <= 4096

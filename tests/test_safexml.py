@@ -2,7 +2,13 @@
 
 from __future__ import annotations
 
+import contextlib
+import os
+import threading
+from pathlib import Path
+
 import pytest
+from lxml import etree
 
 from msh.errors import EnvelopeError, ErrorCode
 from msh.safexml import XmlLimits, parse_xml
@@ -61,3 +67,94 @@ def test_malformed(doc: bytes) -> None:
 def test_limits_validate() -> None:
     with pytest.raises(ValueError, match="max_bytes"):
         XmlLimits(max_bytes=0)
+
+
+# -- declarations in any encoding, and no file access at all (a FIFO would block a parse forever)
+
+ENCODINGS = ["utf-16", "utf-16-le", "utf-16-be", "utf-32", "utf-32-le", "utf-32-be", "utf-7", "utf-8-sig"]
+
+
+def _document(doctype: str, encoding: str) -> bytes:
+    label = {"utf-8-sig": "UTF-8"}.get(encoding, encoding.upper())
+    return f'<?xml version="1.0" encoding="{label}"?>{doctype}<r>&x;</r>'.encode(encoding)
+
+
+@pytest.mark.parametrize("encoding", ENCODINGS)
+@pytest.mark.parametrize(
+    "doctype",
+    ['<!DOCTYPE r SYSTEM "{path}">', '<!DOCTYPE r [<!ENTITY % p SYSTEM "{path}"> %p;]>'],
+    ids=["external-dtd", "external-parameter-entity"],
+)
+def test_declarations_are_refused_in_every_encoding_and_nothing_is_opened(
+    tmp_path: Path, encoding: str, doctype: str
+) -> None:
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    data = _document(doctype.format(path=fifo), encoding)
+    outcome: list[BaseException | None] = []
+
+    def parse() -> None:
+        try:
+            parse_xml(data, what="SOAP envelope")
+            outcome.append(None)
+        except BaseException as exc:
+            outcome.append(exc)
+
+    thread = threading.Thread(target=parse, daemon=True)
+    thread.start()
+    thread.join(30)
+    if thread.is_alive():  # release the reader blocked on the FIFO, then fail
+        with contextlib.suppress(OSError):
+            os.close(os.open(fifo, os.O_WRONLY | os.O_NONBLOCK))
+        pytest.fail(f"parsing a {encoding} document opened {fifo} and blocked")
+    assert isinstance(outcome[0], EnvelopeError), outcome
+    assert "DTD" in outcome[0].description
+
+
+def test_the_parser_itself_opens_no_file_even_past_the_text_check(tmp_path: Path) -> None:
+    # Defence in depth: were a declaration to slip past the text check, libxml2 still loads nothing:
+    # neither a file (its entity would appear in the tree) nor a FIFO (the parse would block).
+    from msh import safexml
+
+    secret = tmp_path / "secret.dtd"
+    secret.write_text('<!ENTITY x "leaked">', encoding="utf-8")
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    results: list[str] = []
+
+    def parse(path: Path) -> None:
+        document = f'<!DOCTYPE r [<!ENTITY % p SYSTEM "{path.as_uri()}"> %p;]><r>&x;</r>'.encode()
+        try:
+            results.append(etree.tostring(etree.fromstring(document, safexml._parser())).decode())
+        except Exception as exc:
+            results.append(f"refused: {exc}")
+
+    for path in (secret, fifo):
+        thread = threading.Thread(target=parse, args=(path,), daemon=True)
+        thread.start()
+        thread.join(30)
+        if thread.is_alive():
+            with contextlib.suppress(OSError):
+                os.close(os.open(fifo, os.O_WRONLY | os.O_NONBLOCK))
+            pytest.fail(f"the parser opened {path} and blocked")
+    assert len(results) == 2
+    assert not any("leaked" in r for r in results), results
+
+
+@pytest.mark.parametrize("label", ["undefined", "punycode", "unicode_escape", "base64", "rot13", "no-such-encoding"])
+def test_an_encoding_that_is_not_text_is_refused_cleanly(label: str) -> None:
+    with pytest.raises(EnvelopeError) as exc:
+        parse_xml(f'<?xml version="1.0" encoding="{label}"?><r/>'.encode("ascii"), what="SOAP envelope")
+    assert exc.value.error_code is ErrorCode.OTHER_XML
+    assert label in exc.value.description
+
+
+@pytest.mark.parametrize("encoding", ["utf-16", "utf-32", "iso-8859-1", "utf-8"])
+def test_documents_in_other_encodings_still_parse(encoding: str) -> None:
+    root = parse_xml(f'<?xml version="1.0" encoding="{encoding}"?><r>café</r>'.encode(encoding))
+    assert root.text == "café"
+
+
+def test_ebcdic_is_refused() -> None:
+    with pytest.raises(EnvelopeError, match="EBCDIC"):
+        parse_xml('<?xml version="1.0" encoding="IBM500"?><r/>'.encode("cp500"))

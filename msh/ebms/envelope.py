@@ -49,6 +49,7 @@ from msh.errors import EbmsError, EnvelopeError, ErrorCode, Issue, Severity
 from msh.safexml import parse_xml
 
 __all__ = [
+    "MAX_FOREIGN_ELEMENTS",
     "format_datetime",
     "parse_datetime",
     "read_envelope",
@@ -109,14 +110,33 @@ def format_datetime(value: datetime) -> str:
 # ----------------------------------------------------------------------------------------------- reading
 
 
+MAX_FOREIGN_ELEMENTS = 256
+"""Foreign (non-ebXML) elements kept per message at most: extension elements, ds:Signature and
+ds:Reference, Fault details. Each is kept as its canonical text, and canonicalising an element costs in
+proportion to the namespaces in scope; a real message carries a handful, so more is refused (OtherXml)."""
+
+
 class _Reader:
     """One pass over one envelope; collects lenient-mode Warnings."""
 
-    __slots__ = ("lenient", "warnings")
+    __slots__ = ("kept", "lenient", "warnings")
 
     def __init__(self, lenient: bool) -> None:
         self.lenient = lenient
         self.warnings: list[Issue] = []
+        self.kept = 0
+
+    def keep(self, el: _E) -> str:
+        """A foreign element kept as canonical text (:func:`_xml_text`), counted against the limit."""
+        self.kept += 1
+        if self.kept > MAX_FOREIGN_ELEMENTS:
+            raise EbmsError(
+                f"the message carries more than {MAX_FOREIGN_ELEMENTS} foreign elements (extensions, signatures, "
+                "references); no ebXML message needs that many",
+                error_code=ErrorCode.OTHER_XML,
+                location=_where(el),
+            )
+        return _xml_text(el)
 
     # -- small helpers
 
@@ -168,7 +188,7 @@ class _Reader:
                 if not self.lenient:
                     raise self.fail(f"unexpected element eb:{name}", f"{location}/{name}")
                 self.warn(f"unexpected element eb:{name} kept as an extension", f"{location}/{name}")
-            elements.append(_xml_text(child))
+            elements.append(self.keep(child))
         attributes = tuple(
             (str(name), str(value))
             for name, value in el.attrib.items()
@@ -356,7 +376,7 @@ class _Reader:
             elif child.tag == _eb("From"):
                 from_party = self.party(child, f"{loc}/From")
             elif child.tag == _DS_REFERENCE:
-                references.append(_xml_text(child))
+                references.append(self.keep(child))
             else:
                 raise self.fail(f"unexpected element {child.tag} in Acknowledgment", loc)
         if timestamp is None:
@@ -566,7 +586,7 @@ class _Reader:
             faultcode=code.strip(),
             faultstring=string.strip(),
             faultactor=el.findtext("faultactor"),
-            detail=tuple(_xml_text(c) for c in (detail if detail is not None else ()) if isinstance(c.tag, str)),
+            detail=tuple(self.keep(c) for c in (detail if detail is not None else ()) if isinstance(c.tag, str)),
         )
 
 
@@ -657,7 +677,7 @@ def read_envelope(root: _E, *, lenient: bool = False) -> tuple[Envelope, tuple[I
         elif child.tag in (_HEADER, _BODY):
             raise EnvelopeError(f"misplaced or repeated SOAP {etree.QName(child).localname}", location="/Envelope")
         else:
-            env_other.append(_xml_text(child))
+            env_other.append(reader.keep(child))
     if body_el is None:
         # SOAP 1.1 §4.3: the Body element is mandatory.
         raise EnvelopeError("SOAP Envelope has no Body", location="/Envelope/Body")
@@ -680,10 +700,10 @@ def read_envelope(root: _E, *, lenient: bool = False) -> tuple[Envelope, tuple[I
                     )
                 fields[method] = getattr(reader, method)(child)
             elif tag == _DS_SIGNATURE:
-                lists["signatures"].append(Signature(_xml_text(child)))
+                lists["signatures"].append(Signature(reader.keep(child)))
             else:
                 _unknown(reader, tag, "//Header")
-                header_ext.append(_xml_text(child))
+                header_ext.append(reader.keep(child))
     body_ext: list[str] = []
     for child in reader.children(body_el):
         tag = child.tag
@@ -696,7 +716,7 @@ def read_envelope(root: _E, *, lenient: bool = False) -> tuple[Envelope, tuple[I
             fields[method] = getattr(reader, method)(child)
         else:
             _unknown(reader, tag, "//Body")
-            body_ext.append(_xml_text(child))
+            body_ext.append(reader.keep(child))
     try:
         envelope = Envelope(
             ack_requested=tuple(lists["ack_requested"]),  # type: ignore[arg-type]

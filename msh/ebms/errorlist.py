@@ -26,6 +26,7 @@ from msh.ebms.model import (
 )
 from msh.ebms.namespaces import SERVICE_MSH
 from msh.errors import EbmsError, Issue, Severity, highest_severity
+from msh.safexml import xml_safe
 
 __all__ = ["ACTION_MESSAGE_ERROR", "error_list", "error_message", "soap_fault", "to_issues"]
 
@@ -51,11 +52,12 @@ def error_list(errors: EbmsError | Issue | Iterable[EbmsError | Issue], *, lang:
     return ErrorList(
         errors=tuple(
             Error(
-                error_code=i.error_code.value,
+                # Text copied from the input may hold what XML cannot: escaped, so the reply can always be built.
+                error_code=xml_safe(i.error_code.value),
                 severity=i.severity,
-                location=i.location or None,
-                description=Description(i.description, lang) if i.description.strip() else None,
-                code_context=i.code_context,
+                location=xml_safe(i.location, limit=512) or None,
+                description=Description(xml_safe(i.description), lang) if i.description.strip() else None,
+                code_context=xml_safe(i.code_context, limit=512),
             )
             for i in issues
         ),
@@ -101,7 +103,7 @@ def soap_fault(errors: EbmsError | Issue | Iterable[EbmsError | Issue], *, serve
     §4.4.1); ``faultstring`` carries the descriptions and locations of the errors.
     """
     issues = to_issues(errors)
-    text = "; ".join(str(i) for i in issues)
+    text = xml_safe("; ".join(str(i) for i in issues), limit=4096)
     severity = highest_severity(issues)
     return Envelope(
         fault=Fault(

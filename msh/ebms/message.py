@@ -31,7 +31,7 @@ from msh.ebms.mime import AttachmentSpec, MimeLimits, MimePart, parse_content_ty
 from msh.ebms.model import Envelope
 from msh.ebms.schema import validate_envelope
 from msh.errors import EbmsError, EnvelopeError, ErrorCode, Issue, MimeProblemError, Severity
-from msh.safexml import XmlLimits, parse_xml
+from msh.safexml import XmlLimits, parse_xml, text_encoding
 
 __all__ = [
     "EbxmlMessage",
@@ -96,12 +96,21 @@ _XML_DECL = re.compile(rb"^\s*<\?xml[^>]*\?>")
 
 def _decode_soap(data: bytes, charset: str | None) -> bytes:
     """Make the SOAP part's charset (from MIME) agree with what the XML parser will assume."""
-    if charset is None or charset.lower().replace("_", "-") in ("utf-8", "utf8", "us-ascii", "ascii"):
+    if charset is None:
+        return data
+    codec = text_encoding(charset)
+    if codec is None:
+        # RFC 2046 §4.1.2: charset names a character encoding; anything else is a broken package.
+        shown = charset.encode("ascii", "backslashreplace").decode("ascii")[:80]
+        raise MimeProblemError(
+            f"the SOAP part's charset {shown!r} is not a supported text encoding; send UTF-8", location="cid:start"
+        )
+    if codec in ("utf-8", "ascii"):
         return data
     try:
-        text = data.decode(charset)
-    except (LookupError, UnicodeDecodeError) as exc:
-        raise MimeProblemError(f"SOAP part cannot be decoded as {charset}: {exc}", location="cid:start") from None
+        text = data.decode(codec)
+    except UnicodeDecodeError as exc:
+        raise MimeProblemError(f"SOAP part cannot be decoded as {codec}: {exc}", location="cid:start") from None
     # The XML declaration's encoding would contradict the re-encoded bytes: drop it.
     return _XML_DECL.sub(b"", text.encode("utf-8"), count=1)
 
@@ -335,16 +344,27 @@ def _split_header_block(data: bytes) -> tuple[dict[str, str], bytes]:
     return headers, body
 
 
+_CHUNK_SIZE = re.compile(rb"[0-9A-Fa-f]{1,16}")
+
+
 def _dechunk(body: bytes) -> bytes:
+    """The body of a chunked HTTP capture (RFC 9112 §7.1); a broken chunk framing is a MimeProblem."""
     out = bytearray()
     pos = 0
     while True:
         end = body.find(b"\r\n", pos)
         if end < 0:
             raise MimeProblemError("truncated chunked HTTP body", location="/")
-        size = int(body[pos:end].split(b";")[0].strip() or b"0", 16)
+        size_text = body[pos:end].split(b";", 1)[0].strip()
+        # RFC 9112 §7.1: chunk-size = 1*HEXDIG (no sign, no spaces inside).
+        if not _CHUNK_SIZE.fullmatch(size_text):
+            shown = size_text[:20].decode("ascii", "backslashreplace")
+            raise MimeProblemError(f"bad chunk size {shown!r} in a chunked HTTP body", location="/")
+        size = int(size_text, 16)
         if size == 0:
             return bytes(out)
+        if end + 2 + size > len(body):
+            raise MimeProblemError("truncated chunked HTTP body", location="/")
         out += body[end + 2 : end + 2 + size]
         pos = end + 2 + size + 2
 

@@ -138,7 +138,7 @@ class MimeLimits:
     before the first delimiter (a wrong boundary fails after that many bytes, not at end of stream).
     """
 
-    max_parts: int = 1000
+    max_parts: int = 257  # the SOAP part and 256 payloads (a Manifest names at most 256: msh.safexml)
     max_header_bytes: int = 16 * _KIB
     max_total_bytes: int = 2 * _GIB
     max_soap_part_bytes: int = 16 * _MIB

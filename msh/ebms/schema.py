@@ -22,6 +22,7 @@ Each schema violation becomes one :class:`~msh.errors.Issue` with errorCode ``Ot
 
 from __future__ import annotations
 
+import itertools
 import re
 import threading
 from collections.abc import Iterable, Iterator
@@ -33,11 +34,16 @@ from lxml import etree
 from msh.ebms.namespaces import EB, SOAP_ENV, XLINK, XML, XMLDSIG
 from msh.errors import ConfigurationError, ErrorCode, Issue, Severity
 from msh.resources import schema_path
+from msh.xmlpath import Locator
 
 if TYPE_CHECKING:
     import xmlschema
 
-__all__ = ["SCHEMA_FILES", "explain_envelope", "schema_files", "validate_envelope"]
+__all__ = ["MAX_SCHEMA_ISSUES", "SCHEMA_FILES", "explain_envelope", "schema_files", "validate_envelope"]
+
+MAX_SCHEMA_ISSUES = 50
+"""Schema violations reported per message at most (a last issue says how many more there were): a real
+message has a handful, and a hostile one with thousands would cost work and reply size for nothing."""
 
 #: The namespaces the envelope schema set covers, each with the name of its file in ``schemas/``.
 SCHEMA_FILES: dict[str, str] = {
@@ -131,25 +137,50 @@ def validate_envelope(root: etree._Element) -> tuple[Issue, ...]:
         return (wrong_root,)
     schema = _lxml_schema()
     issues: list[Issue] = []
+    locator = Locator()
     if not schema.validate(root):
-        for entry in cast("Iterable[_LogEntry]", schema.error_log):
-            location = _lxml_location(root, entry.path, entry.message)
+        log = cast("list[_LogEntry]", list(cast("Iterable[_LogEntry]", schema.error_log)))
+        for entry in log[:MAX_SCHEMA_ISSUES]:
+            location = _lxml_location(root, entry.path, entry.message, locator)
             text = _readable(_CLARK.sub(_prefixed, entry.message))
             issues.append(_issue(text, location, entry.line))
+        if len(log) > MAX_SCHEMA_ISSUES:
+            issues.append(_more(len(log) - MAX_SCHEMA_ISSUES))
         if not issues:  # libxml2 said "invalid" without saying why; never report a bare failure as valid
             issues.append(_issue("the envelope does not conform to the ebXML schemas", "/Envelope", 0))
-    issues.extend(_fixed_value_issues(root))
+    for extra in _fixed_value_issues(root, locator):
+        if len(issues) > MAX_SCHEMA_ISSUES:
+            break
+        issues.append(extra)
     return _unique(issues)
 
 
-def _fixed_value_issues(root: etree._Element) -> Iterator[Issue]:
+def _more_unknown() -> Issue:
+    return Issue(
+        ErrorCode.OTHER_XML,
+        Severity.ERROR,
+        f"and more schema violations not listed (at most {MAX_SCHEMA_ISSUES} are reported)",
+        "/Envelope",
+    )
+
+
+def _more(count: int) -> Issue:
+    return Issue(
+        ErrorCode.OTHER_XML,
+        Severity.ERROR,
+        f"and {count} more schema violation(s) not listed (at most {MAX_SCHEMA_ISSUES} are reported)",
+        "/Envelope",
+    )
+
+
+def _fixed_value_issues(root: etree._Element, locator: Locator) -> Iterator[Issue]:
     """What libxml2 leaves out: it ignores a ``fixed`` value put on a *reference* to a global attribute,
     and the schema says (ebMS2 §3.2.1) ``<attribute ref="xlink:type" fixed="simple"/>`` on eb:Reference.
     Every eb:Reference of the document is schema-validated (all wildcards are lax), so all are checked."""
     for reference in root.iter(_REFERENCE_TAG):
         value = reference.get(_XLINK_TYPE)
         if value is not None and value.strip() != "simple":
-            location = _element_location(reference, root) + "/@type"
+            location = _element_location(reference, root, locator) + "/@type"
             text = (
                 f"Element 'eb:Reference', attribute 'xlink:type': the value '{value}' is not the fixed "
                 "value 'simple' (ebMS2 §3.2.1)"
@@ -157,20 +188,20 @@ def _fixed_value_issues(root: etree._Element) -> Iterator[Issue]:
             yield _issue(text, location, _line(reference))
 
 
-def _lxml_location(root: etree._Element, path: str | None, message: str) -> str:
+def _lxml_location(root: etree._Element, path: str | None, message: str, locator: Locator) -> str:
     """Turn libxml2's node path (``/SOAP:Envelope/SOAP:Header/eb:MessageHeader[2]``, with ``*[n]`` for
     elements in a default namespace) into this module's location style."""
     attribute = _ATTRIBUTE_IN_MESSAGE.search(message)
     suffix = f"/@{attribute.group(1)}" if attribute else ""
     if not path:
         return "/" + etree.QName(root).localname + suffix
-    element = _resolve_node_path(root, path)
+    element = _resolve_node_path(root, path, locator)
     if element is not None:
-        return _element_location(element, root) + suffix
+        return _element_location(element, root, locator) + suffix
     return _strip_node_path(path) + suffix
 
 
-def _resolve_node_path(root: etree._Element, path: str) -> etree._Element | None:
+def _resolve_node_path(root: etree._Element, path: str, locator: Locator) -> etree._Element | None:
     """Follow libxml2's ``xmlGetNodePath`` output from ``root``; None when it cannot be followed."""
     steps = [step for step in path.split("/") if step]
     if not steps:
@@ -183,13 +214,9 @@ def _resolve_node_path(root: etree._Element, path: str) -> etree._Element | None
         if match is None:
             return None
         prefix, name, index = match.group("prefix"), match.group("name"), int(match.group("index") or 1)
-        children = [child for child in current if isinstance(child.tag, str)]
-        if name == "*":
-            candidates = children
-        else:
-            candidates = [
-                child for child in children if etree.QName(child).localname == name and child.prefix == prefix
-            ]
+        candidates = (
+            locator.element_children(current) if name == "*" else locator.named_children(current, prefix, name)
+        )
         if len(candidates) < index:
             return None
         current = candidates[index - 1]
@@ -204,25 +231,20 @@ def _strip_node_path(path: str) -> str:
     return "//" + "/".join(steps)
 
 
-def _element_location(element: etree._Element, root: etree._Element) -> str:
+def _element_location(element: etree._Element, root: etree._Element, locator: Locator | None = None) -> str:
     """``//Header/MessageHeader/From/PartyId[2]``: local names from below the validated Envelope down to
     ``element``, with a position only where same-named siblings make one necessary."""
     if element is root:
         return "/" + etree.QName(root).localname
-    steps: list[str] = []
-    current: etree._Element | None = element
-    while current is not None and current is not root:
-        parent = current.getparent()
-        step = etree.QName(current).localname
-        if parent is not None:
-            same = [sibling for sibling in parent if sibling.tag == current.tag]
-            if len(same) > 1:
-                step += f"[{same.index(current) + 1}]"
-        steps.append(step)
-        current = parent
-    if current is None or root.tag != _ENVELOPE_TAG:  # not below an Envelope: keep the root step
-        steps.append(etree.QName(root).localname)
-    return "//" + "/".join(reversed(steps))
+    locator = locator or Locator()
+    steps = locator.steps(element, below=root)
+    if root.tag != _ENVELOPE_TAG or not _is_below(element, root):  # not below an Envelope: keep the root step
+        steps.insert(0, etree.QName(root).localname)
+    return "//" + "/".join(steps)
+
+
+def _is_below(element: etree._Element, root: etree._Element) -> bool:
+    return any(ancestor is root for ancestor in element.iterancestors())
 
 
 def _prefixed(match: re.Match[str]) -> str:
@@ -282,7 +304,12 @@ def explain_envelope(root: etree._Element) -> tuple[Issue, ...]:
         return (wrong_root,)
     schema = _xmlschema_schema()
     with _xmlschema_lock:  # xmlschema makes no thread-safety promise for validation either
-        errors = list(_iter_xmlschema_errors(schema, root))
+        try:
+            errors = list(itertools.islice(_iter_xmlschema_errors(schema, root), MAX_SCHEMA_ISSUES + 1))
+        except Exception:  # e.g. elementpath's OverflowError on an absurd value: libxml2's findings will do
+            return validate_envelope(root)
+    if len(errors) > MAX_SCHEMA_ISSUES:
+        errors[MAX_SCHEMA_ISSUES:] = [_more_unknown()]
     if not errors:
         # xmlschema lets character data through in an element whose only particle is a wildcard (it
         # treats it like an empty declaration), e.g. text directly inside SOAP:Header; libxml2 does
@@ -292,12 +319,13 @@ def explain_envelope(root: etree._Element) -> tuple[Issue, ...]:
 
 
 def _iter_xmlschema_errors(schema: xmlschema.XMLSchemaBase, root: etree._Element) -> Iterator[Issue]:
+    locator = Locator()
     for error in schema.iter_errors(root, namespaces=_XMLSCHEMA_NAMESPACES):
         # Point at the offending child (as libxml2 does) rather than at its parent when there is one.
         child = error.invalid_child
         elem = child if isinstance(child, etree._Element) else error.elem
         if isinstance(elem, etree._Element):
-            location = _element_location(elem, root)
+            location = _element_location(elem, root, locator)
             line = _line(elem)
         else:
             location = _strip_node_path(error.path or "")

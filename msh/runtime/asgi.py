@@ -24,7 +24,7 @@ from typing import Any
 from msh.ebms.envelope import serialise_envelope
 from msh.ebms.errorlist import soap_fault
 from msh.ebms.message import soap_action_issue
-from msh.runtime.msh import SOAP_CONTENT_TYPE, HttpReply, Msh
+from msh.runtime.msh import SOAP_CONTENT_TYPE, HttpReply, Msh, server_fault
 
 __all__ = ["Endpoint"]
 
@@ -92,12 +92,16 @@ class Endpoint:
                 await _respond(send, HttpReply(400, SOAP_CONTENT_TYPE, serialise_envelope(soap_fault(issue))))
                 return
             spool.seek(0)
-            reply = await self.msh.handle_http(
-                spool,  # type: ignore[arg-type]
-                headers.get("content-type"),
-                size=size,
-                peer_certificate=client_certificate(scope),
-            )
+            try:
+                reply = await self.msh.handle_http(
+                    spool,  # type: ignore[arg-type]
+                    headers.get("content-type"),
+                    size=size,
+                    peer_certificate=client_certificate(scope),
+                )
+            except Exception as exc:  # never a bare 500: SOAP 1.1 §6.2 wants a Fault with it
+                log.exception("the endpoint failed on a request")
+                reply = server_fault(f"the receiving MSH failed on the request: {type(exc).__name__}")
         await _respond(send, reply)
 
     async def _lifespan(self, receive: Receive, send: Send) -> None:

@@ -6,7 +6,8 @@ File
         [identity]   party_id, party_id_type, message_id_domain
         [agreements] paths, reading, time_accuracy, verify_signatures
         [store]      url
-        [server]     host, port, path, tls, max_body_bytes
+        [server]     host, port, path, tls, max_body_bytes, max_header_bytes, max_headers, read_timeout,
+                     max_connections_per_client
         [tls]        certificate, private_key, trusted, require_client_certificate
         [sending]    first_resend_timeout, http_timeout, connect_timeout, max_in_flight,
                      ack_requested, duplicate_elimination
@@ -240,6 +241,12 @@ _SPECS: Final[dict[str, dict[str, _Spec]]] = {
         "path": _Spec("str", 'write a URL path, e.g. "/msh"', check=_check_url_path),
         "tls": _Spec("bool", "write true (serve HTTPS) or false (plain HTTP)"),
         "max_body_bytes": _Spec("int", "write a number of bytes, e.g. 67108864", check=_check_at_least_one),
+        "max_header_bytes": _Spec("int", "write a number of bytes, e.g. 65536", check=_check_at_least_one),
+        "max_headers": _Spec("int", "write a whole number of at least 1, e.g. 100", check=_check_at_least_one),
+        "read_timeout": _Spec("duration", 'write a duration, e.g. "PT30S" or 30', check=_check_positive),
+        "max_connections_per_client": _Spec(
+            "int", "write a whole number of at least 1, e.g. 128", check=_check_at_least_one
+        ),
     },
     "tls": {
         "certificate": _Spec("path", 'write the path of a PEM certificate, e.g. "keys/me.cert.pem"', optional=True),
@@ -336,13 +343,24 @@ class StoreSettings:
 
 @dataclass(frozen=True, slots=True)
 class ServerSettings:
-    """The inbound HTTP(S) server (``port`` 0: any free port); requests over ``max_body_bytes`` get HTTP 413."""
+    """The inbound HTTP(S) server (``port`` 0: any free port) and the limits it applies at the door.
+
+    A request body over ``max_body_bytes`` gets HTTP 413; a request head (request line and headers) over
+    ``max_header_bytes``, or with more than ``max_headers`` header fields, gets 431; a request that stops
+    arriving (no byte for ``read_timeout`` while its head or body is incomplete) gets 408 and its
+    connection is closed; a client address with ``max_connections_per_client`` connections open gets 503
+    on the next one.
+    """
 
     host: str = "127.0.0.1"
     port: int = 8081
     path: str = "/msh"
     tls: bool = True
     max_body_bytes: int = 64 * 1024 * 1024
+    max_header_bytes: int = 64 * 1024
+    max_headers: int = 100
+    read_timeout: timedelta = timedelta(seconds=30)
+    max_connections_per_client: int = 128
 
     def __post_init__(self) -> None:
         _raise_if(_field_problems("server", self), "ServerSettings")

@@ -114,7 +114,7 @@ from msh.store import api as store_api
 from msh.store.api import Direction, DuplicateMessage, InboxEntry, InboxState, OutboundMessage, Store, Transaction
 from msh.store.writer import GroupCommitWriter
 
-__all__ = ["HttpReply", "Msh", "ReceivedMessage", "load_agreements"]
+__all__ = ["HttpReply", "Msh", "ReceivedMessage", "load_agreements", "server_fault"]
 
 log = logging.getLogger("msh.runtime")
 
@@ -123,7 +123,8 @@ _KEEP_FOR_FIRST_SEND: Final = 1 << 20  # bytes: a submitted body this small is k
 _MAX_ANSWER: Final = 16 << 20  # bytes: an answer on the connection is a signal, never a large payload
 _GROUP_COMMIT: Final = 64  # units of work (message steps) at most in one store transaction
 _POOL_THREADS: Final = 2  # parsing, agreement checks, reads beside the writer
-_PARSE_ON_LOOP: Final = 256 << 10  # bytes: a message this small is parsed on the event loop (no thread hops)
+_PARSE_ON_LOOP: Final = 32 << 10  # bytes: a message this small is parsed on the event loop (a few ms at most,
+# the limits of msh.safexml and the codec keep its work linear); a larger one on the work pool
 _T = TypeVar("_T")
 
 DeliveredCallback = Callable[[str], object]
@@ -155,6 +156,23 @@ class HttpReply:
     status: int
     content_type: str | None = None
     body: bytes = b""
+
+
+# SOAP 1.1 §6.2: a 500 carries a SOAP Fault. Built once, so the last resort below has nothing left to fail.
+_LAST_RESORT_FAULT: Final = serialise_envelope(
+    soap_fault(Issue(ErrorCode.UNKNOWN, Severity.ERROR, "the receiving MSH could not process the message"), server=True)
+)
+
+
+def server_fault(description: str) -> HttpReply:
+    """HTTP 500 with a SOAP Fault (faultcode Server) saying ``description``; never raises: should the fault
+    itself fail to build, the fixed one goes back instead."""
+    try:
+        body = serialise_envelope(soap_fault(Issue(ErrorCode.UNKNOWN, Severity.ERROR, description), server=True))
+    except Exception:
+        log.exception("could not build the SOAP Fault for: %r", description)
+        body = _LAST_RESORT_FAULT
+    return HttpReply(500, SOAP_CONTENT_TYPE, body)
 
 
 @dataclass(frozen=True, slots=True)
@@ -999,8 +1017,7 @@ class Msh:
                 parsed.message.close()
         except Exception as exc:  # the store failed: nothing was committed, the sender will resend
             log.exception("could not process a received message")
-            issue = Issue(ErrorCode.UNKNOWN, Severity.ERROR, f"the receiving MSH could not process the message: {exc}")
-            return HttpReply(500, SOAP_CONTENT_TYPE, serialise_envelope(soap_fault(issue, server=True)))
+            return server_fault(f"the receiving MSH could not process the message: {exc}")
         self._after_commit(after)
         return reply
 

@@ -21,14 +21,17 @@ import signal
 import socket
 import ssl
 import threading
+from collections import Counter
 from collections.abc import Callable, Generator
 from types import FrameType
+from typing import ClassVar
 
+import httptools
 import uvicorn
-from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
+from uvicorn.protocols.http.httptools_impl import STATUS_LINE, HttpToolsProtocol
 
 from msh.runtime.asgi import Endpoint
-from msh.runtime.config import Settings
+from msh.runtime.config import ServerSettings, Settings
 from msh.runtime.msh import Msh
 from msh.runtime.tls import server_context, trust_anchors_pem
 
@@ -80,6 +83,180 @@ class TlsHttpToolsProtocol(HttpToolsProtocol):
             self.scope["extensions"] = {"tls": self._tls}  # type: ignore[dict-item]
 
 
+_HEAD_END = b"\r\n\r\n"
+
+
+def _refusal(status: int, text: str) -> bytes:
+    """A complete HTTP/1.1 response that closes the connection (for refusals before the application)."""
+    body = text.encode("ascii") + b"\n"
+    return b"".join(
+        [
+            STATUS_LINE[status],
+            b"content-type: text/plain; charset=utf-8\r\n",
+            b"content-length: " + str(len(body)).encode("ascii") + b"\r\n",
+            b"connection: close\r\n\r\n",
+            body,
+        ]
+    )
+
+
+class _TooManyHeaders(Exception):
+    """Raised from the parser's header callback to stop the parse."""
+
+
+class GuardedProtocol(TlsHttpToolsProtocol):
+    """:class:`TlsHttpToolsProtocol` with limits at the door, set per server by :func:`guarded_protocol`:
+
+    * the request head (request line and header fields) is counted as it arrives, before the parser
+      buffers it: past ``max_header_bytes`` the answer is 431 and the connection closes (httptools would
+      otherwise hold a header line of any length in memory); more than ``max_headers`` fields: 431 too;
+    * a request whose head or body stops arriving (no byte for ``read_timeout`` seconds while it is
+      incomplete, and not because the application is slow to read) gets 408 and the connection closes;
+    * ``max_connections_per_client`` connections at once per client address; the next one gets 503.
+    """
+
+    max_header_bytes: ClassVar[int] = 64 * 1024
+    max_headers: ClassVar[int] = 100
+    read_timeout: ClassVar[float] = 30.0
+    max_connections_per_client: ClassVar[int] = 128
+    per_client: ClassVar[Counter[str]] = Counter()
+
+    _in_head = True
+    _head_bytes = 0
+    _head_tail = b""
+    _header_count = 0
+    _incomplete = False
+    _read_timer: asyncio.TimerHandle | None = None
+    _client_key: str | None = None
+    _refused = False
+
+    def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
+        super().connection_made(transport)
+        key = self.client[0] if self.client else "unknown"
+        self._client_key = key
+        self.per_client[key] += 1
+        if self.per_client[key] > self.max_connections_per_client:
+            log.warning(
+                "refused a connection from %s: %d open (server.max_connections_per_client)",
+                key,
+                self.per_client[key] - 1,
+            )
+            self._refuse(503, f"too many connections from {key}; close some and try again")
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self._cancel_read_timer()
+        key = self._client_key
+        if key is not None:
+            self._client_key = None
+            self.per_client[key] -= 1
+            if self.per_client[key] <= 0:
+                del self.per_client[key]
+        super().connection_lost(exc)
+
+    def _refuse(self, status: int, text: str) -> None:
+        self._refused = True
+        self._cancel_read_timer()
+        if not self.transport.is_closing():
+            self.transport.write(_refusal(status, text))
+            self.transport.close()
+
+    # -- the request head, counted before the parser holds it
+
+    def data_received(self, data: bytes) -> None:
+        if self._refused:
+            return
+        if self._in_head:
+            seen = self._head_tail + data
+            end = seen.find(_HEAD_END)
+            counted = len(data) if end < 0 else max(0, end + len(_HEAD_END) - len(self._head_tail))
+            self._head_bytes += counted
+            self._head_tail = seen[-(len(_HEAD_END) - 1) :]
+            if self._head_bytes > self.max_header_bytes:
+                log.warning("refused a request head over %d bytes from %s", self.max_header_bytes, self._client_key)
+                self._refuse(431, f"request head over {self.max_header_bytes} bytes (server.max_header_bytes)")
+                return
+        self._incomplete = True
+        self._arm_read_timer()
+        self._unset_keepalive_if_required()
+        try:
+            self.parser.feed_data(data)
+        except httptools.HttpParserCallbackError:
+            if self._header_count > self.max_headers:
+                log.warning("refused a request with over %d header fields from %s", self.max_headers, self._client_key)
+                self._refuse(431, f"more than {self.max_headers} header fields (server.max_headers)")
+                return
+            self.logger.warning("Invalid HTTP request received.")
+            self.send_400_response("Invalid HTTP request received.")
+        except httptools.HttpParserError:
+            self.logger.warning("Invalid HTTP request received.")
+            self.send_400_response("Invalid HTTP request received.")
+        except httptools.HttpParserUpgrade:
+            self._unsupported_upgrade_warning()
+
+    def on_message_begin(self) -> None:
+        super().on_message_begin()
+        self._header_count = 0
+
+    def on_header(self, name: bytes, value: bytes) -> None:
+        self._header_count += 1
+        if self._header_count > self.max_headers:
+            raise _TooManyHeaders()
+        super().on_header(name, value)
+
+    def on_headers_complete(self) -> None:
+        self._in_head = False
+        super().on_headers_complete()
+
+    def on_message_complete(self) -> None:
+        self._in_head, self._head_bytes, self._head_tail = True, 0, b""
+        self._incomplete = False
+        self._cancel_read_timer()
+        super().on_message_complete()
+
+    # -- a request that stops arriving
+
+    def _arm_read_timer(self) -> None:
+        self._cancel_read_timer()
+        self._read_timer = self.loop.call_later(self.read_timeout, self._read_timed_out)
+
+    def _cancel_read_timer(self) -> None:
+        if self._read_timer is not None:
+            self._read_timer.cancel()
+            self._read_timer = None
+
+    def _read_timed_out(self) -> None:
+        self._read_timer = None
+        if not self._incomplete or self.transport.is_closing():
+            return
+        if self.flow is not None and self.flow.read_paused:
+            self._arm_read_timer()  # the application is slow to read, not the client slow to send
+            return
+        log.warning("closed a request from %s that stopped arriving (server.read_timeout)", self._client_key)
+        if self.cycle is not None and not self.cycle.response_complete and self.cycle.response_started:
+            self.transport.close()
+            return
+        if self.cycle is not None:
+            self.cycle.disconnected = True
+            self.cycle.message_event.set()
+        self._refuse(408, f"the request stopped arriving for {self.read_timeout:g} s (server.read_timeout)")
+
+
+def guarded_protocol(settings: ServerSettings) -> type[GuardedProtocol]:
+    """The protocol class of one server: :class:`GuardedProtocol` with its limits from ``settings`` and a
+    count of open connections per client address of its own."""
+    return type(
+        "GuardedProtocol",
+        (GuardedProtocol,),
+        {
+            "max_header_bytes": settings.max_header_bytes,
+            "max_headers": settings.max_headers,
+            "read_timeout": settings.read_timeout.total_seconds(),
+            "max_connections_per_client": settings.max_connections_per_client,
+            "per_client": Counter(),
+        },
+    )
+
+
 class _Server(uvicorn.Server):
     """uvicorn's server without its signal handling (see the module docs): :func:`serve` stops it."""
 
@@ -117,7 +294,7 @@ def _uvicorn_config(settings: Settings, msh: Msh) -> uvicorn.Config:
         app,
         host=s.host,
         port=s.port,
-        http=TlsHttpToolsProtocol,
+        http=guarded_protocol(s),
         loop="none",
         lifespan="off",
         access_log=False,

@@ -600,3 +600,46 @@ def test_an_identical_message_framed_otherwise_is_a_true_duplicate(party_b: Runn
     assert events_of(party_b, "conflicting-duplicate") == []
     assert_nothing_lost(party_b, first)
     assert_still_serving(party_b, first, "after-reframed@party-a.example")
+
+
+# ------------------------------------------------------------------------- every 500 carries a SOAP Fault
+
+
+@pytest.mark.parametrize(
+    "failure",
+    [RuntimeError("store fell over \x00 with \x1b bytes \ud800"), MemoryError(), ValueError("x" * 100_000)],
+    ids=["xml-illegal-text", "no-text", "huge-text"],
+)
+def test_a_failure_inside_the_msh_is_a_500_with_a_server_soap_fault(
+    party_b: RunningMsh, first: First, monkeypatch: pytest.MonkeyPatch, failure: BaseException
+) -> None:
+    async def fail(*args: object, **kwargs: object) -> object:
+        raise failure
+
+    content_type, body = valid_message(party_b.msh, "fails@party-a.example")
+    with monkeypatch.context() as patch:
+        patch.setattr(party_b.msh._writer, "run", fail)
+        reply = request(party_b, body, content_type)
+    assert reply.status == 500, (reply.status, reply.body[:300])
+    assert reply.content_type == SOAP_CT
+    fault = reply.envelope().fault
+    assert fault is not None and fault.faultcode == "SOAP:Server"
+    assert len(fault.faultstring) <= 4096
+    assert_nothing_lost(party_b, first)
+    assert_still_serving(party_b, first, "after-failure@party-a.example")
+
+
+def test_even_a_failure_outside_the_msh_is_a_500_with_a_soap_fault(
+    party_b: RunningMsh, first: First, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    async def fail(*args: object, **kwargs: object) -> object:
+        raise RuntimeError("handle_http itself failed \x00")
+
+    content_type, body = valid_message(party_b.msh, "fails2@party-a.example")
+    with monkeypatch.context() as patch:
+        patch.setattr(party_b.msh, "handle_http", fail)
+        reply = request(party_b, body, content_type)
+    assert reply.status == 500 and reply.content_type == SOAP_CT
+    fault = reply.envelope().fault
+    assert fault is not None and fault.faultcode == "SOAP:Server"
+    assert_still_serving(party_b, first, "after-failure2@party-a.example")
