@@ -281,3 +281,31 @@ def test_a_relative_namespace_uri_in_a_foreign_element_is_an_error_with_its_loca
         assert (exc.value.error_code, exc.value.location) == (ErrorCode.OTHER_XML, "//Header/MessageHeader/Note")
         assert "relative namespace URI" in exc.value.description
     assert read_reply_address(root) is not None
+
+
+@pytest.mark.parametrize("lang", ['xml:lang=""', 'xml:lang="  "', ""], ids=["empty", "blank", "absent"])
+def test_a_description_without_a_language_is_refused_strictly_and_assumed_english_leniently(lang: str) -> None:
+    # Found by scripts/fuzz.py: an empty xml:lang reached the model and raised a bare ValueError.
+    manifest = (
+        '<eb:Manifest eb:version="2.0"><eb:Reference xlink:type="simple" xlink:href="cid:p">'
+        f"<eb:Description {lang}>text</eb:Description></eb:Reference></eb:Manifest>"
+    )
+    xml = _envelope(HEADER, manifest)
+    with pytest.raises(EbmsError) as exc:
+        read_envelope(parse_xml(xml), lenient=False)
+    assert exc.value.location.endswith("/Description/@lang")
+    envelope, warnings = read_envelope(parse_xml(xml), lenient=True)
+    assert envelope.manifest is not None
+    assert envelope.manifest.references[0].descriptions[0].lang == "en"
+    assert any("xml:lang" in w.description for w in warnings)
+
+
+def test_an_error_list_description_with_an_empty_language_is_read_leniently() -> None:
+    error_list = (
+        '<eb:ErrorList eb:version="2.0" eb:highestSeverity="Error">'
+        '<eb:Error eb:errorCode="OtherXml" eb:severity="Error"><eb:Description xml:lang="">why</eb:Description>'
+        "</eb:Error></eb:ErrorList>"
+    )
+    envelope, warnings = read_envelope(parse_xml(_envelope(HEADER + error_list)), lenient=True)
+    assert envelope.error_list is not None and envelope.error_list.errors[0].description is not None
+    assert warnings

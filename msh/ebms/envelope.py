@@ -235,11 +235,12 @@ class _Reader:
         return [self.description(el, location)]
 
     def description(self, el: _E, location: str) -> Description:
-        lang = el.get(_XML_LANG)
-        if lang is None:
+        lang = (el.get(_XML_LANG) or "").strip()
+        if not lang:
+            # ebMS2 §3.2.1, §4.2.3.2.6: a Description names its language in xml:lang.
             if not self.lenient:
-                raise self.fail("Description needs xml:lang", f"{location}/@lang")
-            self.warn("Description has no xml:lang; 'en' assumed", location)
+                raise self.fail("Description needs a non-empty xml:lang", f"{location}/@lang")
+            self.warn("Description has no (or an empty) xml:lang; 'en' assumed", location)
             lang = "en"
         return Description(self.text(el, location), lang)
 

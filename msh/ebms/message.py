@@ -226,7 +226,12 @@ def _read_soap(
             Issue(i.error_code, Severity.WARNING, f"not schema-valid: {i.description}", i.location)
             for i in schema_issues
         )
-    envelope, envelope_warnings = read_envelope(root, lenient=lenient)
+    try:
+        envelope, envelope_warnings = read_envelope(root, lenient=lenient)
+    except ValueError as exc:
+        # A value the reader took but the model refuses: never an internal error (DESIGN.md §6).
+        problem = f"the envelope holds a value that cannot be used: {exc}"
+        raise EbmsError(problem, error_code=ErrorCode.OTHER_XML) from exc
     warnings.extend(envelope_warnings)
 
     if envelope.message_header is None and envelope.fault is None:
