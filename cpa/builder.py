@@ -84,13 +84,12 @@ class Builder:
         self.spans: list[tuple[etree._Element, str, str, XsDuration, int]] = []
         self.warnings = warnings
 
-    # -- problems and references ------------------------------------------------------------------
+    # -- problems and references (CPP/A 2.0 xs:IDREF: cpa.references) --------------------------------
 
     def problem(self, element: etree._Element, message: str, attribute: str | None = None) -> None:
         """Record a problem at ``element`` (or at its ``attribute``)."""
         path = path_of(element, self.locator) + (f"/@{attribute}" if attribute else "")
         self.problems.append(CpaProblem(self.name, source_line(element), path, message))
-
 
     def certificate_ref(self, ref: etree._Element | None) -> Certificate | None:
         """``ref`` (a ...CertificateRef element, CPP/A 2.0 §8.4.33) resolved through its certId."""
@@ -526,6 +525,7 @@ class Builder:
         end = self.date_time(end_el) if end_el is not None else None
         if end is not None:
             self.check_spans(end)
+        # The agreement's own signature (CPP/A 2.0 §9, Signature element): see cpa.signature.
         signed = self.verify_signature and verify(root, self.data, self.certificates.values(), self.problem)
         if self.problems:
             # in document order, the warnings with them
