@@ -11,10 +11,15 @@ is worth telling but does not stop an agreement from loading comes back in its `
 :class:`XsDuration` values (months included).
 """
 
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING
+
+from cpa.algorithms import KNOWN_ALGORITHMS, AlgorithmUse
 from cpa.check import CheckResult, check
 from cpa.duration import XsDuration, parse_duration
 from cpa.errors import CpaError, CpaProblem
-from cpa.loader import KNOWN_ALGORITHMS, AlgorithmUse, load
 from cpa.model import (
     AccessAuthentication,
     ActionBinding,
@@ -50,6 +55,9 @@ from cpa.model import (
 from cpa.precedence import Reading
 from cpa.registry import CpaRegistry
 from cpa.resolve import AgreementRefused, SendingParameters, resolve
+
+if TYPE_CHECKING:
+    from cpa.loader import load
 
 __all__ = [
     "AccessAuthentication",
@@ -97,3 +105,18 @@ __all__ = [
     "parse_duration",
     "resolve",
 ]
+
+
+def __getattr__(name: str) -> object:
+    """``cpa.load``, imported from :mod:`cpa.loader` on first use (PEP 562).
+
+    The loader is the one module left out of the imports above: it brings cryptography, signxml and
+    xmlschema, which importing the model, the checks or the registry (as the engine does) must not. The
+    other names are bound at import: ``check`` and ``resolve`` are also the names of modules of this
+    package, and a name bound later would be shadowed by the module once that is imported.
+    """
+    if name == "load":
+        value: object = importlib.import_module("cpa.loader").load
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

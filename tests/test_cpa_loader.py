@@ -280,7 +280,7 @@ def test_schema_invalid_missing_status() -> None:
 
 def test_schema_problems_fall_back_on_libxml2(monkeypatch: pytest.MonkeyPatch) -> None:
     # Where xmlschema finds nothing to say but libxml2 refuses the document, libxml2's findings are given.
-    monkeypatch.setattr("cpa.loader._explain", lambda name, root: [])
+    monkeypatch.setattr("cpa.schema._explain", lambda name, root: [])
     data = replace_once(demo_bytes(), b'  <tp:Status tp:value="agreed"/>\n', b"")
     problem = only_problem(data)
     assert problem.line == line_of(data, b"<tp:Start>")

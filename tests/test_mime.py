@@ -14,7 +14,6 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from msh.ebms import mime
 from msh.ebms.mime import (
     AttachmentSpec,
     MimeLimits,
@@ -25,6 +24,7 @@ from msh.ebms.mime import (
     parse_package,
     write_package,
 )
+from msh.ebms.mime.reader import _parse_package
 from msh.errors import ErrorCode, MimeProblemError, Severity
 
 SOAP = (
@@ -45,7 +45,7 @@ def parse_chunked(
     lenient: bool = False,
     limits: MimeLimits | None = None,
 ) -> MimePackage:
-    return mime._parse_package(
+    return _parse_package(
         data, content_type, lenient=lenient, limits=limits or MimeLimits(), chunk_size=chunk_size
     )
 

@@ -22,19 +22,18 @@ Each schema violation becomes one :class:`~msh.errors.Issue` with errorCode ``Ot
 
 from __future__ import annotations
 
-import itertools
 import re
-import threading
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING, Protocol, cast
+from typing import TYPE_CHECKING
 
 from lxml import etree
 
 from msh.ebms.namespaces import EB, SOAP_ENV, XLINK, XML, XMLDSIG
-from msh.errors import ConfigurationError, ErrorCode, Issue, Severity
+from msh.errors import ErrorCode, Issue, Severity
 from msh.resources import schema_path
 from msh.xmlpath import Locator
+from msh.xsd import XMLSCHEMA_ATTRIBUTE, Prefixes, SchemaSet, error_log, offending_element, source_line
 
 if TYPE_CHECKING:
     import xmlschema
@@ -55,30 +54,15 @@ SCHEMA_FILES: dict[str, str] = {
 }
 
 # Prefixes used when naming elements and attributes in descriptions (the ones of the spec samples).
-_PREFIXES: dict[str, str] = {SOAP_ENV: "SOAP", EB: "eb", XMLDSIG: "ds", XLINK: "xlink", XML: "xml"}
+_PREFIXES = Prefixes({SOAP_ENV: "SOAP", EB: "eb", XMLDSIG: "ds", XLINK: "xlink", XML: "xml"})
 
 _ENVELOPE_TAG = f"{{{SOAP_ENV}}}Envelope"
 _REFERENCE_TAG = f"{{{EB}}}Reference"
 _XLINK_TYPE = f"{{{XLINK}}}type"
 _XSD = "http://www.w3.org/2001/XMLSchema"
 
-_CLARK = re.compile(r"\{([^{}]*)\}([A-Za-z_][\w.\-]*)")
 _ATTRIBUTE_IN_MESSAGE = re.compile(r"attribute '(?:\{[^{}]*\})?([^']+)'")
-_XMLSCHEMA_ATTRIBUTE = re.compile(r"attribute '?(?:[\w.\-]+:|\{[^{}]*\})?([\w.\-]+)(?:'|=)")
 _STEP = re.compile(r"^(?:(?P<prefix>[^:\[\]]+):)?(?P<name>[^:\[\]]+)(?:\[(?P<index>\d+)\])?$")
-
-
-class _LogEntry(Protocol):
-    """What this module reads from an lxml error-log entry."""
-
-    @property
-    def message(self) -> str: ...
-
-    @property
-    def path(self) -> str | None: ...
-
-    @property
-    def line(self) -> int: ...
 
 
 def schema_files() -> dict[str, Path]:
@@ -99,27 +83,22 @@ def _driver_document() -> bytes:
     return f'<xs:schema xmlns:xs="{_XSD}">{imports}</xs:schema>'.encode()
 
 
+def _unusable(exc: Exception) -> str:
+    """What to do when the envelope schemas do not compile."""
+    return (
+        f"the envelope schemas in {schema_path(SCHEMA_FILES[EB]).parent} cannot be compiled: {exc}; "
+        "restore them from the source checkout"
+    )
+
+
+# The schema set: libxml2 compiles the driver document (one per thread: the hot path), xmlschema
+# msg-header-2_0.xsd, which imports the four other namespaces from the same folder.
+_SCHEMAS = SchemaSet(document=_driver_document, xmlschema_file=lambda: schema_files()[EB], unusable=_unusable)
+
+
 # --------------------------------------------------------------------------------------------------
 # lxml (libxml2): the hot path
 # --------------------------------------------------------------------------------------------------
-
-_lxml_local = threading.local()
-
-
-def _lxml_schema() -> etree.XMLSchema:
-    """This thread's compiled schema set, built on first use."""
-    schema: etree.XMLSchema | None = getattr(_lxml_local, "schema", None)
-    if schema is None:
-        parser = etree.XMLParser(resolve_entities=False, no_network=True, load_dtd=False)
-        try:
-            schema = etree.XMLSchema(etree.fromstring(_driver_document(), parser))
-        except etree.XMLSchemaParseError as exc:
-            raise ConfigurationError(
-                f"the envelope schemas in {schema_path(SCHEMA_FILES[EB]).parent} cannot be compiled: {exc}; "
-                "restore them from the source checkout"
-            ) from exc
-        _lxml_local.schema = schema
-    return schema
 
 
 def validate_envelope(root: etree._Element) -> tuple[Issue, ...]:
@@ -135,14 +114,14 @@ def validate_envelope(root: etree._Element) -> tuple[Issue, ...]:
     wrong_root = _check_root(root)
     if wrong_root is not None:
         return (wrong_root,)
-    schema = _lxml_schema()
+    schema = _SCHEMAS.validator()
     issues: list[Issue] = []
     locator = Locator()
     if not schema.validate(root):
-        log = cast("list[_LogEntry]", list(cast("Iterable[_LogEntry]", schema.error_log)))
+        log = error_log(schema)
         for entry in log[:MAX_SCHEMA_ISSUES]:
             location = _lxml_location(root, entry.path, entry.message, locator)
-            text = _readable(_CLARK.sub(_prefixed, entry.message))
+            text = _readable(_PREFIXES.apply(entry.message))
             issues.append(_issue(text, location, entry.line))
         if len(log) > MAX_SCHEMA_ISSUES:
             issues.append(_more(len(log) - MAX_SCHEMA_ISSUES))
@@ -247,14 +226,6 @@ def _is_below(element: etree._Element, root: etree._Element) -> bool:
     return any(ancestor is root for ancestor in element.iterancestors())
 
 
-def _prefixed(match: re.Match[str]) -> str:
-    namespace, local = match.group(1), match.group(2)
-    prefix = _PREFIXES.get(namespace)
-    if prefix is not None:
-        return f"{prefix}:{local}"
-    return local if not namespace else f"{{{namespace}}}{local}"
-
-
 def _readable(message: str) -> str:
     """libxml2 messages, lightly tidied: no trailing dot doubling, no ``( x )`` spacing."""
     text = message.strip()
@@ -266,29 +237,6 @@ def _readable(message: str) -> str:
 # --------------------------------------------------------------------------------------------------
 # xmlschema: readable explanations
 # --------------------------------------------------------------------------------------------------
-
-_xmlschema_lock = threading.Lock()
-_XMLSCHEMA_NAMESPACES = {prefix: namespace for namespace, prefix in _PREFIXES.items() if prefix != "xml"}
-_xmlschema_cache: list[xmlschema.XMLSchemaBase] = []
-
-
-def _xmlschema_schema() -> xmlschema.XMLSchemaBase:
-    """The schema set as an ``xmlschema`` object, built once (guarded by a lock)."""
-    with _xmlschema_lock:
-        if not _xmlschema_cache:
-            import xmlschema
-
-            paths = schema_files()
-            try:
-                # msg-header-2_0.xsd imports the four other namespaces from the same folder.
-                schema = xmlschema.XMLSchema10(str(paths[EB]), allow="local", defuse="always")
-            except (xmlschema.XMLSchemaException, OSError) as exc:
-                raise ConfigurationError(
-                    f"the envelope schemas in {paths[EB].parent} cannot be compiled: {exc}; "
-                    "restore them from the source checkout"
-                ) from exc
-            _xmlschema_cache.append(schema)
-        return _xmlschema_cache[0]
 
 
 def explain_envelope(root: etree._Element) -> tuple[Issue, ...]:
@@ -302,15 +250,16 @@ def explain_envelope(root: etree._Element) -> tuple[Issue, ...]:
     wrong_root = _check_root(root)
     if wrong_root is not None:
         return (wrong_root,)
-    schema = _xmlschema_schema()
-    with _xmlschema_lock:  # xmlschema makes no thread-safety promise for validation either
-        try:
-            errors = list(itertools.islice(_iter_xmlschema_errors(schema, root), MAX_SCHEMA_ISSUES + 1))
-        except Exception:  # e.g. elementpath's OverflowError on an absurd value: libxml2's findings will do
-            return validate_envelope(root)
+    locator = Locator()
+    errors = _SCHEMAS.explain(
+        root,
+        namespaces=_PREFIXES.namespaces,
+        at_most=MAX_SCHEMA_ISSUES + 1,
+        convert=lambda error: _xmlschema_issue(error, root, locator),
+    )
     if len(errors) > MAX_SCHEMA_ISSUES:
         errors[MAX_SCHEMA_ISSUES:] = [_more_unknown()]
-    if not errors:
+    if not errors:  # or xmlschema failed (elementpath's OverflowError on an absurd value, say)
         # xmlschema lets character data through in an element whose only particle is a wildcard (it
         # treats it like an empty declaration), e.g. text directly inside SOAP:Header; libxml2 does
         # not. Fall back on its findings so that both entry points always give the same verdict.
@@ -318,25 +267,22 @@ def explain_envelope(root: etree._Element) -> tuple[Issue, ...]:
     return _unique(errors)
 
 
-def _iter_xmlschema_errors(schema: xmlschema.XMLSchemaBase, root: etree._Element) -> Iterator[Issue]:
-    locator = Locator()
-    for error in schema.iter_errors(root, namespaces=_XMLSCHEMA_NAMESPACES):
-        # Point at the offending child (as libxml2 does) rather than at its parent when there is one.
-        child = error.invalid_child
-        elem = child if isinstance(child, etree._Element) else error.elem
-        if isinstance(elem, etree._Element):
-            location = _element_location(elem, root, locator)
-            line = _line(elem)
-        else:
-            location = _strip_node_path(error.path or "")
-            line = 0
-        reason = error.reason or error.message
-        if isinstance(error.elem, etree._Element) and isinstance(error.elem.tag, str):
-            reason = f"{_CLARK.sub(_prefixed, error.elem.tag)}: {reason}"
-        attribute = _XMLSCHEMA_ATTRIBUTE.search(reason)
-        if attribute is not None:
-            location += f"/@{attribute.group(1)}"
-        yield _issue(_readable(_CLARK.sub(_prefixed, reason)), location, line)
+def _xmlschema_issue(error: xmlschema.XMLSchemaValidationError, root: etree._Element, locator: Locator) -> Issue:
+    """One xmlschema finding as an issue, located like libxml2's."""
+    elem = offending_element(error)
+    if elem is not None:
+        location = _element_location(elem, root, locator)
+        line = _line(elem)
+    else:
+        location = _strip_node_path(error.path or "")
+        line = 0
+    reason = error.reason or error.message
+    if isinstance(error.elem, etree._Element) and isinstance(error.elem.tag, str):
+        reason = f"{_PREFIXES.apply(error.elem.tag)}: {reason}"
+    attribute = XMLSCHEMA_ATTRIBUTE.search(reason)
+    if attribute is not None:
+        location += f"/@{attribute.group(1)}"
+    return _issue(_readable(_PREFIXES.apply(reason)), location, line)
 
 
 # --------------------------------------------------------------------------------------------------
@@ -351,7 +297,7 @@ def _check_root(root: etree._Element) -> Issue | None:
         return None
     if not isinstance(root.tag, str):
         return _issue("the document has no root element", "/", 0)
-    name = _CLARK.sub(_prefixed, root.tag)
+    name = _PREFIXES.apply(root.tag)
     return _issue(
         f"the root element is {name}, not a SOAP 1.1 SOAP:Envelope ({SOAP_ENV})",
         "/" + etree.QName(root).localname,
@@ -360,8 +306,7 @@ def _check_root(root: etree._Element) -> Issue | None:
 
 
 def _line(element: etree._Element) -> int:
-    line: object = element.sourceline
-    return line if isinstance(line, int) else 0
+    return source_line(element) or 0
 
 
 def _issue(text: str, location: str, line: int) -> Issue:

@@ -199,9 +199,9 @@ def _capture_target(data: bytes, _extra: str) -> Outcome:
 
 
 def _warm_agreement_loader() -> None:
-    from cpa.loader import _xmlschema_schema
+    from cpa.schema import AGREEMENT_SCHEMA
 
-    _xmlschema_schema()  # the readable explanations of schema errors compile their schema on first use
+    AGREEMENT_SCHEMA.explainer()  # the readable explanations of schema errors compile their schema on first use
 
 
 def _agreement_target(data: bytes, _extra: str) -> Outcome:
