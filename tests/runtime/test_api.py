@@ -22,6 +22,7 @@ from msh.runtime.config import load_settings
 from msh.runtime.msh import Msh
 from msh.runtime.server import bind, serve
 from msh.store import InboxState, open_store
+from tests.store import add_outbound
 
 
 @contextmanager
@@ -166,18 +167,7 @@ def test_engine_state_survives_the_trip_through_the_store(tmp_path: Path, kind: 
     state = OutboundState("m@x", OutboundStatus.FAILED, r, 4, t0, True, None, issue)
     with open_store("memory:" if kind == "memory" else str(tmp_path / "s.sqlite")) as store:
         with store.transaction() as tx:
-            blob = tx.put_blob(b"body")
-            tx.insert_outbound(
-                state=state,
-                cpaid="c",
-                conversation_id="k",
-                service="s",
-                action="a",
-                to_party="b",
-                endpoint_url="https://127.0.0.1:1/msh",
-                content_type="text/xml",
-                body_blob_id=blob,
-            )
+            add_outbound(tx, "m@x", state=state)
         with store.transaction(readonly=True) as tx:
             stored = tx.get_outbound("m@x")
     assert stored is not None

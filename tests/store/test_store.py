@@ -166,17 +166,7 @@ def test_duplicate_outbound_message_id_leaves_the_transaction_usable(store: Stor
 
 def test_an_outbound_message_needs_an_existing_body_blob(store: Store) -> None:
     with store.transaction() as tx, pytest.raises(UnknownBlob):
-        tx.insert_outbound(
-            state=outbound_state("noblob@example.com"),
-            cpaid="c",
-            conversation_id="c",
-            service="s",
-            action="a",
-            to_party="p",
-            endpoint_url="https://p.example/",
-            content_type="text/xml",
-            body_blob_id=987654,
-        )
+        add_outbound(tx, "noblob@example.com", body_blob_id=987654)
 
 
 # ------------------------------------------------------------------------------------------ transactions

@@ -10,8 +10,9 @@ status as its token; the failure :class:`~msh.errors.Issue` as ``failure_code``,
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any, Final
+from collections.abc import Callable, Mapping
+from dataclasses import fields
+from typing import Any, Final, TypeVar, cast
 
 from msh.engine import OutboundState, OutboundStatus, Reliability
 from msh.errors import ErrorCode, Issue, Severity
@@ -35,6 +36,7 @@ __all__ = [
 ]
 
 Row = Mapping[Any, Any]
+_R = TypeVar("_R")
 
 OUTBOUND_STATE_COLUMNS: Final = (
     "message_id",
@@ -55,6 +57,28 @@ OUTBOUND_STATE_COLUMNS: Final = (
     "failure_description",
 )
 """The columns of ``outbound_messages`` that hold the engine's state of the message."""
+
+
+_FIELDS: dict[type, tuple[str, ...]] = {}
+
+
+def _fields(cls: type) -> tuple[str, ...]:
+    """The field names of the record class ``cls`` (looked up once)."""
+    found = _FIELDS.get(cls)
+    if found is None:
+        found = _FIELDS[cls] = tuple(f.name for f in fields(cls))
+    return found
+
+
+def _columns(record: object, *skip: str) -> dict[str, object]:
+    """Each field of ``record`` as the column of the same name (but those in ``skip``)."""
+    return {name: getattr(record, name) for name in _fields(type(record)) if name not in skip}
+
+
+def _record(cls: Callable[..., _R], row: Row, **special: object) -> _R:
+    """A ``cls`` record from the columns named as its fields; ``special``: the fields read otherwise."""
+    names = _fields(cast(type, cls))
+    return cls(**{name: row[name] for name in names if name not in special}, **special)
 
 
 # ----------------------------------------------------------------------------------------------- outbound
@@ -117,139 +141,63 @@ def state_from_row(row: Row) -> OutboundState:
 
 def outbound_values(record: records.OutboundMessage) -> dict[str, object]:
     """Every column of the row of ``record``."""
-    return {
-        "cpaid": record.cpaid,
-        "conversation_id": record.conversation_id,
-        "service": record.service,
-        "action": record.action,
-        "from_party": record.from_party,
-        "to_party": record.to_party,
-        "endpoint_url": record.endpoint_url,
-        "content_type": record.content_type,
-        "body_blob_id": record.body_blob_id,
-        "created_at": record.created_at,
-        "updated_at": record.updated_at,
-        **state_values(record.state),
-    }
+    return {**_columns(record, "state"), **state_values(record.state)}
 
 
 def outbound_from_row(row: Row) -> records.OutboundMessage:
-    return records.OutboundMessage(
-        cpaid=row["cpaid"],
-        conversation_id=row["conversation_id"],
-        service=row["service"],
-        action=row["action"],
-        from_party=row["from_party"],
-        to_party=row["to_party"],
-        endpoint_url=row["endpoint_url"],
-        content_type=row["content_type"],
-        body_blob_id=int(row["body_blob_id"]),
-        state=state_from_row(row),
-        created_at=row["created_at"],
-        updated_at=row["updated_at"],
+    return _record(
+        records.OutboundMessage, row, body_blob_id=int(row["body_blob_id"]), state=state_from_row(row)
     )
 
 
-# ------------------------------------------------------------------------------------------------ inbound
+# ------------------------------------------------------------------------------------ inbound and inbox
 
 
 def inbound_values(record: records.InboundMessage) -> dict[str, object]:
     """The columns of a new stored copy (its ``id`` is the database's)."""
-    return {
-        "message_id": record.message_id,
-        "duplicate_elimination": record.duplicate_elimination,
-        "from_party": record.from_party,
-        "to_party": record.to_party,
-        "cpaid": record.cpaid,
-        "conversation_id": record.conversation_id,
-        "service": record.service,
-        "action": record.action,
-        "received_at": record.received_at,
-        "content_type": record.content_type,
-        "body_blob_id": record.body_blob_id,
-        "ack_envelope": record.ack_envelope,
-        "duplicate_count": record.duplicate_count,
-        "last_duplicate_at": record.last_duplicate_at,
-        "content_digest": record.content_digest,
-    }
+    return _columns(record, "id")
 
 
 def inbound_from_row(row: Row) -> records.InboundMessage:
     ack = row["ack_envelope"]
-    return records.InboundMessage(
+    return _record(
+        records.InboundMessage,
+        row,
         id=int(row["id"]),
-        message_id=row["message_id"],
         duplicate_elimination=bool(row["duplicate_elimination"]),
-        from_party=row["from_party"],
-        to_party=row["to_party"],
-        cpaid=row["cpaid"],
-        conversation_id=row["conversation_id"],
-        service=row["service"],
-        action=row["action"],
-        received_at=row["received_at"],
-        content_type=row["content_type"],
         body_blob_id=int(row["body_blob_id"]),
         ack_envelope=None if ack is None else bytes(ack),
-        duplicate_count=row["duplicate_count"],
-        last_duplicate_at=row["last_duplicate_at"],
-        content_digest=row["content_digest"],
     )
 
 
 def inbox_values(entry: records.InboxEntry) -> dict[str, object]:
-    return {
-        "inbound_id": entry.id,
-        "message_id": entry.message_id,
-        "state": entry.state.value,
-        "received_at": entry.received_at,
-        "delivered_at": entry.delivered_at,
-        "acknowledged_at": entry.acknowledged_at,
-    }
+    """The columns of an inbox entry (its id is its stored copy's, ``inbound_id``)."""
+    return {**_columns(entry, "id", "state"), "inbound_id": entry.id, "state": entry.state.value}
 
 
 def inbox_from_row(row: Row) -> records.InboxEntry:
-    return records.InboxEntry(
-        id=int(row["inbound_id"]),
-        message_id=row["message_id"],
-        state=records.InboxState(row["state"]),
-        received_at=row["received_at"],
-        delivered_at=row["delivered_at"],
-        acknowledged_at=row["acknowledged_at"],
-    )
+    return _record(records.InboxEntry, row, id=int(row["inbound_id"]), state=records.InboxState(row["state"]))
 
 
 # ----------------------------------------------------------------------------------------- timers, events
 
 
 def timer_from_row(row: Row) -> records.Timer:
-    return records.Timer(
-        id=int(row["id"]),
-        message_id=row["message_id"],
-        kind=records.TimerKind(row["kind"]),
-        due_at=row["due_at"],
-        lease_owner=row["lease_owner"],
-        lease_until=row["lease_until"],
-    )
+    return _record(records.Timer, row, id=int(row["id"]), kind=records.TimerKind(row["kind"]))
 
 
 def event_values(event: records.Event) -> dict[str, object]:
     """The columns of a new journal entry (its ``id`` is the database's)."""
-    return {
-        "at": event.at,
-        "kind": event.kind,
-        "message_id": event.message_id,
-        "direction": None if event.direction is None else event.direction.value,
-        "detail": event.detail,
-    }
+    direction = None if event.direction is None else event.direction.value
+    return {**_columns(event, "id", "direction"), "direction": direction}
 
 
 def event_from_row(row: Row) -> records.Event:
     direction = row["direction"]
-    return records.Event(
+    return _record(
+        records.Event,
+        row,
         id=int(row["id"]),
-        at=row["at"],
-        kind=row["kind"],
-        message_id=row["message_id"],
         direction=None if direction is None else records.Direction(direction),
         detail=dict(row["detail"]),
     )
