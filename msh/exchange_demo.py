@@ -20,10 +20,14 @@ import tempfile
 import time
 from collections import Counter
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from msh.errors import ConfigurationError
 from msh.faults.pair import Partner
 from msh.faults.proxy import ProxyStats
+
+if TYPE_CHECKING:
+    from msh.engine import OutboundStatus
 
 __all__ = ["run_exchange_demo"]
 
@@ -43,10 +47,10 @@ def _payload(i: int) -> bytes:
 
 
 def _journal(store_url: str) -> Counter[str]:
-    from msh.store.api import Store
+    from msh.store import open_store
 
     counts: Counter[str] = Counter()
-    with Store.open(store_url, migrate=False) as store:
+    with open_store(store_url, migrate=False) as store:
         after = 0
         while True:
             with store.transaction(readonly=True) as tx:
@@ -146,13 +150,13 @@ def _run(work: Path, messages: int, loss: float, lossy_share: float, seed: int) 
                     sent[sender.submit(submission)] = hashlib.sha256(body).hexdigest()
                     time.sleep(0.02)
                 deadline = time.monotonic() + 120
-                final: dict[str, str] = {}
+                final: dict[str, OutboundStatus] = {}
                 while time.monotonic() < deadline and len(final) < len(sent):
                     for message_id in sent:
                         if message_id not in final:
                             stored = sender.status(message_id)
-                            if stored is not None and stored.state.status.value in ("delivered", "failed"):
-                                final[message_id] = stored.state.status.value
+                            if stored is not None and stored.state.status.final:
+                                final[message_id] = stored.state.status
                     time.sleep(0.25)
             finally:
                 sender.close()
@@ -169,14 +173,15 @@ def _run(work: Path, messages: int, loss: float, lossy_share: float, seed: int) 
 def _report(
     messages: int,
     sent: dict[str, str],
-    final: dict[str, str],
+    final: dict[str, OutboundStatus],
     elapsed: float,
     stats: ProxyStats,
     a_store: Path,
     b_store: Path,
 ) -> int:
     from msh.ebms.message import ParseMode, parse_message
-    from msh.store.api import Store
+    from msh.engine import OutboundStatus
+    from msh.store import open_store
 
     a, b = _journal(str(a_store)), _journal(str(b_store))
     # The proxy counts flights, not HTTP exchanges: each TLS handshake flight is a "request" or "response" too.
@@ -193,10 +198,10 @@ def _report(
         f"partner B (receiver): {b['received']} received and delivered to the inbox, {b['duplicate']} duplicates "
         f"eliminated (each answered with the stored acknowledgment), {b['rejected']} refused"
     )
-    delivered_ok = sum(1 for v in final.values() if v == "delivered")
+    delivered_ok = sum(1 for v in final.values() if v is OutboundStatus.DELIVERED)
     seen: Counter[str] = Counter()
     intact = 0
-    with Store.open(str(b_store), migrate=False) as store, store.transaction(readonly=True) as tx:
+    with open_store(str(b_store), migrate=False) as store, store.transaction(readonly=True) as tx:
         entries = tx.inbox_list(None, limit=max(10, messages * 3))
         for entry in entries:
             seen[entry.message_id] += 1

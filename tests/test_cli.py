@@ -291,7 +291,7 @@ def test_two_stores_taking_into_one_folder_never_overwrite(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     from msh.runtime.take import METADATA
-    from msh.store.api import Store
+    from msh.store import InboxState, open_store
 
     out = tmp_path / "taken"
     first, second, rebuilt = (tmp_path / name / "party-b.sqlite" for name in ("first", "second", "rebuilt"))
@@ -315,9 +315,13 @@ def test_two_stores_taking_into_one_folder_never_overwrite(
         meta = json.loads((out / name / METADATA).read_text())
         assert meta["messageId"] == name
         assert (out / name / meta["payloads"][0]["file"]).read_bytes() == payload
-    for store, state in ((first, "acknowledged-by-app"), (second, "acknowledged-by-app"), (rebuilt, "new")):
-        with Store.open(str(store), migrate=False) as opened, opened.transaction(readonly=True) as tx:
-            assert [e.state.value for e in tx.inbox_list(None)] == [state]
+    for store, state in (
+        (first, InboxState.ACKNOWLEDGED_BY_APP),
+        (second, InboxState.ACKNOWLEDGED_BY_APP),
+        (rebuilt, InboxState.NEW),
+    ):
+        with open_store(str(store), migrate=False) as opened, opened.transaction(readonly=True) as tx:
+            assert [e.state for e in tx.inbox_list(None)] == [state]
 
 
 def test_inbox_lists_what_waits_for_the_application_and_take_reports_in_json(

@@ -112,6 +112,11 @@ class OutboundStatus(StrEnum):
     DELIVERED = "delivered"
     FAILED = "failed"
 
+    @property
+    def final(self) -> bool:
+        """Delivered or failed: nothing more happens to the message."""
+        return self is OutboundStatus.DELIVERED or self is OutboundStatus.FAILED
+
 
 def _actor(actor: str | None) -> str:
     # ebMS2 §6.3.1.1: an absent actor means the To Party MSH.

@@ -77,10 +77,11 @@ def run_crash_test(
     """Run the crash test in ``work``: submit ``messages`` while killing for ``kill_for`` seconds, and on
     until at least ``min_kills`` kills were made (a slow machine restarts the processes slowly, so a count
     of kills cannot follow from a duration; the extra killing is bounded by another ``kill_for``)."""
+    from msh.engine import OutboundStatus
     from msh.runtime.compose import Payload, Submission
     from msh.runtime.config import load_settings
     from msh.runtime.msh import Msh
-    from msh.store.api import Store
+    from msh.store import open_store
 
     say = progress or (lambda _text: None)
     rng = random.Random(seed)
@@ -130,14 +131,14 @@ def run_crash_test(
                 partner.start()
         say("killing over; waiting for every message to settle")
         deadline = time.monotonic() + settle_timeout
-        final: dict[str, str] = {}
+        final: dict[str, OutboundStatus] = {}
         while time.monotonic() < deadline and len(final) < len(sent):
             with sender.store.transaction(readonly=True) as tx:
                 for message_id in sent:
                     if message_id not in final:
                         state = tx.outbound_status(message_id)
-                        if state is not None and state.status.value in ("delivered", "failed"):
-                            final[message_id] = state.status.value
+                        if state is not None and state.status.final:
+                            final[message_id] = state.status
             time.sleep(0.25)
     finally:
         stop_killing.set()
@@ -147,7 +148,7 @@ def run_crash_test(
     intact = 0
     from msh.ebms.message import ParseMode, parse_message
 
-    with Store.open(str(pair.b.store), migrate=False) as store, store.transaction(readonly=True) as tx:
+    with open_store(str(pair.b.store), migrate=False) as store, store.transaction(readonly=True) as tx:
         for entry in tx.inbox_list(None, limit=messages * 10 + 10):
             seen[entry.message_id] += 1
             record = tx.get_inbound(entry.id)
@@ -165,8 +166,8 @@ def run_crash_test(
         messages=messages,
         kills_a=kills["A"],
         kills_b=kills["B"],
-        acknowledged=values.count("delivered"),
-        failed=values.count("failed"),
+        acknowledged=values.count(OutboundStatus.DELIVERED),
+        failed=values.count(OutboundStatus.FAILED),
         pending=len(sent) - len(final),
         delivered_once=sum(1 for m in sent if seen[m] == 1),
         delivered_twice_or_more=sum(1 for m in sent if seen[m] > 1),

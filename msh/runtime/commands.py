@@ -324,13 +324,15 @@ def _cmd_send(args: argparse.Namespace) -> int:
 
 def _wait(msh: Msh, message_id: str, wait: float) -> int:
     """``send --wait``: 0 delivered, 1 failed, 3 not final in time (with what is known of why)."""
+    from msh.engine import OutboundStatus
+
     deadline = time.monotonic() + wait
     try:
         while True:
             stored = msh.status(message_id)
-            if stored is not None and stored.state.status.value in ("delivered", "failed"):
+            if stored is not None and stored.state.status.final:
                 print(_status_line(stored))
-                return 0 if stored.state.status.value == "delivered" else 1
+                return 0 if stored.state.status is OutboundStatus.DELIVERED else 1
             if time.monotonic() >= deadline:
                 break
             time.sleep(min(0.2, max(0.0, deadline - time.monotonic())))
@@ -377,10 +379,10 @@ def _when(moment: datetime) -> str:
 def _next(stored: OutboundMessage) -> tuple[str, datetime] | None:
     """What the sending machine does next and when: ('resend' | 'give-up', time), or None when final."""
     s = stored.state
-    if s.status.value in ("delivered", "failed") or s.next_due_at is None:
+    if s.status.final or s.next_due_at is None:
         return None
     # ebMS2 §6.5.4: a resend while fewer than Retries resends were made, else giving up when the timer fires.
-    return ("resend" if s.attempts < stored.parameters.retries + 1 else "give-up", s.next_due_at)
+    return ("resend" if s.attempts < s.reliability.retries + 1 else "give-up", s.next_due_at)
 
 
 def _attempt_line(a: Attempt) -> str:
@@ -403,8 +405,8 @@ def _status_line(stored: OutboundMessage) -> str:
     line = (
         f"{stored.message_id}: {s.status.value}, {s.attempts} transmission(s), to {stored.to_party} ({stored.action})"
     )
-    if s.failure_code:
-        line += f"; {s.failure_severity} {s.failure_code}: {s.failure_description}"
+    if s.failure is not None:
+        line += f"; {s.failure.severity.value} {s.failure.error_code.value}: {s.failure.description}"
     return line
 
 
@@ -457,8 +459,12 @@ def _status_json(stored: OutboundMessage, attempts: list[Attempt]) -> dict[str, 
             for a in attempts
         ],
         "failure": None
-        if s.failure_code is None
-        else {"errorCode": s.failure_code, "severity": str(s.failure_severity), "description": s.failure_description},
+        if s.failure is None
+        else {
+            "errorCode": s.failure.error_code.value,
+            "severity": s.failure.severity.value,
+            "description": s.failure.description,
+        },
     }
 
 

@@ -100,18 +100,12 @@ from msh.errors import ConfigurationError, EbmsError, EnvelopeError, ErrorCode, 
 from msh.runtime import attempts as attempts_
 from msh.runtime.compose import Submission, compose, new_message_id
 from msh.runtime.config import Settings
-from msh.runtime.mapping import (
-    TIMER_RETRY,
-    TIMER_TRANSMIT,
-    party_text,
-    reliability_to_store,
-    state_from_store,
-    state_to_store,
-)
 from msh.runtime.tls import ClientContexts, client_certificate_issue
 from msh.safexml import parse_xml
 from msh.store import api as store_api
+from msh.store import open_store
 from msh.store.api import Direction, DuplicateMessage, InboxEntry, InboxState, OutboundMessage, Store, Transaction
+from msh.store.records import TimerKind
 from msh.store.writer import GroupCommitWriter
 
 __all__ = ["HttpReply", "Msh", "ReceivedMessage", "load_agreements", "server_fault"]
@@ -257,6 +251,11 @@ def _large(submission: Submission) -> bool:
     return sum(sizes) > _KEEP_FOR_FIRST_SEND
 
 
+def party_text(value: str, type_: str | None) -> str:
+    """One PartyId as one string: ``type:value`` (the ebCore combined form) or the bare value."""
+    return f"{type_}:{value}" if type_ else value
+
+
 def _party_text(party: Party) -> str:
     first = party.party_ids[0]
     return party_text(first.value, first.type)
@@ -303,7 +302,7 @@ class Msh:
                     for channel in (*info.delivery_channels, info.default_msh_channel):
                         timeouts[channel.channel_id] = first
         self.registry = CpaRegistry(ours, first_resend_timeouts=timeouts)
-        self.store = store if store is not None else Store.open(settings.store.url)
+        self.store = store if store is not None else open_store(settings.store.url)
         self._own_store = store is None
         self.on_delivered = on_delivered
         self.on_failed = on_failed
@@ -395,7 +394,7 @@ class Msh:
                 body.seek(0)  # streamed to the store (again, if a lost transaction runs this unit twice)
             blob = tx.put_blob(body)
             tx.insert_outbound(
-                message_id=message_id,
+                state=state,
                 cpaid=params.cpaid,
                 conversation_id=conversation_id,
                 service=params.service,
@@ -405,8 +404,6 @@ class Msh:
                 endpoint_url=params.endpoint_url,
                 content_type=content_type,
                 body_blob_id=blob,
-                parameters=reliability_to_store(reliability),
-                state=state_to_store(state),
             )
             tx.append_event(
                 at=now,
@@ -522,13 +519,13 @@ class Msh:
         """Execute the sending machine's actions in ``tx`` (``fresh``: a new message, which has no timers)."""
         for action in actions:
             if isinstance(action, ScheduleTimer):
-                tx.schedule_timer(message_id, TIMER_RETRY, action.due_at, replace_existing=not fresh)
+                tx.schedule_timer(message_id, TimerKind.RETRY, action.due_at, replace_existing=not fresh)
             elif isinstance(action, CancelTimer):
                 tx.cancel_timers(message_id)
             elif isinstance(action, Transmit):
                 if queue_transmit:
                     # Another process serves this store: its timer loop transmits (DESIGN.md §5.1).
-                    tx.schedule_timer(message_id, TIMER_TRANSMIT, now, replace_existing=not fresh)
+                    tx.schedule_timer(message_id, TimerKind.TRANSMIT, now, replace_existing=not fresh)
                 else:
                     after.transmits.append((action.message_id, action.attempt))
                 if action.attempt > 1:
@@ -579,7 +576,7 @@ class Msh:
         stored = stored or after.rows.get(message_id) or tx.get_outbound(message_id, for_update=True)
         if stored is None:
             raise UnknownMessage(f"no outbound message {message_id}")
-        state = state_from_store(stored)
+        state = stored.state
         if isinstance(event, ErrorReceived):
             # ebMS2 §4.2.4: the partner's ErrorList says why it refused the message: kept with the attempt.
             tx.append_event(
@@ -597,9 +594,8 @@ class Msh:
             )
         new, actions = step(state, event, now)
         if new != state:
-            written = state_to_store(new)
-            tx.update_outbound_state(message_id, written)
-            stored = replace(stored, state=written)
+            tx.update_outbound_state(new)
+            stored = replace(stored, state=new)
         after.rows[message_id] = stored
         self._apply_sending_actions(tx, message_id, actions, now, after)
         return new.status
@@ -1057,7 +1053,7 @@ class Msh:
     def _load_for_send(self, message_id: str) -> tuple[OutboundMessage, bytes] | None:
         with self.store.transaction(readonly=True) as tx:
             stored = tx.get_outbound(message_id)
-            if stored is None or stored.state.status.value in ("delivered", "failed"):
+            if stored is None or stored.state.status.final:
                 return None
             with tx.open_blob(stored.body_blob_id) as blob:
                 body = blob.read()
@@ -1300,9 +1296,9 @@ class Msh:
             after = _After()
             if not tx.complete_timer(timer.id, self._owner):
                 return after  # the lease was lost: another process does it
-            if timer.kind == TIMER_TRANSMIT:
+            if timer.kind is TimerKind.TRANSMIT:
                 stored = tx.get_outbound(timer.message_id)
-                if stored is not None and stored.state.status.value not in ("delivered", "failed"):
+                if stored is not None and not stored.state.status.final:
                     after.transmits.append((timer.message_id, stored.state.attempts))
                 return after
             try:

@@ -18,14 +18,14 @@ from pathlib import Path
 
 import pytest
 
+from msh.engine import OutboundStatus
+from msh.errors import ErrorCode, Severity
 from msh.faults.pair import ACTION, PARTY_B, SAMPLES, SERVICE, Pair, make_pair
 from msh.faults.proxy import RunningProxy, run_in_thread
 from msh.runtime.compose import Payload, Submission
 from msh.runtime.config import load_settings
 from msh.runtime.msh import Msh
-from msh.store.api import Store
-
-FINAL = ("delivered", "failed")
+from msh.store import open_store
 
 
 @pytest.fixture
@@ -57,32 +57,32 @@ def failed_once(msh: Msh, message_id: str) -> bool:
     stored = msh.status(message_id)
     return (
         stored is not None
-        and stored.state.status.value == "awaiting-ack"
+        and stored.state.status is OutboundStatus.AWAITING_ACK
         and stored.state.attempts >= 1
         and not stored.state.reached_peer
     )
 
 
-def wait_final(msh: Msh, ids: list[str], timeout: float) -> dict[str, str]:
+def wait_final(msh: Msh, ids: list[str], timeout: float) -> dict[str, OutboundStatus]:
     deadline = time.monotonic() + timeout
-    final: dict[str, str] = {}
+    final: dict[str, OutboundStatus] = {}
     while time.monotonic() < deadline and len(final) < len(ids):
         for m in ids:
             if m not in final:
                 s = msh.status(m)
-                if s is not None and s.state.status.value in FINAL:
-                    final[m] = s.state.status.value
+                if s is not None and s.state.status.final:
+                    final[m] = s.state.status
         time.sleep(0.1)
     return final
 
 
 def inbox_counts(pair: Pair) -> Counter[str]:
-    with Store.open(str(pair.b.store), migrate=False) as store, store.transaction(readonly=True) as tx:
+    with open_store(str(pair.b.store), migrate=False) as store, store.transaction(readonly=True) as tx:
         return Counter(e.message_id for e in tx.inbox_list(None, limit=100_000))
 
 
 def journal(path: Path) -> Counter[str]:
-    with Store.open(str(path), migrate=False) as store, store.transaction(readonly=True) as tx:
+    with open_store(str(path), migrate=False) as store, store.transaction(readonly=True) as tx:
         return Counter(e.kind for e in tx.list_events(0, limit=100_000))
 
 
@@ -111,7 +111,7 @@ def test_lost_requests_and_lost_acknowledgments_end_in_exactly_once(lossy_pair: 
         msh.close()
     stats = proxy.stats()
     assert stats.requests_dropped > 0 and stats.responses_dropped > 0
-    assert final == dict.fromkeys(ids, "delivered")
+    assert final == dict.fromkeys(ids, OutboundStatus.DELIVERED)
     seen = inbox_counts(pair)
     assert {m: seen[m] for m in ids} == dict.fromkeys(ids, 1)
     a = journal(pair.a.store)
@@ -133,7 +133,7 @@ def test_receiver_down_for_a_while_then_everything_arrives(lossy_pair: tuple[Pai
         final = wait_final(msh, ids, timeout=30)
     finally:
         msh.close()
-    assert final == dict.fromkeys(ids, "delivered")
+    assert final == dict.fromkeys(ids, OutboundStatus.DELIVERED)
     assert sorted(inbox_counts(pair).values()) == [1] * 5
     assert journal(pair.a.store)["resent"] >= 5
 
@@ -151,13 +151,14 @@ def test_receiver_down_longer_than_the_retries_gives_a_delivery_failure(work: Pa
             msh.close()
     finally:
         pair.stop()
-    assert final == dict.fromkeys(ids, "failed")
+    assert final == dict.fromkeys(ids, OutboundStatus.FAILED)
     for stored in statuses:
         assert stored is not None
         s = stored.state
         # ebMS2 §6.5.7: never reached the peer -> DeliveryFailure of severity Error, after Retries + 1 sends.
-        assert (s.failure_code, str(s.failure_severity), s.attempts) == ("DeliveryFailure", "Error", 3)
-        assert "Retries 2" in (s.failure_description or "")
+        assert s.failure is not None
+        assert (s.failure.error_code, s.failure.severity, s.attempts) == (ErrorCode.DELIVERY_FAILURE, Severity.ERROR, 3)
+        assert "Retries 2" in s.failure.description
     assert journal(pair.a.store)["failed"] == 3
 
 
@@ -175,11 +176,12 @@ def test_time_to_live_stops_the_retries(work: Path) -> None:
             msh.close()
     finally:
         pair.stop()
-    assert final == dict.fromkeys(ids, "failed")
+    assert final == dict.fromkeys(ids, OutboundStatus.FAILED)
     for stored in statuses:
         assert stored is not None
-        assert stored.state.failure_code == "DeliveryFailure"
-        assert "TimeToLive" in (stored.state.failure_description or "")
+        assert stored.state.failure is not None
+        assert stored.state.failure.error_code is ErrorCode.DELIVERY_FAILURE
+        assert "TimeToLive" in stored.state.failure.description
         assert stored.state.attempts < 11
 
 
@@ -207,7 +209,7 @@ def test_a_duplicate_storm_is_delivered_once_and_answered_with_the_stored_acknow
         msh = sender(pair)
         try:
             [message_id] = submit(msh, 1)
-            assert wait_final(msh, [message_id], timeout=30) == {message_id: "delivered"}
+            assert wait_final(msh, [message_id], timeout=30) == {message_id: OutboundStatus.DELIVERED}
             with msh.store.transaction(readonly=True) as tx:
                 stored = tx.get_outbound(message_id)
                 assert stored is not None
@@ -218,7 +220,7 @@ def test_a_duplicate_storm_is_delivered_once_and_answered_with_the_stored_acknow
         # The identical bytes, 40 times, 8 at once, straight to B (ebMS2 §6.5.5).
         with concurrent.futures.ThreadPoolExecutor(8) as pool:
             answers = list(pool.map(lambda _: _post(pair.b.port, body, stored.content_type), range(40)))
-        with Store.open(str(pair.b.store), migrate=False) as store, store.transaction(readonly=True) as tx:
+        with open_store(str(pair.b.store), migrate=False) as store, store.transaction(readonly=True) as tx:
             record = tx.find_inbound(message_id)
             entries = [e for e in tx.inbox_list(None, limit=1000) if e.message_id == message_id]
     finally:

@@ -10,15 +10,16 @@ import time
 from collections import Counter
 from pathlib import Path
 
+from msh.engine import OutboundStatus
 from msh.faults.pair import ACTION, PARTY_B, SERVICE, Partner, make_pair
 from msh.runtime.compose import Payload, Submission
 from msh.runtime.config import load_settings
 from msh.runtime.msh import Msh
-from msh.store.api import Store
+from msh.store import open_store
 
 
 def inbox(store: Path) -> Counter[str]:
-    with Store.open(str(store), migrate=False) as opened, opened.transaction(readonly=True) as tx:
+    with open_store(str(store), migrate=False) as opened, opened.transaction(readonly=True) as tx:
         return Counter(e.message_id for e in tx.inbox_list(None, limit=100_000))
 
 
@@ -78,7 +79,9 @@ def test_sigterm_under_traffic_stops_in_order_and_loses_nothing_acknowledged(tmp
         feeder.halt.set()
         feeder.join(10)
 
-        delivered = [m for m in feeder.ids if (s := msh.status(m)) is not None and s.state.status.value == "delivered"]
+        delivered = [
+            m for m in feeder.ids if (s := msh.status(m)) is not None and s.state.status is OutboundStatus.DELIVERED
+        ]
     finally:
         feeder.halt.set()
         msh.close()

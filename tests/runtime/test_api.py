@@ -11,16 +11,18 @@ from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
+import pytest
+
 from cpa.duration import XsDuration
 from msh.engine import OutboundState, OutboundStatus, Reliability
 from msh.errors import ErrorCode, Issue, Severity
 from msh.faults.pair import ACTION, PARTY_B, SERVICE, make_pair
 from msh.runtime.compose import Payload, Submission
 from msh.runtime.config import load_settings
-from msh.runtime.mapping import state_from_store, state_to_store
 from msh.runtime.msh import Msh
 from msh.runtime.server import bind, serve
-from msh.store.api import Store
+from msh.store import InboxState, open_store
+from tests.store import add_outbound
 
 
 @contextmanager
@@ -90,7 +92,7 @@ def test_a_delivery_failure_reaches_the_sending_application(tmp_path: Path) -> N
     issue = failed[0][1]
     # ebMS2 §6.5.7: no attempt reached the peer -> severity Error.
     assert (issue.error_code, issue.severity) == (ErrorCode.DELIVERY_FAILURE, Severity.ERROR)
-    assert stored is not None and stored.state.status.value == "failed" and stored.state.attempts == 2
+    assert stored is not None and stored.state.status is OutboundStatus.FAILED and stored.state.attempts == 2
 
 
 def test_an_agreement_counting_months_schedules_resends_a_calendar_month_apart(tmp_path: Path) -> None:
@@ -106,8 +108,8 @@ def test_an_agreement_counting_months_schedules_resends_a_calendar_month_apart(t
         wait_for(lambda: (s := msh.status(message_id)) is not None and s.state.attempts == 2, 20)
     stored = msh.status(message_id)
     msh.close()
-    assert stored is not None and stored.state.attempts == 2 and stored.state.status.value == "awaiting-ack"
-    assert (stored.parameters.retry_interval, stored.parameters.persist_duration) == (
+    assert stored is not None and stored.state.attempts == 2 and stored.state.status is OutboundStatus.AWAITING_ACK
+    assert (stored.state.reliability.retry_interval, stored.state.reliability.persist_duration) == (
         XsDuration(months=1),
         XsDuration(months=2),
     )
@@ -141,15 +143,16 @@ def test_the_inbox_hands_a_message_over_until_the_application_acknowledges_it(tm
             assert got.message.payloads[0].body.read_bytes() == b"<o n='7'/>"
         finally:
             got.close()
-        assert [e.state.value for e in b.inbox(None)] == ["delivered-to-app"]
+        assert [e.state for e in b.inbox(None)] == [InboxState.DELIVERED_TO_APP]
         assert b.inbox() == []  # no longer new
-        assert b.ack(entry.id).state.value == "acknowledged-by-app"
+        assert b.ack(entry.id).state is InboxState.ACKNOWLEDGED_BY_APP
         b.close()
     finally:
         pair.stop()
 
 
-def test_engine_state_survives_the_trip_through_the_store() -> None:
+@pytest.mark.parametrize("kind", ["sqlite", "memory"])
+def test_engine_state_survives_the_trip_through_the_store(tmp_path: Path, kind: str) -> None:
     t0 = datetime(2026, 11, 22, 12, 0, tzinfo=UTC)
     r = Reliability(
         3,
@@ -162,25 +165,10 @@ def test_engine_state_survives_the_trip_through_the_store() -> None:
     )
     issue = Issue(ErrorCode.DELIVERY_FAILURE, Severity.WARNING, "no Acknowledgment after 4 transmissions")
     state = OutboundState("m@x", OutboundStatus.FAILED, r, 4, t0, True, None, issue)
-    with Store.open("memory:") as store:
-        from msh.runtime.mapping import reliability_to_store
-
+    with open_store("memory:" if kind == "memory" else str(tmp_path / "s.sqlite")) as store:
         with store.transaction() as tx:
-            blob = tx.put_blob(b"body")
-            tx.insert_outbound(
-                message_id="m@x",
-                cpaid="c",
-                conversation_id="k",
-                service="s",
-                action="a",
-                to_party="b",
-                endpoint_url="https://127.0.0.1:1/msh",
-                content_type="text/xml",
-                body_blob_id=blob,
-                parameters=reliability_to_store(r),
-                state=state_to_store(state),
-            )
+            add_outbound(tx, "m@x", state=state)
         with store.transaction(readonly=True) as tx:
             stored = tx.get_outbound("m@x")
     assert stored is not None
-    assert state_from_store(stored) == state
+    assert stored.state == state

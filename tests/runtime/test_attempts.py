@@ -17,6 +17,7 @@ from msh.cli import main
 from msh.ebms.envelope import serialise_envelope
 from msh.ebms.errorlist import error_message
 from msh.ebms.message import ParseMode, parse_message
+from msh.engine import OutboundStatus
 from msh.errors import EbmsError, ErrorCode, Severity
 from msh.faults.pair import ACTION, PARTY_B, SERVICE, Pair, make_pair
 from msh.runtime.attempts import Attempt, attempts, transmission_detail, transport_error
@@ -179,7 +180,7 @@ def test_an_error_list_received_is_stored_with_the_attempt(tmp_path: Path, capsy
         "the order number is unknown",
     )
     assert attempt.failed and attempt.reason() == str(error)
-    assert stored is not None and stored.state.status.value == "failed"
+    assert stored is not None and stored.state.status is OutboundStatus.FAILED
 
 
 def test_an_http_error_status_is_a_failed_attempt(tmp_path: Path) -> None:

@@ -10,11 +10,11 @@ from pathlib import Path
 import pytest
 
 from cpa.resolve import AgreementRefused
+from msh.engine import OutboundStatus
 from msh.runtime.compose import Payload, Submission
 from msh.runtime.config import load_settings
-from msh.runtime.mapping import TIMER_TRANSMIT
 from msh.runtime.msh import Msh
-from msh.store.api import OutboundStatus, Transaction
+from msh.store import TimerKind, Transaction
 
 CONFIG = Path(__file__).resolve().parents[2] / "samples" / "config" / "party-a.toml"
 PARTY_B = ("987654321", "urn:oasis:names:tc:ebcore:partyid-type:iso6523:0088")
@@ -66,7 +66,7 @@ def test_submissions_queued_during_a_commit_share_the_next_transaction(tmp_path:
         with msh.store.transaction() as tx:
             due = tx.claim_due_timers(msh.clock(), "test", lease=msh.settings.timers.lease, limit=100)
         # Not serving here: each message waits for the serving process's transmit timer (DESIGN.md §5.1).
-        assert sorted(t.message_id for t in due if t.kind == TIMER_TRANSMIT) == sorted(ids)
+        assert sorted(t.message_id for t in due if t.kind is TimerKind.TRANSMIT) == sorted(ids)
     finally:
         msh.close()
 

@@ -7,11 +7,13 @@ from __future__ import annotations
 
 import hashlib
 import io
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from cpa.duration import XsDuration
-from msh.store import InboundMessage, OutboundMessage, ReliabilityParameters, Transaction
+from msh.engine import OutboundState, OutboundStatus, Reliability
+from msh.store import InboundMessage, OutboundMessage, Transaction
 
 T0 = datetime(2025, 3, 1, 12, 0, 0, tzinfo=UTC)
 """The fake clock's start."""
@@ -31,7 +33,7 @@ class FakeClock:
         return self.now
 
 
-PARAMETERS = ReliabilityParameters(
+RELIABILITY = Reliability(
     retries=3,
     retry_interval=XsDuration.parse("PT30S"),
     first_resend_timeout=XsDuration.parse("PT1M"),
@@ -42,11 +44,26 @@ PARAMETERS = ReliabilityParameters(
 )
 
 
-def add_outbound(tx: Transaction, message_id: str, body: bytes = b"<soap/>", **overrides: Any) -> OutboundMessage:
-    """Insert an outbound message with a body blob, as the runtime does before the first send."""
+def outbound_state(message_id: str, reliability: Reliability = RELIABILITY, **changes: Any) -> OutboundState:
+    """The engine's state of a sent message: pending, no attempt, unless ``changes`` say otherwise."""
+    state = OutboundState(message_id, OutboundStatus.PENDING, reliability, 0, None, False, None)
+    return replace(state, **changes)
+
+
+def add_outbound(
+    tx: Transaction,
+    message_id: str,
+    body: bytes = b"<soap/>",
+    *,
+    reliability: Reliability = RELIABILITY,
+    state: OutboundState | None = None,
+    **overrides: Any,
+) -> OutboundMessage:
+    """Insert an outbound message with a body blob, as the runtime does before the first send (``state``
+    defaults to :func:`outbound_state` of ``message_id`` and ``reliability``)."""
     blob_id = tx.put_blob(io.BytesIO(body))
     values: dict[str, Any] = {
-        "message_id": message_id,
+        "state": outbound_state(message_id, reliability) if state is None else state,
         "cpaid": "cpa-1",
         "conversation_id": "conv-1",
         "service": "urn:services:Orders",
@@ -56,7 +73,6 @@ def add_outbound(tx: Transaction, message_id: str, body: bytes = b"<soap/>", **o
         "endpoint_url": "https://partner.example/msh",
         "content_type": 'multipart/related; type="text/xml"; boundary="b1"; start="<soap@msh>"',
         "body_blob_id": blob_id,
-        "parameters": PARAMETERS,
     }
     values.update(overrides)
     return tx.insert_outbound(**values)

@@ -20,6 +20,7 @@ import pytest
 from sqlalchemy.engine import make_url
 
 from msh.store import SqlStore, Store
+from msh.store import open_store as open_store_at
 from tests.store import FakeClock
 
 PG_URL = os.environ.get("MSH_TEST_POSTGRES_URL", "postgresql+psycopg://postgres@127.0.0.1:5432/test")
@@ -101,7 +102,7 @@ def open_store(clock: FakeClock) -> Iterator[Callable[..., Store]]:
 
     def _open(url: str, **options: Any) -> Store:
         options.setdefault("clock", clock)
-        store = Store.open(url, **options)
+        store = open_store_at(url, **options)
         opened.append(store)
         return store
 

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from msh.store import Store
+from msh.store import Store, open_store
 from tests.store import T0
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -25,11 +25,17 @@ CHILD = textwrap.dedent(
     """
     import hashlib, io, sys
     from datetime import UTC, datetime, timedelta
+    from dataclasses import replace
     from cpa.duration import XsDuration
-    from msh.store import OutboundState, ReliabilityParameters, Store
+    from msh.engine import OutboundState, OutboundStatus, Reliability
+    from msh.store import TimerKind, open_store
 
     T0 = datetime(2025, 3, 1, 12, 0, 0, tzinfo=UTC)
-    store = Store.open(sys.argv[1], blob_chunk_size=4096)
+    store = open_store(sys.argv[1], blob_chunk_size=4096)
+    reliability = Reliability(3, XsDuration.parse("PT30S"), XsDuration.parse("PT1M"), None, None, False)
+
+    def pending(message_id):
+        return OutboundState(message_id, OutboundStatus.PENDING, reliability, 0, None, False, None)
 
     def body(i):
         block = hashlib.sha256(str(i).encode()).digest()
@@ -40,15 +46,14 @@ CHILD = textwrap.dedent(
             blob_id = tx.put_blob(io.BytesIO(body(i)))
             print(f"writing {i}", flush=True)
             tx.insert_outbound(
-                message_id=f"m{i}", cpaid="cpa", conversation_id=f"c{i}", service="s", action="a",
+                state=pending(f"m{i}"), cpaid="cpa", conversation_id=f"c{i}", service="s", action="a",
                 to_party="p", endpoint_url="https://p.example/", content_type="text/xml",
                 body_blob_id=blob_id,
-                parameters=ReliabilityParameters(3, XsDuration.parse("PT30S"), XsDuration.parse("PT1M")),
             )
-            tx.schedule_timer(f"m{i}", "retry", T0 + timedelta(seconds=i))
+            tx.schedule_timer(f"m{i}", TimerKind.RETRY, T0 + timedelta(seconds=i))
             tx.append_event(at=T0, kind="submitted", message_id=f"m{i}", detail={"i": i})
             if i > 0:
-                tx.update_outbound_state(f"m{i - 1}", OutboundState(attempts=1))
+                tx.update_outbound_state(replace(pending(f"m{i - 1}"), attempts=1))
         print(f"commit {i}", flush=True)
     """
 )
@@ -61,7 +66,7 @@ def _body(i: int) -> bytes:
 @pytest.mark.skipif(not hasattr(signal, "SIGKILL"), reason="needs SIGKILL (POSIX)")
 def test_sigkill_mid_transaction_keeps_every_commit_and_no_partial_one(tmp_path: Path) -> None:
     url = str(tmp_path / "crash.db")
-    Store.open(url).close()  # migrate first, so that the child's time goes to the loop
+    open_store(url).close()  # migrate first, so that the child's time goes to the loop
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     child = subprocess.Popen(
         [sys.executable, "-c", CHILD, url, str(ROUNDS)],
@@ -91,7 +96,7 @@ def test_sigkill_mid_transaction_keeps_every_commit_and_no_partial_one(tmp_path:
     assert child.returncode == -signal.SIGKILL
     assert committed == list(range(KILL_AFTER))
 
-    with Store.open(url) as store:
+    with open_store(url) as store:
         assert isinstance(store, Store)
         with store.transaction(readonly=True) as tx:
             present = [i for i in range(KILL_AFTER + 2) if tx.get_outbound(f"m{i}") is not None]

@@ -22,7 +22,7 @@ from msh.errors import ConfigurationError
 from msh.store import SqlStore, Store, migrations
 from msh.store.schema import UtcDateTime, metadata
 from msh.store.sql import resolve_url
-from tests.store import PARAMETERS, T0, add_outbound
+from tests.store import RELIABILITY, T0, add_outbound
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -202,10 +202,10 @@ def test_a_failed_upgrade_leaves_the_database_untouched(
 
 CHILD = """
 import sys
-from msh.store import Store
+from msh.store import open_store
 print("ready", flush=True)
 sys.stdin.readline()  # all children start opening at once, when the parent says so
-Store.open(sys.argv[1]).close()
+open_store(sys.argv[1]).close()
 print("opened", flush=True)
 """
 
@@ -252,7 +252,7 @@ def test_threads_starting_together_upgrade_one_after_the_other(store_url: str, r
     def start() -> None:
         barrier.wait(timeout=10)
         try:
-            Store.open(store_url).close()
+            SqlStore.open(store_url).close()
             outcomes.append("ok")
         except BaseException as exc:
             outcomes.append(repr(exc))
@@ -351,7 +351,7 @@ def test_revision_0002_carries_stored_durations_forward_and_back(
     with store.transaction(readonly=True) as tx:
         message = tx.get_outbound("c@x")
     assert message is not None
-    assert message.parameters.retry_interval.to_timedelta() == timedelta(seconds=90061.25)
+    assert message.state.reliability.retry_interval.to_timedelta() == timedelta(seconds=90061.25)
     # Back to 0001: the seconds come back as they were.
     assert isinstance(store, SqlStore)
     migrations.downgrade(store.engine, "0001")
@@ -371,7 +371,7 @@ def test_downgrading_below_0002_refuses_month_durations_and_changes_nothing(
     assert isinstance(store, SqlStore)
     with store.transaction() as tx:
         add_outbound(tx, "seconds@x")
-        add_outbound(tx, "months@x", parameters=replace(PARAMETERS, persist_duration=XsDuration(months=1)))
+        add_outbound(tx, "months@x", reliability=replace(RELIABILITY, persist_duration=XsDuration(months=1)))
     with pytest.raises(ConfigurationError) as caught:
         migrations.downgrade(store.engine, "0001")
     assert str(caught.value) == (
@@ -383,4 +383,4 @@ def test_downgrading_below_0002_refuses_month_durations_and_changes_nothing(
     assert _differences(raw_engine) == []
     with store.transaction(readonly=True) as tx:
         kept = tx.get_outbound("months@x")
-    assert kept is not None and kept.parameters.persist_duration == XsDuration(months=1)
+    assert kept is not None and kept.state.reliability.persist_duration == XsDuration(months=1)

@@ -12,22 +12,22 @@ import pytest
 from sqlalchemy import text
 
 from cpa.duration import XsDuration
-from msh.errors import ConfigurationError, Severity
+from msh.engine import OutboundStatus, Reliability
+from msh.errors import ConfigurationError, ErrorCode, Issue, Severity
 from msh.store import (
     Direction,
     DuplicateMessage,
     InboxState,
     MemoryStore,
-    OutboundState,
-    OutboundStatus,
-    ReliabilityParameters,
     SqlStore,
     Store,
     StoreError,
+    TimerKind,
     UnknownBlob,
     UnknownMessage,
+    open_store,
 )
-from tests.store import PARAMETERS, T0, FakeClock, add_inbound, add_outbound
+from tests.store import RELIABILITY, T0, FakeClock, add_inbound, add_outbound, outbound_state
 
 LEASE = timedelta(seconds=30)
 
@@ -46,10 +46,11 @@ def test_outbound_message_reads_back_as_written(store: Store, clock: FakeClock) 
         read = tx.get_outbound("m1@example.com")
         assert tx.get_outbound("nobody@example.com") is None
     assert read == written
-    assert read.state == OutboundState()  # pending, no attempt
+    assert read.state == outbound_state("m1@example.com")  # pending, no attempt
+    assert read.message_id == "m1@example.com"
     assert read.created_at == read.updated_at == clock.now
-    assert read.parameters == PARAMETERS
-    assert read.parameters.time_to_live is not None and read.parameters.time_to_live.tzinfo is UTC
+    assert read.state.reliability == RELIABILITY
+    assert read.state.reliability.time_to_live is not None and read.state.reliability.time_to_live.tzinfo is UTC
     with store.open_blob(read.body_blob_id) as body:
         assert body.read() == b"--b1\r\n<soap/>\r\n--b1--\r\n"
 
@@ -65,24 +66,24 @@ def test_outbound_message_reads_back_as_written(store: Store, clock: FakeClock) 
 def test_durations_read_back_exactly_as_xs_durations(
     store: Store, retry_interval: str, first_resend_timeout: str, persist_duration: str | None
 ) -> None:
-    parameters = replace(
-        PARAMETERS,
+    reliability = replace(
+        RELIABILITY,
         retry_interval=XsDuration.parse(retry_interval),
         first_resend_timeout=XsDuration.parse(first_resend_timeout),
         persist_duration=None if persist_duration is None else XsDuration.parse(persist_duration),
     )
     with store.transaction() as tx:
-        add_outbound(tx, "months@example.com", parameters=parameters)
+        add_outbound(tx, "months@example.com", reliability=reliability)
     with store.transaction(readonly=True) as tx:
         read = tx.get_outbound("months@example.com")
-    assert read is not None and read.parameters == parameters
-    assert str(read.parameters.retry_interval) == str(XsDuration.parse(retry_interval))
+    assert read is not None and read.state.reliability == reliability
+    assert str(read.state.reliability.retry_interval) == str(XsDuration.parse(retry_interval))
 
 
 def test_sql_stores_keep_durations_as_canonical_xs_duration_text(sql_store: SqlStore) -> None:
-    parameters = replace(PARAMETERS, retry_interval=XsDuration.parse("P12M"), persist_duration=None)
+    reliability = replace(RELIABILITY, retry_interval=XsDuration.parse("P12M"), persist_duration=None)
     with sql_store.transaction() as tx:
-        add_outbound(tx, "text@example.com", parameters=parameters)
+        add_outbound(tx, "text@example.com", reliability=reliability)
     with sql_store.engine.connect() as conn:
         row = conn.execute(
             text("SELECT retry_interval, first_resend_timeout, persist_duration FROM outbound_messages")
@@ -93,8 +94,13 @@ def test_sql_stores_keep_durations_as_canonical_xs_duration_text(sql_store: SqlS
 def test_timestamps_are_stored_as_utc_and_read_back_aware(store: Store) -> None:
     paris = timezone(timedelta(hours=1))
     first_sent = datetime(2025, 3, 1, 13, 30, 0, 123456, tzinfo=paris)
-    state = OutboundState(
-        status=OutboundStatus.AWAITING_ACK, attempts=1, first_sent_at=first_sent, next_due_at=first_sent
+    state = outbound_state(
+        "tz@example.com",
+        status=OutboundStatus.AWAITING_ACK,
+        attempts=1,
+        first_sent_at=first_sent,
+        next_due_at=first_sent,
+        reliability=replace(RELIABILITY, time_to_live=first_sent),
     )
     with store.transaction() as tx:
         add_outbound(tx, "tz@example.com", state=state)
@@ -104,38 +110,43 @@ def test_timestamps_are_stored_as_utc_and_read_back_aware(store: Store) -> None:
     assert read.state.first_sent_at == first_sent
     assert read.state.first_sent_at is not None and read.state.first_sent_at.utcoffset() == timedelta(0)
     assert read.state.first_sent_at.hour == 12 and read.state.first_sent_at.microsecond == 123456
+    assert read.state == state
+    assert all(
+        moment is not None and moment.tzinfo is UTC
+        for moment in (read.state.first_sent_at, read.state.next_due_at, read.state.reliability.time_to_live)
+    )
 
 
 def test_update_outbound_state_replaces_the_state(store: Store, clock: FakeClock) -> None:
     with store.transaction() as tx:
         add_outbound(tx, "m2@example.com")
     clock.advance(90)
-    failed = OutboundState(
+    failed = outbound_state(
+        "m2@example.com",
         status=OutboundStatus.FAILED,
         attempts=4,
         first_sent_at=T0,
         reached_peer=True,
         next_due_at=None,
-        failure_code="DeliveryFailure",
-        failure_severity=Severity.WARNING,
-        failure_description="no Acknowledgment after 3 retries",
+        failure=Issue(ErrorCode.DELIVERY_FAILURE, Severity.WARNING, "no Acknowledgment after 3 retries"),
     )
     with store.transaction() as tx:
         locked = tx.get_outbound("m2@example.com", for_update=True)
         assert locked is not None and locked.state.status is OutboundStatus.PENDING
-        tx.update_outbound_state("m2@example.com", failed)
+        tx.update_outbound_state(failed)
     with store.transaction(readonly=True) as tx:
         assert tx.outbound_status("m2@example.com") == failed
         assert tx.outbound_status("nobody@example.com") is None
         record = tx.get_outbound("m2@example.com")
     assert record is not None
-    assert record.state.failure_severity is Severity.WARNING
+    assert record.state.failure is not None and record.state.failure.severity is Severity.WARNING
+    assert record.state.failure.error_code is ErrorCode.DELIVERY_FAILURE
     assert record.updated_at == clock.now and record.created_at == T0
 
 
 def test_update_of_an_unknown_outbound_message_is_refused(store: Store) -> None:
     with store.transaction() as tx, pytest.raises(UnknownMessage, match="nobody"):
-        tx.update_outbound_state("nobody@example.com", OutboundState())
+        tx.update_outbound_state(outbound_state("nobody@example.com"))
 
 
 def test_duplicate_outbound_message_id_leaves_the_transaction_usable(store: Store) -> None:
@@ -155,18 +166,7 @@ def test_duplicate_outbound_message_id_leaves_the_transaction_usable(store: Stor
 
 def test_an_outbound_message_needs_an_existing_body_blob(store: Store) -> None:
     with store.transaction() as tx, pytest.raises(UnknownBlob):
-        tx.insert_outbound(
-            message_id="noblob@example.com",
-            cpaid="c",
-            conversation_id="c",
-            service="s",
-            action="a",
-            to_party="p",
-            endpoint_url="https://p.example/",
-            content_type="text/xml",
-            body_blob_id=987654,
-            parameters=PARAMETERS,
-        )
+        add_outbound(tx, "noblob@example.com", body_blob_id=987654)
 
 
 # ------------------------------------------------------------------------------------------ transactions
@@ -181,18 +181,18 @@ def test_a_transaction_that_raises_leaves_nothing_behind(store: Store) -> None:
         blob_ids.append(tx.put_blob(b"lost body"))
         add_outbound(tx, "lost@example.com")
         add_inbound(tx, "lost-in@example.com")
-        tx.update_outbound_state("kept@example.com", OutboundState(status=OutboundStatus.DELIVERED))
+        tx.update_outbound_state(outbound_state("kept@example.com", status=OutboundStatus.DELIVERED))
         tx.increment_duplicate("kept-in@example.com", T0)
         tx.inbox_ack(kept_in_id, T0)
         tx.record_acknowledgment("lost-in@example.com", b"<late/>")
-        tx.schedule_timer("lost@example.com", "retry", T0)
+        tx.schedule_timer("lost@example.com", TimerKind.RETRY, T0)
         tx.cancel_timers("kept@example.com")
         tx.append_event(at=T0, kind="lost")
         raise Boom
     with store.transaction(readonly=True) as tx:
         assert tx.get_outbound("lost@example.com") is None
         assert tx.find_inbound("lost-in@example.com") is None
-        assert tx.outbound_status("kept@example.com") == OutboundState()
+        assert tx.outbound_status("kept@example.com") == outbound_state("kept@example.com")
         kept_in = tx.find_inbound("kept-in@example.com")
         assert kept_in is not None and kept_in.duplicate_count == 0
         assert [e.message_id for e in tx.inbox_list()] == ["kept-in@example.com"]
@@ -215,12 +215,12 @@ def test_a_read_only_transaction_refuses_every_write(store: Store) -> None:
         writes = [
             lambda: tx.put_blob(b"x"),
             lambda: add_outbound(tx, "other@example.com"),
-            lambda: tx.update_outbound_state("ro@example.com", OutboundState()),
+            lambda: tx.update_outbound_state(outbound_state("ro@example.com")),
             lambda: tx.increment_duplicate("ro-in@example.com", T0),
             lambda: tx.record_acknowledgment("ro-in@example.com", b"<ack/>"),
             lambda: tx.inbox_mark_delivered(ro_id, T0),
             lambda: tx.inbox_ack(ro_id, T0),
-            lambda: tx.schedule_timer("ro@example.com", "retry", T0),
+            lambda: tx.schedule_timer("ro@example.com", TimerKind.RETRY, T0),
             lambda: tx.cancel_timers("ro@example.com"),
             lambda: tx.claim_due_timers(T0, "me", LEASE),
             lambda: tx.complete_timer(1, "me"),
@@ -259,7 +259,7 @@ def test_naive_datetimes_and_bad_arguments_are_refused(store: Store) -> None:
     with store.transaction() as tx:
         add_outbound(tx, "args@example.com")
         with pytest.raises(ValueError, match="due_at"):
-            tx.schedule_timer("args@example.com", "retry", naive)
+            tx.schedule_timer("args@example.com", TimerKind.RETRY, naive)
         with pytest.raises(ValueError, match="now"):
             tx.claim_due_timers(naive, "me", LEASE)
         with pytest.raises(ValueError, match="lease"):
@@ -272,16 +272,36 @@ def test_naive_datetimes_and_bad_arguments_are_refused(store: Store) -> None:
             tx.append_event(at=T0, kind="x", detail={"when": T0})
         with pytest.raises(ValueError, match="message_id"):
             add_outbound(tx, "")
-    with pytest.raises(ValueError, match="first_sent_at"):
-        OutboundState(first_sent_at=naive)
-    with pytest.raises(ValueError, match="status"):
-        OutboundState(status="sent")  # type: ignore[arg-type]
+        with pytest.raises(ValueError, match="kind"):
+            tx.schedule_timer("args@example.com", "persist-expiry", T0)  # type: ignore[arg-type]
+        # The engine's state of a sent message is checked where the store takes it.
+        bad_states = [
+            ("first_sent_at", outbound_state("args@example.com", first_sent_at=naive)),
+            ("next_due_at", outbound_state("args@example.com", next_due_at=naive)),
+            ("status", outbound_state("args@example.com", status="sent")),
+            ("status", outbound_state("args@example.com", status="pending")),  # the enum, not its text
+            ("attempts", outbound_state("args@example.com", attempts=-1)),
+            ("retries", outbound_state("args@example.com", reliability=replace(RELIABILITY, retries=True))),
+            ("failure", outbound_state("args@example.com", failure="DeliveryFailure")),
+            ("reliability", outbound_state("args@example.com", reliability=None)),
+            ("state must be an OutboundState", object()),
+        ]
+        for name, bad in bad_states:
+            with pytest.raises(ValueError, match=name):
+                tx.update_outbound_state(bad)  # type: ignore[arg-type]
+            with pytest.raises(ValueError, match=name):
+                add_outbound(tx, "args2@example.com", state=bad)
+        assert tx.outbound_status("args@example.com") == outbound_state("args@example.com")
+        assert tx.get_outbound("args2@example.com") is None
+    # The engine's Reliability refuses bad parameters when it is made.
     with pytest.raises(ValueError, match="retries"):
-        ReliabilityParameters(retries=-1, retry_interval=XsDuration(), first_resend_timeout=XsDuration())
-    with pytest.raises(ValueError, match="retry_interval must be an XsDuration that is not negative"):
-        ReliabilityParameters(3, XsDuration(months=-1), XsDuration())
-    with pytest.raises(ValueError, match="persist_duration must be an XsDuration"):
-        ReliabilityParameters(3, XsDuration(), XsDuration(), 30.0)  # type: ignore[arg-type]
+        Reliability(-1, XsDuration(), XsDuration(), None, None, False)
+    with pytest.raises(ValueError, match="retry_interval must not be negative"):
+        Reliability(3, XsDuration(months=-1), XsDuration(), None, None, False)
+    with pytest.raises(TypeError, match="persist_duration must be an XsDuration"):
+        Reliability(3, XsDuration(), XsDuration(), 30.0, None, False)  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="time_to_live must be timezone-aware"):
+        Reliability(3, XsDuration(), XsDuration(), None, naive, False)
 
 
 def test_a_closed_store_refuses_transactions(store: Store) -> None:
@@ -468,8 +488,8 @@ def test_inbox_lists_oldest_first_then_in_the_order_stored(store: Store) -> None
 
 def test_timers_are_claimed_when_due_leased_and_completed(store: Store) -> None:
     with store.transaction() as tx:
-        late = tx.schedule_timer("t1@example.com", "retry", T0 + timedelta(seconds=60))
-        early = tx.schedule_timer("t2@example.com", "retry", T0 + timedelta(seconds=10))
+        late = tx.schedule_timer("t1@example.com", TimerKind.RETRY, T0 + timedelta(seconds=60))
+        early = tx.schedule_timer("t2@example.com", TimerKind.RETRY, T0 + timedelta(seconds=10))
         assert tx.next_timer_due() == early.due_at
     with store.transaction() as tx:
         assert tx.claim_due_timers(T0 + timedelta(seconds=9), "p1", LEASE) == []
@@ -486,7 +506,7 @@ def test_timers_are_claimed_when_due_leased_and_completed(store: Store) -> None:
     with store.transaction() as tx:
         assert tx.next_timer_due() == now + LEASE
         assert tx.claim_due_timers(now + LEASE, "p2", LEASE) == [
-            late.__class__(late.id, "t1@example.com", "retry", late.due_at, "p2", now + 2 * LEASE)
+            late.__class__(late.id, "t1@example.com", TimerKind.RETRY, late.due_at, "p2", now + 2 * LEASE)
         ]
     with store.transaction() as tx:
         assert tx.complete_timer(late.id, "p1") is False  # p1's lease expired and p2 took it over
@@ -496,7 +516,9 @@ def test_timers_are_claimed_when_due_leased_and_completed(store: Store) -> None:
 
 def test_claims_respect_the_limit_and_due_order(store: Store) -> None:
     with store.transaction() as tx:
-        scheduled = [tx.schedule_timer(f"m{i}@example.com", "retry", T0 - timedelta(seconds=i)) for i in range(5)]
+        scheduled = [
+            tx.schedule_timer(f"m{i}@example.com", TimerKind.RETRY, T0 - timedelta(seconds=i)) for i in range(5)
+        ]
     with store.transaction() as tx:
         first = tx.claim_due_timers(T0, "p", LEASE, limit=2)
         rest = tx.claim_due_timers(T0, "p", LEASE, limit=10)
@@ -506,11 +528,11 @@ def test_claims_respect_the_limit_and_due_order(store: Store) -> None:
 
 def test_schedule_timer_can_replace_the_messages_timer(store: Store) -> None:
     with store.transaction() as tx:
-        old = tx.schedule_timer("rt@example.com", "retry", T0)
-        other_kind = tx.schedule_timer("rt@example.com", "persist-expiry", T0 + timedelta(hours=1))
-        other_message = tx.schedule_timer("rt2@example.com", "retry", T0 + timedelta(hours=2))
+        old = tx.schedule_timer("rt@example.com", TimerKind.RETRY, T0)
+        other_kind = tx.schedule_timer("rt@example.com", TimerKind.TRANSMIT, T0 + timedelta(hours=1))
+        other_message = tx.schedule_timer("rt2@example.com", TimerKind.RETRY, T0 + timedelta(hours=2))
     with store.transaction() as tx:
-        new = tx.schedule_timer("rt@example.com", "retry", T0 + timedelta(seconds=30), replace_existing=True)
+        new = tx.schedule_timer("rt@example.com", TimerKind.RETRY, T0 + timedelta(seconds=30), replace_existing=True)
         claimed = tx.claim_due_timers(T0 + timedelta(days=1), "p", LEASE)
     assert new.id != old.id
     assert [t.id for t in claimed] == [new.id, other_kind.id, other_message.id]
@@ -518,13 +540,13 @@ def test_schedule_timer_can_replace_the_messages_timer(store: Store) -> None:
 
 def test_cancel_timers_removes_a_messages_timers(store: Store) -> None:
     with store.transaction() as tx:
-        tx.schedule_timer("c1@example.com", "retry", T0)
-        tx.schedule_timer("c1@example.com", "retry", T0 + timedelta(seconds=1))
-        tx.schedule_timer("c1@example.com", "persist-expiry", T0 + timedelta(hours=1))
-        other = tx.schedule_timer("c2@example.com", "retry", T0 + timedelta(seconds=2))
+        tx.schedule_timer("c1@example.com", TimerKind.RETRY, T0)
+        tx.schedule_timer("c1@example.com", TimerKind.RETRY, T0 + timedelta(seconds=1))
+        tx.schedule_timer("c1@example.com", TimerKind.TRANSMIT, T0 + timedelta(hours=1))
+        other = tx.schedule_timer("c2@example.com", TimerKind.RETRY, T0 + timedelta(seconds=2))
     with store.transaction() as tx:
-        assert tx.cancel_timers("c1@example.com", "retry") == 2
-        assert tx.cancel_timers("c1@example.com", "retry") == 0
+        assert tx.cancel_timers("c1@example.com", TimerKind.RETRY) == 2
+        assert tx.cancel_timers("c1@example.com", TimerKind.RETRY) == 0
         assert tx.next_timer_due() == other.due_at
         assert tx.cancel_timers("c1@example.com") == 1
         assert tx.cancel_timers("nobody@example.com") == 0
@@ -598,16 +620,16 @@ def test_the_events_of_one_message_read_back_in_order_newest_kept_by_the_limit(s
 
 def test_committed_rows_and_due_timers_survive_a_restart(store_url: str, clock: FakeClock) -> None:
     """A restarted process finds everything committed, and executes the due timers exactly as before."""
-    with Store.open(store_url, clock=clock) as first:
+    with open_store(store_url, clock=clock) as first:
         with first.transaction() as tx:
             add_outbound(tx, "r1@example.com", body=b"identical bytes")
             add_inbound(tx, "r2@example.com")
-            timer = tx.schedule_timer("r1@example.com", "retry", T0 + timedelta(seconds=30))
+            timer = tx.schedule_timer("r1@example.com", TimerKind.RETRY, T0 + timedelta(seconds=30))
             tx.append_event(at=T0, kind="submitted", message_id="r1@example.com")
         with first.transaction() as tx:
             leased = tx.claim_due_timers(T0 + timedelta(seconds=30), "dead-process", LEASE)
         assert [t.id for t in leased] == [timer.id]
-    with Store.open(store_url, clock=clock) as second, second.transaction() as tx:
+    with open_store(store_url, clock=clock) as second, second.transaction() as tx:
         outbound = tx.get_outbound("r1@example.com")
         assert outbound is not None
         with tx.open_blob(outbound.body_blob_id) as body:
@@ -618,12 +640,12 @@ def test_committed_rows_and_due_timers_survive_a_restart(store_url: str, clock: 
         assert tx.claim_due_timers(T0 + timedelta(seconds=59), "new-process", LEASE) == []
         again = tx.claim_due_timers(T0 + timedelta(seconds=60), "new-process", LEASE)
         assert [(t.id, t.message_id, t.kind, t.due_at) for t in again] == [
-            (timer.id, "r1@example.com", "retry", T0 + timedelta(seconds=30))
+            (timer.id, "r1@example.com", TimerKind.RETRY, T0 + timedelta(seconds=30))
         ]
 
 
 def test_sqlite_connections_are_durable_wal_with_foreign_keys(sqlite_url: str) -> None:
-    with Store.open(sqlite_url) as store:
+    with open_store(sqlite_url) as store:
         assert isinstance(store, SqlStore)
         with store.engine.connect() as conn:
             pragmas = {
@@ -635,14 +657,14 @@ def test_sqlite_connections_are_durable_wal_with_foreign_keys(sqlite_url: str) -
 
 
 def test_a_plain_path_and_a_sqlite_url_name_the_same_store(sqlite_url: str) -> None:
-    with Store.open(sqlite_url) as by_path, by_path.transaction() as tx:
+    with open_store(sqlite_url) as by_path, by_path.transaction() as tx:
         add_outbound(tx, "same@example.com")
-    with Store.open(f"sqlite:///{sqlite_url}") as by_url, by_url.transaction() as tx:
+    with open_store(f"sqlite:///{sqlite_url}") as by_url, by_url.transaction() as tx:
         assert tx.get_outbound("same@example.com") is not None
 
 
 def test_memory_url_opens_the_in_memory_twin() -> None:
-    with Store.open("memory:") as store:
+    with open_store("memory:") as store:
         assert isinstance(store, MemoryStore) and store.url == "memory:"
 
 
@@ -663,32 +685,32 @@ def test_memory_url_opens_the_in_memory_twin() -> None:
 )
 def test_bad_store_urls_are_configuration_errors(url: str, message: str) -> None:
     with pytest.raises(ConfigurationError, match=message):
-        Store.open(url)
+        open_store(url)
 
 
 def test_a_missing_folder_or_a_folder_is_a_configuration_error(tmp_path: Path) -> None:
     with pytest.raises(ConfigurationError, match="does not exist; create it"):
-        Store.open(str(tmp_path / "missing" / "store.db"))
+        open_store(str(tmp_path / "missing" / "store.db"))
     with pytest.raises(ConfigurationError, match="is a folder"):
-        Store.open(str(tmp_path))
+        open_store(str(tmp_path))
 
 
 def test_an_unreachable_database_is_a_configuration_error() -> None:
     # Port 1 on the loopback: nothing listens there, the connection is refused at once.
     with pytest.raises(ConfigurationError, match=r"cannot use the store at .*check that the database server runs"):
-        Store.open("postgresql://nobody:secret@127.0.0.1:1/none?connect_timeout=2")
+        open_store("postgresql://nobody:secret@127.0.0.1:1/none?connect_timeout=2")
 
 
 def test_the_password_never_shows() -> None:
     with pytest.raises(ConfigurationError) as caught:
-        Store.open("postgresql://nobody:s3cr3t@127.0.0.1:1/none?connect_timeout=2")
+        open_store("postgresql://nobody:s3cr3t@127.0.0.1:1/none?connect_timeout=2")
     assert "s3cr3t" not in str(caught.value)
 
 
 @pytest.mark.parametrize("size", [0, 1024 * 1024 + 1, True])
 def test_a_bad_chunk_size_is_a_configuration_error(size: int) -> None:
     with pytest.raises(ConfigurationError, match="blob_chunk_size"):
-        Store.open("memory:", blob_chunk_size=size)
+        open_store("memory:", blob_chunk_size=size)
     with pytest.raises(ConfigurationError, match="blob_chunk_size"):
         SqlStore.open("/nonexistent-but-never-opened/x.db", blob_chunk_size=size)
 
@@ -701,7 +723,9 @@ def test_two_processes_never_claim_the_same_timer(store_url: str, open_store: Ca
     SQLite: one writer at a time)."""
     store = open_store(store_url)
     with store.transaction() as tx:
-        scheduled = {tx.schedule_timer(f"c{i}@example.com", "retry", T0 - timedelta(seconds=i)).id for i in range(300)}
+        scheduled = {
+            tx.schedule_timer(f"c{i}@example.com", TimerKind.RETRY, T0 - timedelta(seconds=i)).id for i in range(300)
+        }
     barrier = threading.Barrier(2)
     claims: dict[str, list[int]] = {"p1": [], "p2": []}
     errors: list[BaseException] = []
@@ -780,9 +804,9 @@ def test_a_savepoint_that_raises_undoes_only_its_own_changes(store: Store) -> No
         add_outbound(tx, "kept@example.com", body=b"kept")
         with pytest.raises(Boom), tx.savepoint():
             add_outbound(tx, "undone@example.com", body=b"undone")
-            tx.schedule_timer("kept@example.com", "retry", T0)
+            tx.schedule_timer("kept@example.com", TimerKind.RETRY, T0)
             tx.append_event(at=T0, kind="undone")
-            tx.update_outbound_state("kept@example.com", OutboundState(status=OutboundStatus.FAILED))
+            tx.update_outbound_state(outbound_state("kept@example.com", status=OutboundStatus.FAILED))
             assert tx.get_outbound("undone@example.com") is not None
             raise Boom
         assert tx.get_outbound("undone@example.com") is None

@@ -1,0 +1,164 @@
+"""What the store hands out: frozen records, the enums of its states and kinds, and its clock.
+
+A sent message's state is the engine's own :class:`~msh.engine.OutboundState` (with its
+:class:`~msh.engine.Reliability`, :class:`~msh.engine.OutboundStatus` and failure
+:class:`~msh.errors.Issue`): the store keeps it as the engine made it, with no twin type and no
+conversion in between (DESIGN.md §2: the store is above the engine and may use its types, never the
+reverse). Every timestamp of a record is an aware UTC datetime.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from enum import StrEnum
+
+from msh.engine import OutboundState
+
+__all__ = [
+    "Clock",
+    "Direction",
+    "Event",
+    "InboundMessage",
+    "InboxEntry",
+    "InboxState",
+    "OutboundMessage",
+    "Timer",
+    "TimerKind",
+    "utc_now",
+]
+
+Clock = Callable[[], datetime]
+"""A source of the current time as an aware datetime."""
+
+
+def utc_now() -> datetime:
+    """The current time, aware, in UTC (the default store clock)."""
+    return datetime.now(UTC)
+
+
+class InboxState(StrEnum):
+    """Where a received message stands for the receiving application."""
+
+    NEW = "new"
+    DELIVERED_TO_APP = "delivered-to-app"
+    ACKNOWLEDGED_BY_APP = "acknowledged-by-app"
+
+
+class Direction(StrEnum):
+    """Which way a message went, seen from this MSH."""
+
+    OUTBOUND = "outbound"
+    INBOUND = "inbound"
+
+
+class TimerKind(StrEnum):
+    """What a timer row is for."""
+
+    RETRY = "retry"
+    """The sending state machine's timer (its ``next_due_at``): fires :class:`~msh.engine.TimerDue`."""
+
+    TRANSMIT = "transmit"
+    """A transmission not yet issued by this process: a message submitted by another process (``msh send``
+    while ``msh serve`` runs) is picked up and transmitted by the server's timer loop."""
+
+
+@dataclass(frozen=True, slots=True)
+class OutboundMessage:
+    """A sent message as stored: its routing, the identical bytes to (re)send, and the engine's state.
+
+    ``body_blob_id`` names the complete HTTP body (SOAP part and payloads with their MIME framing) and
+    ``content_type`` the Content-Type header value (boundary and start included) sent with it: together
+    they re-send the identical message (DESIGN.md §5.1). ``state`` is the sending state machine's state of
+    the message (its MessageId, reliability parameters, status, attempts and failure).
+    """
+
+    cpaid: str
+    conversation_id: str
+    service: str
+    action: str
+    from_party: str | None
+    to_party: str
+    endpoint_url: str
+    content_type: str
+    body_blob_id: int
+    state: OutboundState
+    created_at: datetime
+    updated_at: datetime
+
+    @property
+    def message_id(self) -> str:
+        """The message's MessageId (its state's)."""
+        return self.state.message_id
+
+
+@dataclass(frozen=True, slots=True)
+class InboundMessage:
+    """A received message as stored, and for a message received under DuplicateElimination its
+    duplicate-elimination record (ebMS2 §6.4.1).
+
+    ``id`` is the store's number for this copy (also its inbox entry's id). ``ack_envelope`` is the
+    Acknowledgment sent for it, its first response (``None`` while none was sent), resent unchanged for
+    every duplicate (DESIGN.md §5.2, ebMS2 §6.5.5); ``duplicate_count`` counts the duplicates since.
+    ``content_digest`` identifies its content (:func:`msh.ebms.digest.content_digest`), to tell an
+    identical copy from another message under the same MessageId (ebMS2 §6.5.6); ``None`` for a copy
+    stored before the store kept digests (schema revision 0003).
+    """
+
+    id: int
+    message_id: str
+    duplicate_elimination: bool
+    from_party: str
+    to_party: str | None
+    cpaid: str
+    conversation_id: str
+    service: str
+    action: str
+    received_at: datetime
+    content_type: str
+    body_blob_id: int
+    ack_envelope: bytes | None
+    duplicate_count: int
+    last_duplicate_at: datetime | None
+    content_digest: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class InboxEntry:
+    """A received message as the receiving application sees it (DESIGN.md §5.3).
+
+    ``id`` is the stored copy's :attr:`InboundMessage.id`: without DuplicateElimination one MessageId can
+    have several entries, each delivered once.
+    """
+
+    id: int
+    message_id: str
+    state: InboxState
+    received_at: datetime
+    delivered_at: datetime | None
+    acknowledged_at: datetime | None
+
+
+@dataclass(frozen=True, slots=True)
+class Timer:
+    """Work due at ``due_at`` for a message; leased to ``lease_owner`` until ``lease_until`` once claimed."""
+
+    id: int
+    message_id: str
+    kind: TimerKind
+    due_at: datetime
+    lease_owner: str | None
+    lease_until: datetime | None
+
+
+@dataclass(frozen=True, slots=True)
+class Event:
+    """One entry of the append-only journal (the source of the delivery reports)."""
+
+    id: int
+    at: datetime
+    kind: str
+    message_id: str | None
+    direction: Direction | None
+    detail: dict[str, object]

@@ -1,0 +1,228 @@
+"""The rules every store follows, written once: argument checks and how records change.
+
+The ports (:class:`~msh.store.transaction.Transaction`, :class:`~msh.store.api.Store`) apply them for both
+stores (the SQL store and the in-memory twin), so that a rule cannot drift between the two: a bad
+argument is refused with the same ``ValueError`` naming it, a record reads back the same on either, an
+inbox entry moves forward the same way, a timer becomes claimable at the same moment.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import replace
+from datetime import UTC, datetime, timedelta
+
+from msh.engine import OutboundState, OutboundStatus, Reliability
+from msh.errors import ERROR_CODE_CONTEXT, ConfigurationError, ErrorCode, Issue, Severity
+from msh.store.blobs import DEFAULT_CHUNK_SIZE, MAX_CHUNK_SIZE
+from msh.store.records import Direction, InboundMessage, InboxEntry, InboxState, Timer, TimerKind
+
+__all__ = [
+    "acknowledged",
+    "aware",
+    "chunk_size",
+    "claimable_at",
+    "delivered",
+    "detail",
+    "direction",
+    "inbox_state",
+    "lease",
+    "limit",
+    "new_entry",
+    "outbound_state",
+    "required_aware",
+    "text",
+    "timer_kind",
+]
+
+# --------------------------------------------------------------------------------------------- arguments
+
+
+def aware(name: str, value: datetime | None) -> datetime | None:
+    """``value`` in UTC; ``ValueError`` naming ``name`` for a naive datetime (or a non-datetime)."""
+    if value is None:
+        return None
+    if not isinstance(value, datetime):
+        raise ValueError(f"{name} must be a datetime, not {type(value).__name__}")
+    if value.tzinfo is None or value.utcoffset() is None:
+        raise ValueError(f"{name} must be a timezone-aware datetime (UTC), got the naive {value.isoformat()}")
+    return value.astimezone(UTC)
+
+
+def required_aware(name: str, value: datetime) -> datetime:
+    """:func:`aware` for a time that must be given."""
+    moment = aware(name, value)
+    if moment is None:
+        raise ValueError(f"{name} must be a timezone-aware datetime (UTC), not None")
+    return moment
+
+
+def text(name: str, value: object) -> str:
+    """``value`` if it is a non-empty string; ``ValueError`` naming ``name`` otherwise."""
+    if not isinstance(value, str) or not value:
+        raise ValueError(f"{name} must be a non-empty string")
+    return value
+
+
+def _count(name: str, value: object) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise ValueError(f"{name} must be an int >= 0")
+    return value
+
+
+def limit(value: int) -> int:
+    """``value`` if it is an int of at least 1; ``ValueError`` otherwise."""
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise ValueError("limit must be an int >= 1")
+    return value
+
+
+def lease(value: timedelta) -> timedelta:
+    """``value`` if it is a positive timedelta; ``ValueError`` otherwise."""
+    if not isinstance(value, timedelta) or value <= timedelta(0):
+        raise ValueError("lease must be a positive timedelta")
+    return value
+
+
+def chunk_size(value: int | None) -> int:
+    """The blob chunk size in bytes (the default for None); :class:`ConfigurationError` out of range."""
+    if value is None:
+        return DEFAULT_CHUNK_SIZE
+    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= MAX_CHUNK_SIZE:
+        raise ConfigurationError(f"blob_chunk_size must be a number of bytes from 1 to {MAX_CHUNK_SIZE} (1 MiB)")
+    return value
+
+
+def timer_kind(value: str) -> TimerKind:
+    """``value`` as a :class:`TimerKind` (its member or its text); ``ValueError`` naming ``kind``."""
+    try:
+        return TimerKind(value)
+    except ValueError:
+        raise ValueError(f"kind must be one of {[k.value for k in TimerKind]}, not {value!r}") from None
+
+
+def inbox_state(value: str) -> InboxState:
+    """``value`` as an :class:`InboxState`; ``ValueError`` naming ``state``."""
+    try:
+        return InboxState(value)
+    except ValueError:
+        raise ValueError(f"state must be one of {[s.value for s in InboxState]}, not {value!r}") from None
+
+
+def direction(value: str | None) -> Direction | None:
+    """``value`` as a :class:`Direction` (None stays None); ``ValueError`` naming ``direction``."""
+    if value is None:
+        return None
+    try:
+        return Direction(value)
+    except ValueError:
+        raise ValueError(f"direction must be one of {[d.value for d in Direction]}, not {value!r}") from None
+
+
+def detail(value: Mapping[str, object] | None) -> dict[str, object]:
+    """``value`` as it will read back from JSON (``ValueError`` if it cannot be stored as JSON)."""
+    if value is None:
+        return {}
+    try:
+        result: dict[str, object] = json.loads(json.dumps(dict(value), allow_nan=False))
+    except (TypeError, ValueError) as exc:
+        raise ValueError(f"event detail must be JSON-serialisable: {exc}") from None
+    return result
+
+
+def _reliability(value: object) -> Reliability:
+    if not isinstance(value, Reliability):
+        raise ValueError("state.reliability must be a Reliability (msh.engine)")
+    _count("state.reliability.retries", value.retries)
+    time_to_live = aware("state.reliability.time_to_live", value.time_to_live)
+    if time_to_live is value.time_to_live and isinstance(value.ack_requested, bool):
+        return value
+    return replace(value, time_to_live=time_to_live, ack_requested=bool(value.ack_requested))
+
+
+def _failure(value: object) -> Issue | None:
+    """The failure as stored: its code, severity and description (where and under which code context
+    it was found do not belong to a message's failure, and are not kept)."""
+    if value is None:
+        return None
+    if (
+        not isinstance(value, Issue)
+        or not isinstance(value.error_code, ErrorCode)
+        or not isinstance(value.severity, Severity)
+        or not isinstance(value.description, str)
+    ):
+        raise ValueError("state.failure must be an Issue with an ErrorCode, a Severity and a description")
+    if not value.location and value.code_context == ERROR_CODE_CONTEXT:
+        return value
+    return Issue(value.error_code, value.severity, value.description)
+
+
+def outbound_state(state: object) -> OutboundState:
+    """``state`` as a store keeps it: checked (``ValueError`` naming the field), times in UTC.
+
+    What the store keeps is what it reads back, on every store: the engine's state, its times as aware
+    UTC datetimes and its failure as code, severity and description.
+    """
+    if not isinstance(state, OutboundState):
+        raise ValueError("state must be an OutboundState (msh.engine)")
+    text("message_id", state.message_id)
+    if not isinstance(state.status, OutboundStatus):
+        raise ValueError(f"state.status must be one of {[s.value for s in OutboundStatus]}, not {state.status!r}")
+    _count("state.attempts", state.attempts)
+    reliability = _reliability(state.reliability)
+    first_sent_at = aware("state.first_sent_at", state.first_sent_at)
+    next_due_at = aware("state.next_due_at", state.next_due_at)
+    failure = _failure(state.failure)
+    if (
+        reliability is state.reliability
+        and first_sent_at is state.first_sent_at
+        and next_due_at is state.next_due_at
+        and failure is state.failure
+        and isinstance(state.reached_peer, bool)
+    ):
+        return state
+    return replace(
+        state,
+        reliability=reliability,
+        first_sent_at=first_sent_at,
+        next_due_at=next_due_at,
+        failure=failure,
+        reached_peer=bool(state.reached_peer),
+    )
+
+
+# ----------------------------------------------------------------------------------------------- records
+
+
+def new_entry(record: InboundMessage) -> InboxEntry:
+    """The inbox entry of a stored copy, written with it (DESIGN.md §5.3): new, as received."""
+    return InboxEntry(record.id, record.message_id, InboxState.NEW, record.received_at, None, None)
+
+
+def delivered(entry: InboxEntry, at: datetime) -> InboxEntry:
+    """The application has been given the message: new -> delivered-to-app; any other entry unchanged."""
+    if entry.state is not InboxState.NEW:
+        return entry
+    return replace(entry, state=InboxState.DELIVERED_TO_APP, delivered_at=at)
+
+
+def acknowledged(entry: InboxEntry, at: datetime) -> InboxEntry:
+    """The application holds the message: -> acknowledged-by-app, once (an entry acknowledged while
+    still new is delivered ``at`` as well)."""
+    if entry.state is InboxState.ACKNOWLEDGED_BY_APP:
+        return entry
+    return replace(
+        entry,
+        state=InboxState.ACKNOWLEDGED_BY_APP,
+        acknowledged_at=at,
+        delivered_at=entry.delivered_at or at,
+    )
+
+
+def claimable_at(timer: Timer) -> datetime:
+    """When ``timer`` can be claimed: when it is due, or when its lease ends if that is later (a lease
+    that ended means its owner died: the timer is due again for anyone)."""
+    if timer.lease_until is not None and timer.lease_until > timer.due_at:
+        return timer.lease_until
+    return timer.due_at

@@ -1,0 +1,122 @@
+"""The SQL store itself: its engine, its transactions and the statements compiled for its database.
+
+SQLite transactions start with ``BEGIN IMMEDIATE`` (``BEGIN`` when read-only, :mod:`msh.store.sql.connect`);
+on PostgreSQL a read-only transaction is ``SET TRANSACTION READ ONLY``. A failure of the database inside a
+transaction surfaces as :class:`~msh.store.api.StoreError` naming the store (password hidden).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+from sqlalchemy import and_, select
+from sqlalchemy.engine import Engine
+from sqlalchemy.exc import DBAPIError
+
+from msh.store import rules
+from msh.store.api import Store
+from msh.store.errors import StoreError
+from msh.store.prepared import Prepared
+from msh.store.records import Clock
+from msh.store.schema import blob_chunks, blobs
+from msh.store.sql import rows
+from msh.store.sql.connect import READONLY, connect, reason
+from msh.store.sql.statements import STATEMENTS
+from msh.store.sql.transaction import SqlTransaction
+from msh.store.transaction import BlobInfo, Transaction
+
+__all__ = ["SqlStore"]
+
+
+class SqlStore(Store):
+    """The store on SQLite or PostgreSQL; build it with :meth:`open` (or :func:`msh.store.open_store`)."""
+
+    def __init__(self, engine: Engine, *, clock: Clock | None = None, blob_chunk_size: int | None = None) -> None:
+        super().__init__(clock=clock, blob_chunk_size=blob_chunk_size)
+        self._engine = engine
+        self._prepared: dict[tuple[str, tuple[str, ...] | None], Prepared] = {}
+        self.driver_error: type[Exception] = engine.dialect.loaded_dbapi.Error
+
+    @classmethod
+    def open(
+        cls,
+        url: str,
+        *,
+        clock: Clock | None = None,
+        migrate: bool = True,
+        blob_chunk_size: int | None = None,
+    ) -> SqlStore:
+        """Connect to the database at ``url`` (:mod:`msh.store.sql.connect`) and bring its schema up to date.
+
+        Without ``migrate`` a schema that is not at the newest revision is a
+        :class:`~msh.errors.ConfigurationError`. ``blob_chunk_size`` (bytes, at most 1 MiB, the default) is
+        the size of the chunks payloads are stored in.
+        """
+        chunk_size = rules.chunk_size(blob_chunk_size)  # refused before anything is opened
+        return cls(connect(url, migrate=migrate), clock=clock, blob_chunk_size=chunk_size)
+
+    def prepared(self, name: str, keys: tuple[str, ...] | None = None) -> Prepared:
+        """The statement ``name`` of the hot path, compiled for this store's database once."""
+        found = self._prepared.get((name, keys))
+        if found is None:
+            found = Prepared(STATEMENTS[name](self._engine.dialect), self._engine.dialect, keys=keys)
+            self._prepared[(name, keys)] = found
+        return found
+
+    def failure(self, exc: Exception) -> StoreError:
+        """The :class:`StoreError` for an error of the database driver."""
+        text = " ".join(str(exc).split()) or type(exc).__name__
+        return StoreError(f"the store at {self.url} failed: {text}")
+
+    @property
+    def url(self) -> str:
+        return self._engine.url.render_as_string(hide_password=True)
+
+    @property
+    def engine(self) -> Engine:
+        """The SQLAlchemy engine (for migrations and maintenance tools)."""
+        return self._engine
+
+    def _failed(self, exc: DBAPIError) -> StoreError:
+        return StoreError(f"the store at {self.url} failed: {reason(exc)}")
+
+    @contextmanager
+    def _begin(self, readonly: bool) -> Iterator[Transaction]:
+        tx: SqlTransaction | None = None
+        try:
+            with self._engine.connect() as connection:
+                if readonly:
+                    connection.execution_options(**{READONLY: True})
+                with connection.begin():
+                    if readonly and connection.dialect.name == "postgresql":
+                        connection.exec_driver_sql("SET TRANSACTION READ ONLY")
+                    tx = SqlTransaction(self, connection, readonly)
+                    yield tx
+        except DBAPIError as exc:
+            raise self._failed(exc) from exc
+        finally:
+            if tx is not None:
+                tx.close()
+
+    def _read(self, statement: Any) -> Any:
+        """Run a read on a connection of its own (outside any transaction); its result, all fetched."""
+        try:
+            with self._engine.connect() as connection:
+                connection.execution_options(**{READONLY: True})
+                return connection.execute(statement).mappings().first()
+        except DBAPIError as exc:
+            raise self._failed(exc) from exc
+
+    def _committed_blob(self, blob_id: int) -> BlobInfo | None:
+        row = self._read(select(blobs.c.chunk_count, blobs.c.size).where(blobs.c.id == blob_id))
+        return None if row is None else (int(row["chunk_count"]), int(row["size"]))
+
+    def _committed_chunk(self, blob_id: int, seq: int) -> bytes | None:
+        where = and_(blob_chunks.c.blob_id == blob_id, blob_chunks.c.seq == seq)
+        row = self._read(select(blob_chunks.c.data).where(where))
+        return None if row is None else rows.blob_bytes(row["data"])
+
+    def _release(self) -> None:
+        self._engine.dispose()

@@ -1,0 +1,320 @@
+"""The SQL store's transaction: the storage steps of :class:`~msh.store.transaction.Transaction` as statements.
+
+The statements of every message step are prepared (:mod:`msh.store.sql.statements`) and run on the
+driver's cursor of the transaction's connection; the rest is SQLAlchemy Core on the same connection.
+
+PostgreSQL
+    READ COMMITTED transactions; ``get_outbound(for_update=True)`` and the inbox moves are ``SELECT … FOR
+    UPDATE``, and timer claims are ``SELECT … FOR UPDATE SKIP LOCKED`` followed by the lease update, so
+    processes sharing the database never claim the same timer and never wait for each other's claims.
+
+Duplicates
+    Inserts of messages are ``INSERT … ON CONFLICT (message_id) DO NOTHING RETURNING …`` (for received
+    messages against the partial unique index of the duplicate-elimination records): a duplicate MessageId
+    writes nothing and raises :class:`~msh.store.api.DuplicateMessage` with the transaction intact, no
+    savepoint needed. On PostgreSQL a concurrent insert of the same MessageId waits for the first
+    transaction and then finds the duplicate. Counting a duplicate and keeping the first Acknowledgment
+    are single UPDATE statements, so concurrent duplicates neither lose a count nor replace the answer.
+
+Payloads
+    A blob is written chunk by chunk inside the transaction (``blob_chunks`` rows of at most 1 MiB) and
+    read back by a reader that selects one chunk per read: memory use does not grow with a message's size.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from datetime import datetime
+from typing import Any, BinaryIO, Protocol
+
+from sqlalchemy import and_, case, func, or_, select, update
+from sqlalchemy.engine import Connection
+
+from msh.engine import OutboundState
+from msh.store import records, rules
+from msh.store.blobs import iter_chunks
+from msh.store.errors import StoreError, TransactionLost
+from msh.store.prepared import Prepared
+from msh.store.schema import UtcDateTime, blob_chunks, events, inbound_messages, inbox, timers
+from msh.store.sql import rows
+from msh.store.sql.statements import (
+    BLOB_KEYS,
+    BLOB_SIZE_KEYS,
+    CHUNK_KEYS,
+    EVENT_KEYS,
+    FIRST_COPY,
+    INBOX_UPDATE_KEYS,
+    STATE_UPDATE_KEYS,
+    TIMER_KEYS,
+)
+from msh.store.transaction import BlobInfo, Transaction
+
+__all__ = ["SqlOwner", "SqlTransaction"]
+
+_CLAIMABLE_AT = case(
+    (and_(timers.c.lease_until.is_not(None), timers.c.lease_until > timers.c.due_at), timers.c.lease_until),
+    else_=timers.c.due_at,
+)
+""":func:`msh.store.rules.claimable_at` in SQL."""
+
+
+class SqlOwner(Protocol):
+    """What a transaction needs of its :class:`~msh.store.sql.SqlStore`."""
+
+    blob_chunk_size: int
+    driver_error: type[Exception]
+
+    @property
+    def url(self) -> str: ...
+
+    def now(self) -> datetime: ...
+
+    def prepared(self, name: str, keys: tuple[str, ...] | None = None) -> Prepared: ...
+
+    def failure(self, exc: Exception) -> StoreError: ...
+
+
+class SqlTransaction(Transaction):
+    """One transaction on one connection of a :class:`~msh.store.sql.SqlStore`."""
+
+    def __init__(self, store: SqlOwner, connection: Connection, readonly: bool) -> None:
+        super().__init__(store.now, readonly)
+        self._store = store
+        self._conn = connection
+        self._postgres = connection.dialect.name == "postgresql"
+        self._cursor: Any = None
+        self._savepoints = 0
+
+    def close(self) -> None:
+        self.closed = True
+        if self._cursor is not None:
+            with contextlib.suppress(Exception):
+                self._cursor.close()
+            self._cursor = None
+
+    # -- running statements
+
+    def _driver_cursor(self) -> Any:
+        """The DBAPI cursor of this transaction's connection (for the prepared statements)."""
+        self._live()
+        if self._cursor is None:
+            self._cursor = self._conn.connection.driver_connection.cursor()  # type: ignore[union-attr]
+        return self._cursor
+
+    def _run(self, name: str, values: Mapping[str, object], *, keys: tuple[str, ...] | None = None) -> Any:
+        """Run the prepared statement ``name`` on this transaction's driver cursor (``keys``: the columns
+        an INSERT or UPDATE sets); the cursor."""
+        prepared = self._store.prepared(name, keys)
+        cursor = self._driver_cursor()
+        try:
+            return prepared.execute(cursor, values)
+        except self._store.driver_error as exc:
+            raise self._store.failure(exc) from exc
+
+    def _one(self, name: str, values: Mapping[str, object], *, keys: tuple[str, ...] | None = None) -> Any:
+        """Run the prepared statement ``name`` and return its first row (column key -> value), or None."""
+        cursor = self._run(name, values, keys=keys)
+        try:
+            return self._store.prepared(name, keys).first(cursor)
+        except self._store.driver_error as exc:
+            raise self._store.failure(exc) from exc
+
+    def _scalar(self, name: str, values: Mapping[str, object], *, keys: tuple[str, ...] | None = None) -> Any:
+        row = self._one(name, values, keys=keys)
+        return None if row is None else next(iter(row.values()))
+
+    def _sql(self, statement: str) -> None:
+        cursor = self._driver_cursor()
+        try:
+            cursor.execute(statement)
+        except self._store.driver_error as exc:
+            raise self._store.failure(exc) from exc
+
+    @contextmanager
+    def savepoint(self) -> Iterator[None]:
+        self._writable()
+        self._savepoints += 1
+        name = f"msh_sp{self._savepoints}"
+        self._sql(f"SAVEPOINT {name}")
+        try:
+            yield
+        except BaseException as exc:
+            try:
+                self._sql(f"ROLLBACK TO SAVEPOINT {name}")
+                self._sql(f"RELEASE SAVEPOINT {name}")
+            except StoreError as lost:
+                raise TransactionLost(
+                    f"the store at {self._store.url} ended the transaction ({lost}) after: {exc}"
+                ) from exc
+            raise
+        try:
+            self._sql(f"RELEASE SAVEPOINT {name}")
+        except StoreError as lost:
+            raise TransactionLost(f"the store at {self._store.url} ended the transaction: {lost}") from lost
+
+    # -- blobs
+
+    def _put_blob(self, source: BinaryIO | bytes) -> int:
+        chunk_size = self._store.blob_chunk_size
+        known = isinstance(source, (bytes, bytearray, memoryview))
+        # The size of bytes is known up front: the blob row is written once; a stream's when it has been read.
+        size = len(source) if known else 0  # type: ignore[arg-type]
+        count = -(-size // chunk_size) if known else 0
+        blob_id = int(
+            self._scalar("blob-insert", {"size": size, "chunk_count": count, "created_at": self._now()}, keys=BLOB_KEYS)
+        )
+        size = count = 0
+        for chunk in iter_chunks(source, chunk_size):
+            self._run("chunk-insert", {"blob_id": blob_id, "seq": count, "data": chunk}, keys=CHUNK_KEYS)
+            size += len(chunk)
+            count += 1
+            del chunk
+        if not known:
+            self._run("blob-size", {"b_id": blob_id, "size": size, "chunk_count": count}, keys=BLOB_SIZE_KEYS)
+        return blob_id
+
+    def _blob_info(self, blob_id: int) -> BlobInfo | None:
+        row = self._one("blob-info", {"b_id": blob_id})
+        return None if row is None else (int(row["chunk_count"]), int(row["size"]))
+
+    def _chunk(self, blob_id: int, seq: int) -> bytes | None:
+        where = and_(blob_chunks.c.blob_id == blob_id, blob_chunks.c.seq == seq)
+        return rows.blob_bytes(self._conn.execute(select(blob_chunks.c.data).where(where)).scalar_one_or_none())
+
+    # -- outbound
+
+    def _insert_new(self, name: str, values: Mapping[str, object]) -> Any:
+        """Run the insert-unless-duplicate statement ``name``; the row's primary key, or None if the row
+        would have repeated a message_id and nothing was inserted."""
+        return self._scalar(name, values, keys=tuple(values))
+
+    def _add_outbound(self, record: records.OutboundMessage) -> bool:
+        return self._insert_new("outbound-insert", rows.outbound_values(record)) is not None
+
+    def _outbound(self, message_id: str, *, for_update: bool) -> records.OutboundMessage | None:
+        row = self._one("outbound-for-update" if for_update else "outbound", {"b_message_id": message_id})
+        return None if row is None else rows.outbound_from_row(row)
+
+    def _set_outbound_state(self, state: OutboundState, at: datetime) -> bool:
+        values = rows.state_values(state)
+        values["b_message_id"] = values.pop("message_id")
+        values["updated_at"] = at
+        return bool(self._run("outbound-state", values, keys=STATE_UPDATE_KEYS).rowcount)
+
+    def _outbound_state(self, message_id: str) -> OutboundState | None:
+        row = self._one("outbound-status", {"b_message_id": message_id})
+        return None if row is None else rows.state_from_row(row)
+
+    # -- inbound
+
+    def _first_inbound(self, message_id: str) -> records.InboundMessage | None:
+        row = self._one("inbound-find", {"b_message_id": message_id})
+        return None if row is None else rows.inbound_from_row(row)
+
+    def _inbound(self, inbound_id: int) -> records.InboundMessage | None:
+        row = self._one("inbound", {"b_id": inbound_id})
+        return None if row is None else rows.inbound_from_row(row)
+
+    def _add_inbound(self, record: records.InboundMessage) -> int | None:
+        values = rows.inbound_values(record)
+        if record.duplicate_elimination:
+            # ebMS2 §6.4.1: one duplicate-elimination record per MessageId (the partial unique index).
+            key = self._insert_new("inbound-insert-de", values)
+        else:
+            key = self._scalar("inbound-insert", values, keys=tuple(values))
+        return None if key is None else int(key)
+
+    def _add_inbox_entry(self, entry: records.InboxEntry) -> None:
+        values = rows.inbox_values(entry)
+        self._run("inbox-insert", values, keys=tuple(values))
+
+    def _count_duplicate(self, message_id: str, at: datetime) -> int | None:
+        count = self._conn.execute(
+            update(inbound_messages)
+            .where(inbound_messages.c.id == FIRST_COPY)
+            .values(duplicate_count=inbound_messages.c.duplicate_count + 1, last_duplicate_at=at)
+            .returning(inbound_messages.c.duplicate_count),
+            {"b_message_id": message_id},
+        ).scalar_one_or_none()
+        return None if count is None else int(count)
+
+    def _keep_first_ack(self, message_id: str, ack_envelope: bytes) -> bool | None:
+        first = self._conn.execute(select(FIRST_COPY), {"b_message_id": message_id}).scalar_one_or_none()
+        if first is None:
+            return None
+        result = self._conn.execute(
+            update(inbound_messages)
+            .where(inbound_messages.c.id == first, inbound_messages.c.ack_envelope.is_(None))
+            .values(ack_envelope=ack_envelope)
+        )
+        return bool(result.rowcount)
+
+    # -- inbox
+
+    def _inbox_entries(self, state: records.InboxState | None, limit: int) -> list[records.InboxEntry]:
+        statement = select(inbox).order_by(inbox.c.received_at, inbox.c.inbound_id).limit(limit)
+        if state is not None:
+            statement = statement.where(inbox.c.state == state.value)
+        return [rows.inbox_from_row(row) for row in self._conn.execute(statement).mappings()]
+
+    def _inbox_entry(self, entry_id: int, *, for_update: bool) -> records.InboxEntry | None:
+        row = self._one("inbox-entry-for-update" if for_update else "inbox-entry", {"b_id": entry_id})
+        return None if row is None else rows.inbox_from_row(row)
+
+    def _set_inbox_entry(self, entry: records.InboxEntry) -> None:
+        values = rows.inbox_values(entry)
+        changed = {key: values[key] for key in INBOX_UPDATE_KEYS}
+        self._run("inbox-update", {"b_id": entry.id, **changed}, keys=INBOX_UPDATE_KEYS)
+
+    # -- timers
+
+    def _add_timer(self, message_id: str, kind: records.TimerKind, due_at: datetime) -> int:
+        values = {"message_id": message_id, "kind": kind.value, "due_at": due_at, "created_at": self._now()}
+        return int(self._scalar("timer-insert", values, keys=TIMER_KEYS))
+
+    def _remove_timers(self, message_id: str, kind: records.TimerKind | None) -> int:
+        if kind is None:
+            return int(self._run("timer-cancel", {"b_message_id": message_id}).rowcount)
+        return int(self._run("timer-cancel-kind", {"b_message_id": message_id, "b_kind": kind.value}).rowcount)
+
+    def _claimable_timers(self, now: datetime, limit: int) -> list[records.Timer]:
+        # The due_at index finds the candidates; see rules.claimable_at.
+        claimable = and_(timers.c.due_at <= now, or_(timers.c.lease_until.is_(None), timers.c.lease_until <= now))
+        statement = select(timers).where(claimable).order_by(timers.c.due_at, timers.c.id).limit(limit)
+        if self._postgres:
+            # DESIGN.md §8: rows another process is claiming right now are skipped, not waited for.
+            statement = statement.with_for_update(skip_locked=True)
+        return [rows.timer_from_row(row) for row in self._conn.execute(statement).mappings()]
+
+    def _lease_timers(self, claimed: list[records.Timer]) -> None:
+        first = claimed[0]
+        self._conn.execute(
+            update(timers)
+            .where(timers.c.id.in_([t.id for t in claimed]))
+            .values(lease_owner=first.lease_owner, lease_until=first.lease_until)
+        )
+
+    def _remove_leased_timer(self, timer_id: int, owner: str) -> bool:
+        return bool(self._run("timer-complete", {"b_id": timer_id, "b_owner": owner}).rowcount)
+
+    def _next_timer_due(self) -> datetime | None:
+        value = self._conn.execute(select(func.min(_CLAIMABLE_AT, type_=UtcDateTime()))).scalar_one_or_none()
+        return None if value is None else rules.required_aware("next_timer_due", value)
+
+    # -- journal
+
+    def _add_event(self, event: records.Event) -> int:
+        return int(self._scalar("event-insert", rows.event_values(event), keys=EVENT_KEYS))
+
+    def _events_after(self, after_id: int, limit: int) -> list[records.Event]:
+        statement = select(events).where(events.c.id > after_id).order_by(events.c.id).limit(limit)
+        return [rows.event_from_row(row) for row in self._conn.execute(statement).mappings()]
+
+    def _message_events(self, message_id: str, direction: records.Direction | None, limit: int) -> list[records.Event]:
+        statement = select(events).where(events.c.message_id == message_id)
+        if direction is not None:
+            statement = statement.where(events.c.direction == direction.value)
+        newest = statement.order_by(events.c.id.desc()).limit(limit)
+        return [rows.event_from_row(row) for row in reversed(self._conn.execute(newest).mappings().all())]
