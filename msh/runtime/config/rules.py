@@ -8,10 +8,10 @@ A check takes a value of the setting's type and returns None, or what is wrong a
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Collection, Mapping
+from collections.abc import Callable, Collection, Mapping, Sequence
 from datetime import timedelta
 from pathlib import Path
-from typing import Any, Final
+from typing import Any, Final, TypeVar
 
 from cryptography import x509
 from cryptography.hazmat.primitives import serialization
@@ -191,11 +191,26 @@ def cross_problems(values: Mapping[str, Any], label: Label, bad: Collection[str]
 # ------------------------------------------------------------------------------------------- TLS files
 
 
-def _read_pem(path: Path) -> bytes | str:
+_T = TypeVar("_T")
+
+
+def _load_pem(path: Path, load: Callable[[bytes], _T], refusals: Sequence[tuple[type[Exception], str]]) -> _T | str:
+    """What ``load`` reads from the file ``path``, or what is wrong: the file cannot be read, or ``load``
+    raised the exception of one of the ``refusals`` (checked in order; its message follows the path)."""
     try:
-        return path.read_bytes()
+        data = path.read_bytes()
     except OSError as exc:
         return f"{str(path)!r} cannot be read ({exc.strerror}); make it readable by the MSH"
+    try:
+        return load(data)
+    except Exception as exc:
+        for refused, message in refusals:
+            if isinstance(exc, refused):
+                return f"{str(path)!r} {message}"
+        raise
+
+
+_NO_CERTIFICATE: Final = "holds no PEM certificate (-----BEGIN CERTIFICATE-----); give {0} in PEM form"
 
 
 def tls_problems(values: Mapping[str, Any], label: Label, bad: Collection[str]) -> list[str]:
@@ -204,55 +219,47 @@ def tls_problems(values: Mapping[str, Any], label: Label, bad: Collection[str]) 
     certificate: x509.Certificate | None = None
     cert_path = values["tls.certificate"]
     if cert_path is not None and "tls.certificate" not in bad:
-        data = _read_pem(cert_path)
-        if isinstance(data, str):
-            problems.append(f"{label('tls.certificate')}: {data}")
+        loaded = _load_pem(
+            cert_path, x509.load_pem_x509_certificate, [(ValueError, _NO_CERTIFICATE.format("our certificate"))]
+        )
+        if isinstance(loaded, str):
+            problems.append(f"{label('tls.certificate')}: {loaded}")
         else:
-            try:
-                certificate = x509.load_pem_x509_certificate(data)
-            except ValueError:
-                problems.append(
-                    f"{label('tls.certificate')}: {str(cert_path)!r} holds no PEM certificate "
-                    "(-----BEGIN CERTIFICATE-----); give our certificate in PEM form"
-                )
+            certificate = loaded
     key_path = values["tls.private_key"]
     if key_path is not None and "tls.private_key" not in bad:
-        data = _read_pem(key_path)
-        if isinstance(data, str):
-            problems.append(f"{label('tls.private_key')}: {data}")
-        else:
-            try:
-                key = serialization.load_pem_private_key(data, password=None)
-            except TypeError:
-                problems.append(
-                    f"{label('tls.private_key')}: {str(key_path)!r} is encrypted; give the key unencrypted "
-                    "(e.g. openssl pkey -in KEY -out KEY.pem) and protect the file with its permissions"
-                )
-            except Exception:  # cryptography raises ValueError or UnsupportedAlgorithm
-                problems.append(
-                    f"{label('tls.private_key')}: {str(key_path)!r} holds no PEM private key "
-                    "(-----BEGIN PRIVATE KEY-----); give our certificate's private key in PEM form"
-                )
-            else:
-                spki = (serialization.Encoding.DER, serialization.PublicFormat.SubjectPublicKeyInfo)
-                if certificate is not None and certificate.public_key().public_bytes(*spki) != (
-                    key.public_key().public_bytes(*spki)
-                ):
-                    problems.append(
-                        f"{label('tls.private_key')}: {str(key_path)!r} is not the private key of tls.certificate "
-                        f"{str(cert_path)!r} (their public keys differ); give the two halves of one key pair"
-                    )
+        key = _load_pem(
+            key_path,
+            lambda data: serialization.load_pem_private_key(data, password=None),
+            [
+                (
+                    TypeError,
+                    "is encrypted; give the key unencrypted (e.g. openssl pkey -in KEY -out KEY.pem) and protect "
+                    "the file with its permissions",
+                ),
+                # cryptography raises ValueError or UnsupportedAlgorithm
+                (
+                    Exception,
+                    "holds no PEM private key (-----BEGIN PRIVATE KEY-----); give our certificate's private key in "
+                    "PEM form",
+                ),
+            ],
+        )
+        spki = (serialization.Encoding.DER, serialization.PublicFormat.SubjectPublicKeyInfo)
+        if isinstance(key, str):
+            problems.append(f"{label('tls.private_key')}: {key}")
+        elif certificate is not None and certificate.public_key().public_bytes(*spki) != (
+            key.public_key().public_bytes(*spki)
+        ):
+            problems.append(
+                f"{label('tls.private_key')}: {str(key_path)!r} is not the private key of tls.certificate "
+                f"{str(cert_path)!r} (their public keys differ); give the two halves of one key pair"
+            )
     if "tls.trusted" not in bad:
         for path in values["tls.trusted"]:
-            data = _read_pem(path)
-            if isinstance(data, str):
-                problems.append(f"{label('tls.trusted')}: {data}")
-                continue
-            try:
-                x509.load_pem_x509_certificates(data)
-            except ValueError:
-                problems.append(
-                    f"{label('tls.trusted')}: {str(path)!r} holds no PEM certificate (-----BEGIN CERTIFICATE-----); "
-                    "give trust anchors in PEM form"
-                )
+            anchors = _load_pem(
+                path, x509.load_pem_x509_certificates, [(ValueError, _NO_CERTIFICATE.format("trust anchors"))]
+            )
+            if isinstance(anchors, str):
+                problems.append(f"{label('tls.trusted')}: {anchors}")
     return problems

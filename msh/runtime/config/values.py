@@ -72,6 +72,12 @@ def _wrong_type(value: object, expected: str, hint: str) -> Invalid:
     return Invalid(f"{show(value)} is {type_name(value)}, not {expected}; {hint}")
 
 
+def _string(value: object, hint: str) -> str:
+    if not isinstance(value, str):
+        raise _wrong_type(value, "a string", hint)
+    return value
+
+
 def _resolve(path: Path, base_dir: Path) -> Path:
     return (path if path.is_absolute() else base_dir / path).resolve()
 
@@ -105,9 +111,7 @@ class Kind:
 
 class _Text(Kind):
     def from_toml(self, value: object, hint: str) -> Any:
-        if not isinstance(value, str):
-            raise _wrong_type(value, "a string", hint)
-        return value
+        return _string(value, hint)
 
     def from_text(self, text: str, hint: str) -> Any:
         return text
@@ -121,7 +125,7 @@ class _StoreUrl(_Text):
     """A store URL: a path, ``sqlite:///path``, ``postgresql+psycopg://...`` or ``memory:``."""
 
     def from_toml(self, value: object, hint: str) -> Any:
-        return self.from_text(super().from_toml(value, hint).strip(), hint)
+        return self.from_text(_string(value, hint).strip(), hint)
 
     def from_text(self, text: str, hint: str) -> Any:
         if not text:
@@ -247,9 +251,7 @@ class _PemFile(Kind):
     """The path of a file (a PEM file); a relative one is read from the configuration file's folder."""
 
     def from_toml(self, value: object, hint: str) -> Any:
-        if not isinstance(value, str):
-            raise _wrong_type(value, "a string", hint)
-        return self.from_text(value, hint)
+        return self.from_text(_string(value, hint), hint)
 
     def from_text(self, text: str, hint: str) -> Any:
         if not text.strip():
@@ -321,9 +323,7 @@ class Choice(Kind):
         self.hint = "write one of " + ", ".join(f'"{member.value}"' for member in enum)
 
     def from_toml(self, value: object, hint: str) -> Any:
-        if not isinstance(value, str):
-            raise _wrong_type(value, "a string", hint)
-        return self.from_text(value, hint)
+        return self.from_text(_string(value, hint), hint)
 
     def from_text(self, text: str, hint: str) -> Any:
         try:
