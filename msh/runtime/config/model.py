@@ -101,7 +101,7 @@ class AgreementSettings(Section):
     )
     verify_signatures: bool = field(
         default=True,
-        metadata=setting("write true or false", meaning="verify an agreement's own XML signature"),
+        metadata=setting(meaning="verify an agreement's own XML signature"),
     )
 
     def files(self) -> tuple[Path, ...]:
@@ -278,11 +278,11 @@ class SendingSettings(Section):
     )
     ack_requested: bool = field(
         default=True,
-        metadata=setting("write true or false", meaning="AckRequested where the agreement says perMessage"),
+        metadata=setting(meaning="AckRequested where the agreement says perMessage"),
     )
     duplicate_elimination: bool = field(
         default=True,
-        metadata=setting("write true or false", meaning="DuplicateElimination where the agreement says perMessage"),
+        metadata=setting(meaning="DuplicateElimination where the agreement says perMessage"),
     )
 
 
@@ -303,7 +303,6 @@ class ReceivingSettings(Section):
     accept_unterminated_packages: bool = field(
         default=False,
         metadata=setting(
-            "write true or false",
             meaning="lenient mode only: accept a MIME package without its closing delimiter (its last payload may "
             "be cut short; refused with MimeProblem otherwise)",
         ),

@@ -188,6 +188,8 @@ _FALSE: Final = frozenset({"false", "0", "no"})
 
 
 class _Boolean(Kind):
+    hint = "write true or false"
+
     def from_toml(self, value: object, hint: str) -> Any:
         if not isinstance(value, bool):
             raise _wrong_type(value, "a boolean", hint)
