@@ -62,10 +62,11 @@ def setting(
 ) -> Mapping[str, object]:
     """The metadata of a settings field (``dataclasses.field(default=..., metadata=setting(...))``).
 
-    ``hint`` says what to write (it ends the messages about the setting; a choice of an enum's values
-    needs none), ``meaning`` is the README table's line, ``check`` is run on the value at construction
-    and when loading, ``kind`` says how the value is read when its type alone does not (paths, the store
-    URL), ``unset`` is what the README shows as the default of an optional setting left unset.
+    ``hint`` says what to write (it ends the messages about the setting; without one, the kind's own:
+    the values of an enum, true or false), ``meaning`` is the README table's line, ``check`` is run on
+    the value at construction and when loading, ``kind`` says how the value is read when its type alone
+    does not (paths, the store URL), ``unset`` is what the README shows as the default of an optional
+    setting left unset.
     """
     return {_METADATA_KEY: _About(hint, meaning, check, kind, unset)}
 
@@ -174,7 +175,7 @@ def _kind(annotation: object, given: Kind | None, where: str) -> tuple[Kind, boo
     raise TypeError(f"{where}: no kind for the type {annotation!r}; give setting(kind=...)")
 
 
-def problems_of(instance: Section) -> list[str]:
+def _problems_of(instance: Section) -> list[str]:
     """The problems the checks of ``instance``'s settings find, each ``section.key: problem``."""
     problems = []
     for d in declared(type(instance)):
@@ -194,6 +195,6 @@ class Section:
     section: ClassVar[str]
 
     def __post_init__(self) -> None:
-        problems = problems_of(self)
+        problems = _problems_of(self)
         if problems:
             raise SettingsError(type(self).__name__, problems)

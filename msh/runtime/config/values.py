@@ -13,6 +13,7 @@ import json
 import math
 import os
 import re
+from abc import ABC, abstractmethod
 from collections.abc import Mapping
 from datetime import timedelta
 from enum import StrEnum
@@ -82,19 +83,19 @@ def _resolve(path: Path, base_dir: Path) -> Path:
     return (path if path.is_absolute() else base_dir / path).resolve()
 
 
-class Kind:
+class Kind(ABC):
     """One type of setting value; the subclasses say how to read, resolve, verify and show it."""
 
     hint: str = ""
     """What to write, for a setting that declares no hint of its own."""
 
+    @abstractmethod
     def from_toml(self, value: object, hint: str) -> Any:
         """``value`` as the TOML file gives it, as the setting's Python value (or :class:`Invalid`)."""
-        raise NotImplementedError
 
+    @abstractmethod
     def from_text(self, text: str, hint: str) -> Any:
         """``text`` (an environment variable's value, stripped) as the setting's Python value."""
-        raise NotImplementedError
 
     def resolve(self, value: Any, base_dir: Path) -> Any:
         """``value`` with relative paths read from ``base_dir``."""
