@@ -206,7 +206,7 @@ def test_debug_adds_the_traceback(store_env: Path, tmp_path: Path, capsys: pytes
 def test_a_bug_is_one_line_with_status_70_and_ctrl_c_130(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    from msh.runtime import commands
+    from msh.cli import agreements
 
     def bug(args: object) -> int:
         raise RuntimeError("something impossible")
@@ -214,13 +214,13 @@ def test_a_bug_is_one_line_with_status_70_and_ctrl_c_130(
     def interrupted(args: object) -> int:
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(commands, "_cmd_cpa_list", bug)
+    monkeypatch.setattr(agreements, "_list", bug)
     assert main(["cpa", "list"]) == 70
     line = one_line(capsys.readouterr().err)
     assert line.startswith(
         "msh cpa list: internal error: RuntimeError: something impossible; run it again with --debug"
     )
-    monkeypatch.setattr(commands, "_cmd_cpa_list", interrupted)
+    monkeypatch.setattr(agreements, "_list", interrupted)
     assert main(["cpa", "list"]) == 130
     assert one_line(capsys.readouterr().err) == "msh cpa list: interrupted"
 

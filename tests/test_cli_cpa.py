@@ -8,7 +8,8 @@ from pathlib import Path
 import pytest
 
 from cpa import load
-from msh.cli import _render_agreement, main
+from msh.cli import main
+from msh.cli.agreements import render_agreement
 from tests.agreement_files import (
     built_agreements,
     demo_bytes,
@@ -117,9 +118,9 @@ def test_show_routed_agreement(capsys: pytest.CaptureFixture[str]) -> None:
 
 def test_show_says_whether_the_agreement_is_in_force() -> None:
     cpa = load(DEMO_A_B)
-    assert "(in force now)" in _render_agreement(cpa, datetime(2030, 1, 1, tzinfo=UTC))
-    assert "(not yet in force)" in _render_agreement(cpa, datetime(2025, 1, 1, tzinfo=UTC))
-    assert "(expired)" in _render_agreement(cpa, datetime(2036, 1, 1, tzinfo=UTC))
+    assert "(in force now)" in render_agreement(cpa, datetime(2030, 1, 1, tzinfo=UTC))
+    assert "(not yet in force)" in render_agreement(cpa, datetime(2025, 1, 1, tzinfo=UTC))
+    assert "(expired)" in render_agreement(cpa, datetime(2036, 1, 1, tzinfo=UTC))
 
 
 def test_show_broken_file(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:

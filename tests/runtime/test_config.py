@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import os
 import tomllib
+import typing
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
@@ -95,7 +96,7 @@ def test_the_samples_set_every_setting() -> None:
     for name in ("party-a.toml", "party-b.toml"):
         data = tomllib.loads((CONFIG / name).read_text(encoding="utf-8"))
         written = [f"{section}.{key}" for section, table in data.items() for key in table]
-        assert written == list(config._ALL_SETTINGS), name
+        assert written == [d.name for d in config.SETTINGS], name
 
 
 def test_msh_config_names_the_file_and_an_explicit_path_wins() -> None:
@@ -570,17 +571,18 @@ def test_the_dataclasses_check_themselves_when_built_directly() -> None:
     assert dataclasses.replace(plain.server, port=0).port == 0
 
 
-def test_the_field_table_matches_the_dataclasses() -> None:
-    for section, cls in config._SECTIONS.items():
-        assert [f.name for f in dataclasses.fields(cls)] == list(config._SPECS[section]), section
-    assert [f.name for f in dataclasses.fields(Settings)][:-1] == list(config._SECTIONS)
+def test_the_settings_are_declared_by_the_dataclasses() -> None:
+    parts = typing.get_type_hints(Settings)
+    sections = [f.name for f in dataclasses.fields(Settings)][:-1]
+    expected = [f"{section}.{f.name}" for section in sections for f in dataclasses.fields(parts[section])]
+    assert [d.name for d in config.SETTINGS] == expected
 
 
 def test_describe_lists_every_setting_with_paths_never_key_material() -> None:
     s = load_settings(CONFIG / "party-a.toml", env={"MSH_STORE_URL": "postgresql+psycopg://msh:hunter2@db/msh"})
     text = describe(s)
     lines = text.splitlines()
-    assert [line.split(" = ")[0] for line in lines] == list(config._ALL_SETTINGS)
+    assert [line.split(" = ")[0] for line in lines] == [d.name for d in config.SETTINGS]
     assert f'tls.private_key = "{KEYS / "party-a.key.pem"}"' in lines
     assert 'sending.first_resend_timeout = "PT3S"' in lines
     assert 'timers.poll_interval = "PT0.5S"' in lines
@@ -598,3 +600,8 @@ def test_describe_shows_unset_settings_and_long_durations() -> None:
     assert "tls.certificate = (not set)" in lines
     assert "sending.first_resend_timeout = (not set)" in lines
     assert 'agreements.time_accuracy = "P1DT2H0.25S"' in lines
+
+
+def test_the_readme_table_is_drawn_from_the_declaration() -> None:
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf-8")
+    assert "\n\n" + config.settings_table() + "\n" in readme

@@ -1,0 +1,7 @@
+"""``python -m msh.cli``: the ``msh`` command."""
+
+import sys
+
+from msh.cli import main
+
+sys.exit(main())

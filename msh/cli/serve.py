@@ -1,0 +1,99 @@
+"""``msh serve``: run the MSH of the settings file (the inbound endpoint, sending, resends, timers)."""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import logging
+import signal
+import threading
+from collections.abc import Callable, Iterator
+from typing import Any
+
+from msh.cli.common import Subcommands, add_command
+
+__all__ = ["add_serve_command"]
+
+
+@contextlib.contextmanager
+def _on_sigterm(handler: Callable[[int, Any], None] | int) -> Iterator[None]:
+    """SIGTERM handled by ``handler`` (or ``signal.SIG_IGN``) while inside (in the main thread only)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.signal(signal.SIGTERM, handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+def _interrupt(signum: int, frame: object) -> None:
+    raise KeyboardInterrupt
+
+
+def _serve(args: argparse.Namespace) -> int:
+    from msh.runtime.config import describe, load_settings
+    from msh.runtime.msh import Msh
+    from msh.runtime.server import bind, run
+
+    logging.basicConfig(level=args.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    # Until the server takes the signals over, SIGTERM ends start-up like Ctrl-C.
+    with _on_sigterm(_interrupt):
+        try:
+            settings = load_settings(args.config)
+            if args.print_settings:
+                print(describe(settings))
+                return 0
+            sock = bind(settings.server.host, settings.server.port)  # a busy port fails before the store opens
+            try:
+                msh = Msh(settings)
+            except BaseException:
+                sock.close()
+                raise
+        except KeyboardInterrupt:
+            print("msh: stopped while starting (nothing was served)", flush=True)
+            return 0
+    scheme = "https" if settings.server.tls else "http"
+    agreements = ", ".join(c.cpaid for c in msh.registry)
+
+    def ready(port: int) -> None:
+        print(
+            f"msh: party {settings.identity.party_id} listening on {scheme}://{settings.server.host}:{port}"
+            f"{settings.server.path} (store {msh.store.url}; agreements {agreements})",
+            flush=True,
+        )
+
+    try:
+        # SIGINT and SIGTERM stop the server in order (msh.runtime.server.serve); the process then ends here.
+        run(settings, msh, sock=sock, ready=ready)
+    finally:
+        # While the last transaction commits, a repeated SIGTERM must not cut it short (a second Ctrl-C
+        # still can: the user insists).
+        with _on_sigterm(signal.SIG_IGN):
+            msh.close()
+            counts = ", ".join(f"{k} {v}" for k, v in sorted(msh.counters.items()))
+            print(f"msh: stopped ({counts or 'no traffic'})", flush=True)
+    return 0
+
+
+def add_serve_command(sub: Subcommands) -> None:
+    """Add ``msh serve``."""
+    serve = add_command(
+        sub,
+        "serve",
+        _serve,
+        help="run the MSH: the inbound endpoint, sending and retries",
+        description=(
+            "Run the MSH described by the settings file: load the agreements, open the store, listen for "
+            "ebXML messages on server.host:server.port (HTTPS with mutual TLS unless server.tls is false), "
+            "send submitted messages and resend them until acknowledged or given up. Each failed transmission "
+            "is logged at warning level with its reason (and kept for msh status). Ctrl-C or SIGTERM stops it "
+            "in order: no new connections, requests and transmissions in flight end, what is queued is "
+            "committed, the line 'msh: stopped (...)' is printed and the exit status is 0. A hard kill "
+            "(SIGKILL) loses nothing that was committed. Exit status 2 when it cannot start (the line says why)."
+        ),
+        config=True,
+    )
+    serve.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"])
+    serve.add_argument("--print-settings", action="store_true", help="print the effective settings and exit")

@@ -1,0 +1,161 @@
+"""``msh status MESSAGE_ID…``: where each sent message stands, each transmission's outcome, what comes next.
+
+Each transmission's outcome is read from the journal (:mod:`msh.runtime.attempts`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING
+
+from msh.cli.common import Subcommands, add_command, running_msh
+
+if TYPE_CHECKING:
+    from msh.runtime.attempts import Attempt
+    from msh.store.api import OutboundMessage
+
+__all__ = ["add_status_command", "is_final", "status_line", "when"]
+
+
+def is_final(stored: OutboundMessage) -> bool:
+    """Whether the sending machine of ``stored`` has ended (delivered or failed)."""
+    return stored.state.status.final
+
+
+def when(moment: datetime) -> str:
+    """``moment`` in UTC to the second: ``2026-01-01T12:00:00Z``."""
+    return moment.astimezone(UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
+
+
+def _next(stored: OutboundMessage) -> tuple[str, datetime] | None:
+    """What the sending machine does next and when: ('resend' | 'give-up', time), or None when final."""
+    s = stored.state
+    if is_final(stored) or s.next_due_at is None:
+        return None
+    # ebMS2 §6.5.4: a resend while fewer than Retries resends were made, else giving up when the timer fires.
+    return ("resend" if s.attempts < s.reliability.retries + 1 else "give-up", s.next_due_at)
+
+
+def _attempt_line(a: Attempt) -> str:
+    if not a.finished and a.url is None and not a.errors:
+        return f"transmission {a.number}: started {when(a.at) if a.at else ''}, no outcome yet".rstrip()
+    head = f"transmission {a.number}" + (f" at {when(a.at)}" if a.at else "")
+    if a.error is not None:
+        body = f"failed: {a.error}"
+    elif a.http_status is not None:
+        body = f"HTTP {a.http_status}" + (f" ({a.answer})" if a.answer else "")
+    else:
+        body = "no outcome yet"
+    for error in a.errors:
+        body += f"; {error}"
+    return f"{head}: {body}"
+
+
+def status_line(stored: OutboundMessage) -> str:
+    """``MessageId: status, N transmission(s), to PARTY (Action)``, and the failure if it failed."""
+    s = stored.state
+    line = (
+        f"{stored.message_id}: {s.status.value}, {s.attempts} transmission(s), to {stored.to_party} ({stored.action})"
+    )
+    if s.failure is not None:
+        line += f"; {s.failure.severity.value} {s.failure.error_code.value}: {s.failure.description}"
+    return line
+
+
+def _status_text(stored: OutboundMessage, attempts: list[Attempt]) -> str:
+    lines = [status_line(stored)]
+    lines += [f"  {_attempt_line(a)}" for a in attempts]
+    nxt = _next(stored)
+    if nxt is not None:
+        what, due = nxt
+        if what == "resend":
+            lines.append(f"  next attempt at {when(due)}")
+        else:
+            lines.append(f"  no resend left: gives up at {when(due)} unless acknowledged")
+    return "\n".join(lines)
+
+
+def _status_json(stored: OutboundMessage, attempts: list[Attempt]) -> dict[str, object]:
+    s = stored.state
+    nxt = _next(stored)
+    return {
+        "messageId": stored.message_id,
+        "status": s.status.value,
+        "attempts": s.attempts,
+        "cpaid": stored.cpaid,
+        "to": stored.to_party,
+        "service": stored.service,
+        "action": stored.action,
+        "firstSentAt": s.first_sent_at.isoformat() if s.first_sent_at else None,
+        "nextAttemptAt": nxt[1].isoformat() if nxt is not None and nxt[0] == "resend" else None,
+        "givesUpAt": nxt[1].isoformat() if nxt is not None and nxt[0] == "give-up" else None,
+        "transmissions": [
+            {
+                "attempt": a.number,
+                "at": a.at.isoformat() if a.at else None,
+                "url": a.url,
+                "finished": a.finished,
+                "httpStatus": a.http_status,
+                "error": a.error,
+                "answer": a.answer,
+                "errors": [
+                    {
+                        "errorCode": e.error_code,
+                        "severity": e.severity,
+                        "location": e.location,
+                        "description": e.description,
+                    }
+                    for e in a.errors
+                ],
+            }
+            for a in attempts
+        ],
+        "failure": None
+        if s.failure is None
+        else {
+            "errorCode": s.failure.error_code.value,
+            "severity": s.failure.severity.value,
+            "description": s.failure.description,
+        },
+    }
+
+
+def _status(args: argparse.Namespace) -> int:
+    with running_msh(args) as msh:
+        unknown = 0
+        out = []
+        for message_id in args.message_ids:
+            stored = msh.status(message_id)
+            if stored is None:
+                unknown += 1
+                if not args.json:
+                    print(f"{message_id}: unknown (never submitted to this store, {msh.store.url})")
+                continue
+            attempts = msh.attempts(message_id)
+            out.append(_status_json(stored, attempts))
+            if not args.json:
+                print(_status_text(stored, attempts))
+        if args.json:
+            print(json.dumps(out, indent=2))
+        return 1 if unknown else 0
+
+
+def add_status_command(sub: Subcommands) -> None:
+    """Add ``msh status``."""
+    status = add_command(
+        sub,
+        "status",
+        _status,
+        help="show the delivery status of sent messages",
+        description=(
+            "Print the status of each MESSAGE_ID sent from this store: delivered, awaiting-ack, pending or failed "
+            "(with the DeliveryFailure), each transmission with its outcome (the HTTP status and what the answer "
+            "carried, or why it failed: connection refused, TLS failure, timeout; and any ErrorList the partner "
+            "sent back), and when the next attempt is due. Exit status 1 if one MESSAGE_ID is unknown."
+        ),
+        config=True,
+    )
+    status.add_argument("message_ids", nargs="+", metavar="MESSAGE_ID")
+    status.add_argument("--json", action="store_true", help="print the same as JSON")

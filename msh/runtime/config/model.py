@@ -1,0 +1,374 @@
+"""The settings of one MSH, declared once: a frozen dataclass per section, a field per setting.
+
+Each field's type and default are the setting's; its ``metadata=setting(...)`` holds what to write (the
+hint of the messages), its check and its line in the README (:mod:`.declaration`). Values are checked at
+construction, so a :class:`Settings` made in code is as sound as one loaded from a file.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import typing
+from dataclasses import dataclass, field
+from datetime import timedelta
+from pathlib import Path
+from typing import Any, ClassVar, Final
+
+from cpa.precedence import Reading
+from msh.ebms.message import ParseMode
+from msh.runtime.config import rules
+from msh.runtime.config.declaration import Section, SettingsError, declared, setting
+from msh.runtime.config.values import AGREEMENT_PATHS, PEM_FILE, PEM_FILES, STORE_URL
+
+__all__ = [
+    "SECTIONS",
+    "SETTINGS",
+    "AgreementSettings",
+    "IdentitySettings",
+    "ReceivingSettings",
+    "SendingSettings",
+    "ServerSettings",
+    "Settings",
+    "StoreSettings",
+    "TimerSettings",
+    "TlsSettings",
+    "values_of",
+]
+
+_DURATION = 'write a duration, e.g. "{0}" or {1}'
+_WHOLE = "write a whole number of at least 1, e.g. {0}"
+
+
+@dataclass(frozen=True, slots=True)
+class IdentitySettings(Section):
+    """Who this MSH is: our PartyId (ebMS2 §3.1.1.1) and the domain of the MessageIds we make."""
+
+    section: ClassVar[str] = "identity"
+
+    party_id: str = field(
+        metadata=setting(
+            'write our PartyId as a string, e.g. "123456789"',
+            check=rules.party_id_given,
+            meaning="our PartyId as in the agreements",
+        )
+    )
+    party_id_type: str | None = field(
+        default=None,
+        metadata=setting(
+            'write the PartyId type as a string, e.g. "urn:oasis:names:tc:ebcore:partyid-type:iso6523:0088"',
+            check=rules.party_id_type_given,
+            meaning="the type of our PartyId (without one, the PartyId must be a URI)",
+        ),
+    )
+    message_id_domain: str = field(
+        default="pymsh.local",
+        metadata=setting(
+            'write a domain-like name, e.g. "msh.example.com"',
+            check=rules.message_id_domain,
+            meaning="right-hand side of the MessageIds we make",
+        ),
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class AgreementSettings(Section):
+    """Where the CPAs are and how they are applied.
+
+    ``paths`` are CPA files or folders (a folder stands for every ``*.xml`` in it, see :meth:`files`);
+    ``reading`` settles CPA/header disagreements (DESIGN.md §4); ``time_accuracy`` is mshTimeAccuracy, the
+    clock tolerance for TimeToLive checks; ``verify_signatures`` verifies a CPA's own XML signature.
+    """
+
+    section: ClassVar[str] = "agreements"
+
+    paths: tuple[Path, ...] = field(
+        metadata=setting(
+            'write a list of CPA files or folders, e.g. ["cpas/partner.xml"]',
+            check=rules.some_agreement,
+            kind=AGREEMENT_PATHS,
+            meaning="CPA files, or folders of `*.xml`",
+        )
+    )
+    reading: Reading = field(
+        default=Reading.STRICT,
+        metadata=setting(meaning="CPA/header disagreements: `strict`, `header`, `header-warn`, `cpa-warn` (DESIGN §4)"),
+    )
+    time_accuracy: timedelta = field(
+        default=timedelta(0),
+        metadata=setting(
+            _DURATION.format("PT5S", 5), check=rules.not_negative, meaning="clock tolerance in TimeToLive checks"
+        ),
+    )
+    verify_signatures: bool = field(
+        default=True,
+        metadata=setting(meaning="verify an agreement's own XML signature"),
+    )
+
+    def files(self) -> tuple[Path, ...]:
+        """The CPA files: each file of ``paths``, and every ``*.xml`` file of each folder, sorted by name."""
+        found: list[Path] = []
+        for path in self.paths:
+            if path.is_dir():
+                found.extend(sorted(p for p in path.glob("*.xml") if p.is_file()))
+            else:
+                found.append(path)
+        return tuple(found)
+
+
+@dataclass(frozen=True, slots=True)
+class StoreSettings(Section):
+    """The durable store: an SQLite file path, ``sqlite:///...``, ``postgresql+psycopg://...`` or ``memory:``."""
+
+    section: ClassVar[str] = "store"
+
+    url: str = field(
+        metadata=setting(
+            'write a file path, sqlite:///path, postgresql+psycopg://user@host/db or "memory:"',
+            kind=STORE_URL,
+            meaning="SQLite file path, `sqlite:///…`, `postgresql+psycopg://user:password@host/db`, or `memory:`",
+        )
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class ServerSettings(Section):
+    """The inbound HTTP(S) server (``port`` 0: any free port) and the limits it applies at the door.
+
+    A request body over ``max_body_bytes`` gets HTTP 413; a request head (request line and headers) over
+    ``max_header_bytes``, or with more than ``max_headers`` header fields, gets 431; a request that stops
+    arriving (no byte for ``read_timeout`` while its head or body is incomplete) gets 408 and its
+    connection is closed; a client address with ``max_connections_per_client`` connections open gets 503
+    on the next one.
+    """
+
+    section: ClassVar[str] = "server"
+
+    host: str = field(
+        default="127.0.0.1",
+        metadata=setting(
+            'write a host name or address, e.g. "127.0.0.1"', check=rules.host, meaning="the endpoint's address"
+        ),
+    )
+    port: int = field(
+        default=8081,
+        metadata=setting(
+            "write a port number 1-65535 (0: any free port)", check=rules.port, meaning="the endpoint's port"
+        ),
+    )
+    path: str = field(
+        default="/msh",
+        metadata=setting('write a URL path, e.g. "/msh"', check=rules.url_path, meaning="the endpoint's URL path"),
+    )
+    tls: bool = field(
+        default=True,
+        metadata=setting(
+            "write true (serve HTTPS) or false (plain HTTP)",
+            meaning="HTTPS (needs `tls.certificate`, `tls.private_key`)",
+        ),
+    )
+    max_body_bytes: int = field(
+        default=64 * 1024 * 1024,
+        metadata=setting(
+            "write a number of bytes, e.g. 67108864",
+            check=rules.at_least_one,
+            meaning="larger requests get 413 (the default is 64 MiB)",
+        ),
+    )
+    max_header_bytes: int = field(
+        default=64 * 1024,
+        metadata=setting(
+            "write a number of bytes, e.g. 65536",
+            check=rules.at_least_one,
+            meaning="a larger request head (request line and header fields, counted as it arrives, before "
+            "anything holds it) gets 431 (the default is 64 KiB)",
+        ),
+    )
+    max_headers: int = field(
+        default=100,
+        metadata=setting(_WHOLE.format(100), check=rules.at_least_one, meaning="more header fields get 431"),
+    )
+    read_timeout: timedelta = field(
+        default=timedelta(seconds=30),
+        metadata=setting(
+            _DURATION.format("PT30S", 30),
+            check=rules.positive,
+            meaning="a request whose head or body stops arriving this long gets 408 and its connection is closed",
+        ),
+    )
+    max_connections_per_client: int = field(
+        default=128,
+        metadata=setting(
+            _WHOLE.format(128),
+            check=rules.at_least_one,
+            meaning="connections open at once from one client address; the next gets 503 (raise it behind a "
+            "reverse proxy, where every request comes from the proxy's address)",
+        ),
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class TlsSettings(Section):
+    """Our TLS key pair (server certificate and TLS client certificate), extra trust anchors, mutual TLS."""
+
+    section: ClassVar[str] = "tls"
+
+    certificate: Path | None = field(
+        default=None,
+        metadata=setting(
+            'write the path of a PEM certificate, e.g. "keys/me.cert.pem"',
+            kind=PEM_FILE,
+            meaning="our certificate (PEM), server and client side",
+        ),
+    )
+    private_key: Path | None = field(
+        default=None,
+        metadata=setting(
+            'write the path of a PEM private key, e.g. "keys/me.key.pem"',
+            kind=PEM_FILE,
+            meaning="the private key of our certificate (PEM)",
+        ),
+    )
+    trusted: tuple[Path, ...] = field(
+        default=(),
+        metadata=setting(
+            'write a list of PEM certificate files, e.g. ["keys/ca.pem"]',
+            kind=PEM_FILES,
+            meaning="extra trust anchors besides the agreements' certificates",
+        ),
+    )
+    require_client_certificate: bool = field(
+        default=True, metadata=setting("write true (mutual TLS) or false", meaning="mutual TLS on the endpoint")
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class SendingSettings(Section):
+    """Outbound transmissions.
+
+    ``first_resend_timeout`` is the wait before the first resend (None: the CPA's RetryInterval) and must
+    exceed ``http_timeout`` (the whole HTTP exchange); ``ack_requested`` and ``duplicate_elimination`` are
+    the defaults for agreements that leave them ``perMessage``.
+    """
+
+    section: ClassVar[str] = "sending"
+
+    first_resend_timeout: timedelta | None = field(
+        default=None,
+        metadata=setting(
+            _DURATION.format("PT3S", 3),
+            check=rules.positive,
+            meaning="wait before the first resend",
+            unset="the agreement's RetryInterval",
+        ),
+    )
+    http_timeout: timedelta = field(
+        default=timedelta(seconds=30),
+        metadata=setting(
+            _DURATION.format("PT30S", 30),
+            check=rules.positive,
+            meaning="the whole HTTP exchange (must be shorter than the first-resend timeout)",
+        ),
+    )
+    connect_timeout: timedelta = field(
+        default=timedelta(seconds=10),
+        metadata=setting(_DURATION.format("PT10S", 10), check=rules.positive, meaning="opening a connection"),
+    )
+    max_in_flight: int = field(
+        default=32, metadata=setting(_WHOLE.format(32), check=rules.at_least_one, meaning="transmissions at once")
+    )
+    ack_requested: bool = field(
+        default=True,
+        metadata=setting(meaning="AckRequested where the agreement says perMessage"),
+    )
+    duplicate_elimination: bool = field(
+        default=True,
+        metadata=setting(meaning="DuplicateElimination where the agreement says perMessage"),
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class ReceivingSettings(Section):
+    """Inbound messages: how forgiving the parser is (``lenient`` accepts and reports real-world quirks).
+
+    ``accept_unterminated_packages`` (lenient mode only) accepts a MIME package that ends without its
+    closing delimiter, whose last payload may be cut short: off by default, for a partner known to send
+    such packages."""
+
+    section: ClassVar[str] = "receiving"
+
+    parse_mode: ParseMode = field(
+        default=ParseMode.LENIENT,
+        metadata=setting(meaning="`strict` refuses anything not by the book; `lenient` accepts and reports quirks"),
+    )
+    accept_unterminated_packages: bool = field(
+        default=False,
+        metadata=setting(
+            meaning="lenient mode only: accept a MIME package without its closing delimiter (its last payload may "
+            "be cut short; refused with MimeProblem otherwise)",
+        ),
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class TimerSettings(Section):
+    """The timer loop: how often it looks for due work written by other processes, and its claim lease."""
+
+    section: ClassVar[str] = "timers"
+
+    poll_interval: timedelta = field(
+        default=timedelta(seconds=1),
+        metadata=setting(
+            _DURATION.format("PT1S", 1),
+            check=rules.positive,
+            meaning="how often to look for work other processes queued",
+        ),
+    )
+    lease: timedelta = field(
+        default=timedelta(seconds=60),
+        metadata=setting(
+            _DURATION.format("PT60S", 60),
+            check=rules.positive,
+            meaning="after this, the timers a dead process had claimed are taken over (longer than the HTTP timeout)",
+        ),
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class Settings:
+    """Every setting of one MSH; ``source`` says where they came from (the configuration file)."""
+
+    identity: IdentitySettings
+    agreements: AgreementSettings
+    store: StoreSettings
+    server: ServerSettings = ServerSettings()
+    tls: TlsSettings = TlsSettings()
+    sending: SendingSettings = SendingSettings()
+    receiving: ReceivingSettings = ReceivingSettings()
+    timers: TimerSettings = TimerSettings()
+    source: str = "<defaults>"
+
+    def __post_init__(self) -> None:
+        problems = rules.cross_problems(values_of(self), lambda key: key, ())
+        if problems:
+            raise SettingsError(self.source, problems)
+
+
+def _sections() -> tuple[type[Section], ...]:
+    hints = typing.get_type_hints(Settings)
+    sections = tuple(hints[f.name] for f in dataclasses.fields(Settings) if f.name != "source")
+    for f, cls in zip(dataclasses.fields(Settings), sections, strict=False):
+        if cls.section != f.name:
+            raise TypeError(f"Settings.{f.name} holds {cls.__name__}, whose section is {cls.section!r}")
+    return sections
+
+
+SECTIONS: Final = _sections()
+"""The section classes, in the order of :class:`Settings`' fields (each field is named by its section)."""
+
+SETTINGS: Final = tuple(d for cls in SECTIONS for d in declared(cls))
+"""Every setting, in declaration order (the order of the samples, of messages and of ``--print-settings``)."""
+
+
+def values_of(settings: Settings) -> dict[str, Any]:
+    """``section.key`` -> the value, for every setting of ``settings``."""
+    return {d.name: getattr(getattr(settings, d.section), d.key) for d in SETTINGS}

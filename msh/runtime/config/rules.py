@@ -1,0 +1,265 @@
+"""What makes a setting's value usable: the checks of single values, the rules that tie settings together,
+and what the TLS files must hold.
+
+A check takes a value of the setting's type and returns None, or what is wrong and what to write instead
+(the caller puts the setting's name in front).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Collection, Mapping, Sequence
+from datetime import timedelta
+from pathlib import Path
+from typing import Any, Final, TypeVar
+
+from cryptography import x509
+from cryptography.hazmat.primitives import serialization
+
+from msh.runtime.config.values import format_duration, show
+
+__all__ = [
+    "at_least_one",
+    "cross_problems",
+    "host",
+    "message_id_domain",
+    "not_negative",
+    "party_id_given",
+    "party_id_type_given",
+    "port",
+    "positive",
+    "some_agreement",
+    "tls_problems",
+    "url_path",
+]
+
+Label = Callable[[str], str]
+"""The name of a setting in a message, with where its value came from: ``server.port (from MSH_SERVER_PORT)``."""
+
+# ------------------------------------------------------------------------------------------ single values
+
+_DOT_ATOM: Final = re.compile(r"[A-Za-z0-9!#$%&'*+/=?^_`{|}~-]+(\.[A-Za-z0-9!#$%&'*+/=?^_`{|}~-]+)*")
+_URI: Final = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*:\S+")
+
+
+def party_id_given(value: str) -> str | None:
+    """Our PartyId is not blank."""
+    if not value.strip():
+        return f'{show(value)} is empty; give our PartyId as the agreements name it, e.g. "123456789"'
+    return None
+
+
+def party_id_type_given(value: str) -> str | None:
+    """A PartyId type, when given, is not blank."""
+    if not value.strip():
+        return (
+            f"{show(value)} is empty; give the PartyId type, e.g. "
+            '"urn:oasis:names:tc:ebcore:partyid-type:iso6523:0088", or leave the key out'
+        )
+    return None
+
+
+def message_id_domain(value: str) -> str | None:
+    """The domain of our MessageIds can follow their '@'."""
+    # RFC 2822 §3.6.4: the right-hand side of a msg-id (ebMS2 §3.1.6.1 MessageId) is a dot-atom.
+    if not _DOT_ATOM.fullmatch(value):
+        return (
+            f"{show(value)} cannot follow the '@' of a MessageId (RFC 2822 §3.6.4): write a domain-like name "
+            "of letters, digits, '-' and dots, without '<', '>', '@' or spaces, e.g. \"msh.example.com\""
+        )
+    return None
+
+
+def some_agreement(value: tuple[Path, ...]) -> str | None:
+    """At least one agreement path."""
+    if not value:
+        return "names no agreement; give at least one CPA file or folder of CPA files"
+    return None
+
+
+def not_negative(value: timedelta) -> str | None:
+    """A duration of zero or more."""
+    if value < timedelta(0):
+        return f"{show(value)} is negative; give zero or a positive duration"
+    return None
+
+
+def positive(value: timedelta) -> str | None:
+    """A duration greater than zero."""
+    if value <= timedelta(0):
+        return f'{show(value)} is not positive; give a duration greater than zero, e.g. "PT1S"'
+    return None
+
+
+def host(value: str) -> str | None:
+    """A host name or address, without spaces."""
+    if not value.strip() or any(c.isspace() for c in value):
+        return f'{show(value)} is not a host name or address; write e.g. "127.0.0.1" or "0.0.0.0"'
+    return None
+
+
+def port(value: int) -> str | None:
+    """A port number (0: any free port)."""
+    if not 0 <= value <= 65535:
+        return f"{value} is not a port number; write a port number 1-65535 (0: any free port)"
+    return None
+
+
+def url_path(value: str) -> str | None:
+    """The path part of a URL."""
+    if not value.startswith("/") or any(c.isspace() or c in "?#" for c in value):
+        shown = show(value)
+        return f"{shown} is not a URL path; write one starting with '/', without spaces, '?' or '#', e.g. \"/msh\""
+    return None
+
+
+def at_least_one(value: int) -> str | None:
+    """A whole number of at least 1."""
+    if value < 1:
+        return f"{value} is less than 1; give a whole number of at least 1"
+    return None
+
+
+# ----------------------------------------------------------------------------------- settings together
+
+
+def cross_problems(values: Mapping[str, Any], label: Label, bad: Collection[str]) -> list[str]:
+    """The rules that tie settings together; ``values`` maps ``section.key`` to the effective value.
+
+    A rule is skipped when one of its settings already has a problem of its own (in ``bad``).
+    """
+
+    def usable(*keys: str) -> bool:
+        return all(k in values and k not in bad for k in keys)
+
+    problems: list[str] = []
+    if (
+        usable("server.tls", "tls.certificate", "tls.private_key")
+        and values["server.tls"]
+        and (values["tls.certificate"] is None or values["tls.private_key"] is None)
+    ):
+        unset = [k for k in ("tls.certificate", "tls.private_key") if values[k] is None]
+        problems.append(
+            f"{label('server.tls')} is true (serve HTTPS) but {' and '.join(label(k) for k in unset)} "
+            f"{'is' if len(unset) == 1 else 'are'} not set; give our certificate and private key (PEM files), "
+            "or set server.tls = false to serve plain HTTP"
+        )
+    elif usable("tls.certificate", "tls.private_key") and (values["tls.certificate"] is None) != (
+        values["tls.private_key"] is None
+    ):
+        given, other = (
+            ("tls.certificate", "tls.private_key")
+            if values["tls.certificate"] is not None
+            else ("tls.private_key", "tls.certificate")
+        )
+        problems.append(f"{label(given)} is set but {other} is not; a TLS client certificate needs both halves")
+    first: Any = values.get("sending.first_resend_timeout")
+    http: Any = values.get("sending.http_timeout")
+    if usable("sending.first_resend_timeout", "sending.http_timeout") and first is not None and first <= http:
+        problems.append(
+            f"{label('sending.first_resend_timeout')} = {format_duration(first)} is not greater than "
+            f"{label('sending.http_timeout')} = {format_duration(http)}: an HTTP exchange must end before the "
+            "first resend is due, otherwise a slow answer counts as lost and the message is resent while still "
+            "in flight; make sending.http_timeout shorter or sending.first_resend_timeout longer"
+        )
+    lease: Any = values.get("timers.lease")
+    if usable("timers.lease", "sending.http_timeout") and lease <= http:
+        problems.append(
+            f"{label('timers.lease')} = {format_duration(lease)} is not greater than "
+            f"{label('sending.http_timeout')} = {format_duration(http)}: a claimed timer's transmission must "
+            "end within its lease, otherwise another process claims it and sends the message again; make "
+            "timers.lease longer or sending.http_timeout shorter"
+        )
+    party_id: Any = values.get("identity.party_id")
+    party_type: Any = values.get("identity.party_id_type")
+    if (
+        usable("identity.party_id", "identity.party_id_type")
+        and party_type is None
+        and party_id.strip()
+        and not _URI.fullmatch(party_id)
+    ):
+        # ebMS2 §3.1.1.1: without a type attribute the PartyId MUST be a URI (else Inconsistent).
+        problems.append(
+            f"{label('identity.party_id')} = {show(party_id)} has no identity.party_id_type and is not a URI; "
+            "ebMS2 §3.1.1.1 requires an untyped PartyId to be a URI (partners reject it as Inconsistent): set "
+            'identity.party_id_type (e.g. "urn:oasis:names:tc:ebcore:partyid-type:iso6523:0088") or write the '
+            'PartyId as a URI (e.g. "urn:duns:123456789")'
+        )
+    return problems
+
+
+# ------------------------------------------------------------------------------------------- TLS files
+
+
+_T = TypeVar("_T")
+
+
+def _load_pem(path: Path, load: Callable[[bytes], _T], refusals: Sequence[tuple[type[Exception], str]]) -> _T | str:
+    """What ``load`` reads from the file ``path``, or what is wrong: the file cannot be read, or ``load``
+    raised the exception of one of the ``refusals`` (checked in order; its message follows the path)."""
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        return f"{str(path)!r} cannot be read ({exc.strerror}); make it readable by the MSH"
+    try:
+        return load(data)
+    except Exception as exc:
+        for refused, message in refusals:
+            if isinstance(exc, refused):
+                return f"{str(path)!r} {message}"
+        raise
+
+
+_NO_CERTIFICATE: Final = "holds no PEM certificate (-----BEGIN CERTIFICATE-----); give {0} in PEM form"
+
+
+def tls_problems(values: Mapping[str, Any], label: Label, bad: Collection[str]) -> list[str]:
+    """The TLS files hold what they should: a certificate, its unencrypted private key, trust anchors."""
+    problems: list[str] = []
+    certificate: x509.Certificate | None = None
+    cert_path = values["tls.certificate"]
+    if cert_path is not None and "tls.certificate" not in bad:
+        loaded = _load_pem(
+            cert_path, x509.load_pem_x509_certificate, [(ValueError, _NO_CERTIFICATE.format("our certificate"))]
+        )
+        if isinstance(loaded, str):
+            problems.append(f"{label('tls.certificate')}: {loaded}")
+        else:
+            certificate = loaded
+    key_path = values["tls.private_key"]
+    if key_path is not None and "tls.private_key" not in bad:
+        key = _load_pem(
+            key_path,
+            lambda data: serialization.load_pem_private_key(data, password=None),
+            [
+                (
+                    TypeError,
+                    "is encrypted; give the key unencrypted (e.g. openssl pkey -in KEY -out KEY.pem) and protect "
+                    "the file with its permissions",
+                ),
+                # cryptography raises ValueError or UnsupportedAlgorithm
+                (
+                    Exception,
+                    "holds no PEM private key (-----BEGIN PRIVATE KEY-----); give our certificate's private key in "
+                    "PEM form",
+                ),
+            ],
+        )
+        spki = (serialization.Encoding.DER, serialization.PublicFormat.SubjectPublicKeyInfo)
+        if isinstance(key, str):
+            problems.append(f"{label('tls.private_key')}: {key}")
+        elif certificate is not None and certificate.public_key().public_bytes(*spki) != (
+            key.public_key().public_bytes(*spki)
+        ):
+            problems.append(
+                f"{label('tls.private_key')}: {str(key_path)!r} is not the private key of tls.certificate "
+                f"{str(cert_path)!r} (their public keys differ); give the two halves of one key pair"
+            )
+    if "tls.trusted" not in bad:
+        for path in values["tls.trusted"]:
+            anchors = _load_pem(
+                path, x509.load_pem_x509_certificates, [(ValueError, _NO_CERTIFICATE.format("trust anchors"))]
+            )
+            if isinstance(anchors, str):
+                problems.append(f"{label('tls.trusted')}: {anchors}")
+    return problems
