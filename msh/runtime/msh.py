@@ -60,7 +60,7 @@ from cpa.registry import CpaRegistry
 from cpa.resolve import AgreementRefused, PartyKey, SendingParameters, party_keys
 from msh.ebms.digest import content_digest
 from msh.ebms.envelope import read_reply_address, serialise_envelope
-from msh.ebms.errorlist import error_list, error_message, soap_fault
+from msh.ebms.errorlist import soap_fault
 from msh.ebms.message import EbxmlMessage, ParseMode, parse_message, write_message
 from msh.ebms.model import Envelope, MessageStatus, Party, ReplyAddress
 from msh.ebms.namespaces import SERVICE_MSH
@@ -91,12 +91,13 @@ from msh.engine import (
     TimerDue,
     Transmit,
     TransmitFailed,
-    TransmitSucceeded,
     UnknownMessage,
     receive,
     step,
 )
-from msh.errors import ConfigurationError, EbmsError, EnvelopeError, ErrorCode, Issue, MimeProblemError, Severity
+from msh.engine.binding import refusal, reply_status, transmission_outcome
+from msh.engine.signals import foreign_signal
+from msh.errors import ConfigurationError, EbmsError, EnvelopeError, ErrorCode, Issue, Severity
 from msh.runtime import attempts as attempts_
 from msh.runtime.compose import Submission, compose, new_message_id
 from msh.runtime.config import Settings
@@ -613,24 +614,11 @@ class Msh:
             self.counters["unknown-signals"] += 1
             log.info("signal for unknown message %s ignored", routed.message_id)
             return
-        if routed.from_party is not None and _party_text(routed.from_party) != stored.to_party:
-            # Only the party we sent it to may acknowledge it or report on it.
+        reason = foreign_signal(routed, sent_to=stored.to_party, sent_under=stored.cpaid)
+        if reason is not None:
+            # DESIGN.md §7: only the party the message went to, under its agreement, may report on it.
             self.counters["foreign-signals"] += 1
-            log.warning(
-                "signal about %s from %s ignored: the message went to %s",
-                routed.message_id,
-                _party_text(routed.from_party),
-                stored.to_party,
-            )
-            return
-        if routed.cpa_id is not None and routed.cpa_id != stored.cpaid:
-            self.counters["foreign-signals"] += 1
-            log.warning(
-                "signal about %s under CPA %s ignored: it was sent under %s",
-                routed.message_id,
-                routed.cpa_id,
-                stored.cpaid,
-            )
+            log.warning("signal about %s ignored: %s", routed.message_id, reason)
             return
         self._step_outbound(tx, routed.message_id, routed.event, now, after, stored)
 
@@ -893,11 +881,8 @@ class Msh:
 
     @staticmethod
     def _http_reply(decision: InboundDecision, reply: bytes | None, after: _After) -> tuple[HttpReply, _After]:
-        if reply is None:
-            return HttpReply(202), after
-        if any(isinstance(a, Reject) and a.message_id is None for a in decision.actions):
-            return HttpReply(500, SOAP_CONTENT_TYPE, reply), after
-        return HttpReply(200, SOAP_CONTENT_TYPE, reply), after
+        status = reply_status(decision, reply is not None)
+        return HttpReply(status, SOAP_CONTENT_TYPE if reply is not None else None, reply or b""), after
 
     def _fault(self, exc: EbmsError, *, status: int = 500) -> HttpReply:
         # SOAP 1.1 §6.2: a SOAP Fault goes back with HTTP 500.
@@ -906,19 +891,16 @@ class Msh:
     def _parse_refusal(self, exc: EbmsError, body: bytes, content_type: str | None, now: datetime) -> HttpReply:
         self.counters["rejected"] += 1
         log.info("unparseable message refused: %s", exc)
-        if isinstance(exc, MimeProblemError) and content_type is not None:
-            media = content_type.split(";", 1)[0].strip().lower()
-            if media not in ("multipart/related", "text/xml", "application/xml", "application/soap+xml"):
-                # ebMS2 §2.1.2: only multipart/related or text/xml carry ebXML messages.
-                return self._fault(exc, status=415)
-        header = _salvage_header(body)
-        if header is None:
-            return self._fault(exc)
-        # ebMS2 §4.2.4.2: the header is readable: report to its sender in an ErrorList message.
-        reply = error_message(
-            exc, in_reply_to=header, message_id=new_message_id(self.settings.identity.message_id_domain), timestamp=now
+        media = content_type.split(";", 1)[0].strip().lower() if content_type is not None else None
+        answer = refusal(
+            exc,
+            media_type=media,
+            reply_to=_salvage_header(body),
+            message_id=new_message_id(self.settings.identity.message_id_domain),
+            timestamp=now,
         )
-        return HttpReply(200, SOAP_CONTENT_TYPE, serialise_envelope(reply))
+        assert answer.envelope is not None
+        return HttpReply(answer.status, SOAP_CONTENT_TYPE, serialise_envelope(answer.envelope))
 
     # ------------------------------------------------------------------------------ runtime
 
@@ -1205,20 +1187,8 @@ class Msh:
             except EbmsError as exc:
                 log.warning("answer to %s (HTTP %s) is not an ebXML message: %s", message_id, status, exc)
         try:
-            event: Event
-            if message is not None and message.envelope.fault is not None:
-                fault = message.envelope.fault
-                # SOAP 1.1 §4.4: the peer could not process our message at all; resending it will not help.
-                issue = Issue(
-                    ErrorCode.OTHER_XML,
-                    Severity.ERROR,
-                    f"the peer answered with a SOAP Fault: {fault.faultcode} {fault.faultstring}",
-                )
-                event = ErrorReceived(error_list(issue))
-            elif 200 <= status < 300:
-                event = TransmitSucceeded(reached_peer=True)
-            else:
-                event = TransmitFailed(f"HTTP {status} from the peer")
+            fault = message.envelope.fault if message is not None else None
+            event = transmission_outcome(status, fault)
             if message is None or message.envelope.fault is not None:
                 if message is not None:
                     message.close()
