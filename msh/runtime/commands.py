@@ -133,7 +133,7 @@ def _sigterm_ignored() -> Iterator[None]:
 def _cmd_serve(args: argparse.Namespace) -> int:
     from msh.runtime.config import describe
     from msh.runtime.msh import Msh
-    from msh.runtime.server import bind, run
+    from msh.runtime.serving import bind, run
 
     logging.basicConfig(level=args.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     with _signals_raise_interrupt():
@@ -162,7 +162,7 @@ def _cmd_serve(args: argparse.Namespace) -> int:
         )
 
     try:
-        # SIGINT and SIGTERM stop the server in order (msh.runtime.server.serve); the process then ends here.
+        # SIGINT and SIGTERM stop the server in order (msh.runtime.serving.serve); the process then ends here.
         run(settings, msh, sock=sock, ready=ready)
     finally:
         with _sigterm_ignored():

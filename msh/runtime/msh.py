@@ -8,7 +8,7 @@ Application API (synchronous, thread-safe; each call is one store transaction)
     ``on_failed(message_id, issue)`` and ``on_message(entry_id, message_id)``, called after the commit
     that decided them, on the runtime's event loop (keep them short; a callback that raises is logged,
     never retried). Only the runtime of this process calls them (after :meth:`Msh.start`, e.g. in
-    :func:`msh.runtime.server.serve`): an ``Msh`` used beside a separate ``msh serve`` never does, and
+    :func:`msh.runtime.serving.serve`): an ``Msh`` used beside a separate ``msh serve`` never does, and
     polls :meth:`Msh.status` and :meth:`Msh.inbox` instead.
 
 Runtime (asyncio, after :meth:`Msh.start`)
@@ -49,8 +49,6 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any, BinaryIO, Final, TypeVar
-
-import aiohttp
 
 from cpa.check import CheckResult, check
 from cpa.errors import CpaError
@@ -97,7 +95,7 @@ from msh.engine import (
 )
 from msh.engine.binding import refusal, reply_status, transmission_outcome
 from msh.engine.signals import foreign_signal
-from msh.errors import ConfigurationError, EbmsError, EnvelopeError, ErrorCode, Issue, Severity
+from msh.errors import ConfigurationError, EbmsError, EnvelopeError, Issue
 from msh.runtime import attempts as attempts_
 from msh.runtime.compose import Submission, compose, new_message_id
 from msh.runtime.config import Settings
@@ -109,19 +107,20 @@ from msh.runtime.mapping import (
     state_from_store,
     state_to_store,
 )
-from msh.runtime.tls import ClientContexts, client_certificate_issue
 from msh.safexml import parse_xml
 from msh.store import api as store_api
 from msh.store.api import Direction, DuplicateMessage, InboxEntry, InboxState, OutboundMessage, Store, Transaction
 from msh.store.writer import GroupCommitWriter
+from msh.transport.asgi import server_fault
+from msh.transport.http import HttpTransport
+from msh.transport.port import SOAP_CONTENT_TYPE, HttpReply, Request, Transport, TransportFailure
+from msh.transport.tls import ClientContexts, client_certificate_issue
 
-__all__ = ["HttpReply", "Msh", "ReceivedMessage", "load_agreements", "server_fault"]
+__all__ = ["HttpReply", "Msh", "ReceivedMessage", "load_agreements"]
 
 log = logging.getLogger("msh.runtime")
 
-SOAP_CONTENT_TYPE: Final = 'text/xml; charset="UTF-8"'
 _KEEP_FOR_FIRST_SEND: Final = 1 << 20  # bytes: a submitted body this small is kept in memory until sent once
-_MAX_ANSWER: Final = 16 << 20  # bytes: an answer on the connection is a signal, never a large payload
 _GROUP_COMMIT: Final = 64  # units of work (message steps) at most in one store transaction
 _POOL_THREADS: Final = 2  # parsing, agreement checks, reads beside the writer
 _PARSE_ON_LOOP: Final = 32 << 10  # bytes: a message this small is parsed on the event loop (a few ms at most,
@@ -148,32 +147,6 @@ def load_agreements(files: Iterable[Path], *, verify_signatures: bool = True) ->
     if not agreements:
         raise ConfigurationError("agreements.paths names no agreement file; add the CPA files this MSH works under")
     return agreements
-
-
-@dataclass(frozen=True, slots=True)
-class HttpReply:
-    """What the endpoint answers: HTTP status, Content-Type (None: no body) and body."""
-
-    status: int
-    content_type: str | None = None
-    body: bytes = b""
-
-
-# SOAP 1.1 §6.2: a 500 carries a SOAP Fault. Built once, so the last resort below has nothing left to fail.
-_LAST_RESORT_FAULT: Final = serialise_envelope(
-    soap_fault(Issue(ErrorCode.UNKNOWN, Severity.ERROR, "the receiving MSH could not process the message"), server=True)
-)
-
-
-def server_fault(description: str) -> HttpReply:
-    """HTTP 500 with a SOAP Fault (faultcode Server) saying ``description``; never raises: should the fault
-    itself fail to build, the fixed one goes back instead."""
-    try:
-        body = serialise_envelope(soap_fault(Issue(ErrorCode.UNKNOWN, Severity.ERROR, description), server=True))
-    except Exception:
-        log.exception("could not build the SOAP Fault for: %r", description)
-        body = _LAST_RESORT_FAULT
-    return HttpReply(500, SOAP_CONTENT_TYPE, body)
 
 
 @dataclass(frozen=True, slots=True)
@@ -280,6 +253,7 @@ class Msh:
         on_delivered: DeliveredCallback | None = None,
         on_failed: FailedCallback | None = None,
         on_message: MessageCallback | None = None,
+        transport: Transport | None = None,
     ) -> None:
         self.settings = settings
         self.clock = clock
@@ -319,8 +293,12 @@ class Msh:
         self._first_send: dict[str, tuple[str, str, bytes, SendingParameters]] = {}
         self._loop: asyncio.AbstractEventLoop | None = None
         self._pool: ThreadPoolExecutor | None = None
-        self._session: aiohttp.ClientSession | None = None
-        self._in_flight: asyncio.Semaphore | None = None
+        s = settings.sending
+        self.transport: Transport = (
+            transport
+            if transport is not None
+            else HttpTransport(timeout=s.http_timeout, connect_timeout=s.connect_timeout, max_in_flight=s.max_in_flight)
+        )
         self._tasks: set[asyncio.Task[Any]] = set()
         self._timer_task: asyncio.Task[None] | None = None
         self._wake: asyncio.Event | None = None
@@ -914,13 +892,6 @@ class Msh:
             return
         self._loop = asyncio.get_running_loop()
         self._pool = ThreadPoolExecutor(max_workers=_POOL_THREADS, thread_name_prefix="msh-work")
-        s = self.settings.sending
-        timeout = aiohttp.ClientTimeout(total=s.http_timeout.total_seconds(), connect=s.connect_timeout.total_seconds())
-        connector = aiohttp.TCPConnector(
-            limit=s.max_in_flight * 2, limit_per_host=s.max_in_flight, keepalive_timeout=30
-        )
-        self._session = aiohttp.ClientSession(timeout=timeout, connector=connector, auto_decompress=False)
-        self._in_flight = asyncio.Semaphore(s.max_in_flight)
         self._wake = asyncio.Event()
         self._running = True
         self._timer_task = asyncio.create_task(self._timer_loop(), name="msh-timers")
@@ -938,8 +909,7 @@ class Msh:
             await asyncio.wait(set(self._tasks), timeout=self.settings.sending.http_timeout.total_seconds() + 1)
         for task in list(self._tasks):
             task.cancel()
-        if self._session is not None:
-            await self._session.close()
+        await self.transport.close()
         if self._pool is not None:
             self._pool.shutdown(wait=True)
             self._pool = None
@@ -1072,44 +1042,28 @@ class Msh:
         return params
 
     async def _transmit(self, message_id: str, attempt: int) -> None:
-        assert self._in_flight is not None and self._session is not None
-        async with self._in_flight:
-            first = self._first_send.pop(message_id, None)
-            params: SendingParameters | None
-            if first is not None and attempt == 1:
-                content_type, endpoint_url, body, params = first
-            else:
-                loaded = await self._off_loop(self._load_for_send, message_id)
-                if loaded is None:
-                    return
-                stored, body = loaded
-                content_type, endpoint_url = stored.content_type, stored.endpoint_url
-                params = self._params_of(stored)
-            ssl_context = self._tls.for_parameters(params) if params is not None else self._tls.for_url(endpoint_url)
-            self.counters["transmissions"] += 1
-            headers = {"Content-Type": content_type, "SOAPAction": '"ebXML"'}
-            try:
-                async with self._session.post(
-                    endpoint_url, data=body, headers=headers, ssl=ssl_context if ssl_context else False
-                ) as response:
-                    if (response.content_length or 0) > _MAX_ANSWER:
-                        raise aiohttp.ClientPayloadError(f"answer of {response.content_length} bytes is too large")
-                    reply = await response.read()
-                    outcome = (response.status, response.headers.get("Content-Type"), reply)
-            except (TimeoutError, aiohttp.ClientError, OSError) as exc:
-                s = self.settings.sending
-                reason = attempts_.transport_error(
-                    exc,
-                    url=endpoint_url,
-                    timeout_s=s.http_timeout.total_seconds(),
-                    connect_timeout_s=s.connect_timeout.total_seconds(),
-                )
-                self.counters["transmit-failures"] += 1
-                log.warning("transmission %d of %s failed: %s", attempt, message_id, reason)
-                record = attempts_.transmission_detail(attempt, endpoint_url, error=reason)
-                await self._step_async(message_id, TransmitFailed(reason), record)
+        first = self._first_send.pop(message_id, None)
+        params: SendingParameters | None
+        if first is not None and attempt == 1:
+            content_type, endpoint_url, body, params = first
+        else:
+            loaded = await self._off_loop(self._load_for_send, message_id)
+            if loaded is None:
                 return
-        await self._outcome(message_id, attempt, endpoint_url, *outcome)
+            stored, body = loaded
+            content_type, endpoint_url = stored.content_type, stored.endpoint_url
+            params = self._params_of(stored)
+        ssl_context = self._tls.for_parameters(params) if params is not None else self._tls.for_url(endpoint_url)
+        self.counters["transmissions"] += 1
+        try:
+            response = await self.transport.send(Request(endpoint_url, content_type, body, ssl_context))
+        except TransportFailure as failure:
+            self.counters["transmit-failures"] += 1
+            log.warning("transmission %d of %s failed: %s", attempt, message_id, failure.reason)
+            record = attempts_.transmission_detail(attempt, endpoint_url, error=failure.reason)
+            await self._step_async(message_id, TransmitFailed(failure.reason), record)
+            return
+        await self._outcome(message_id, attempt, endpoint_url, response.status, response.content_type, response.body)
 
     async def _step_async(self, message_id: str, event: Event, record: dict[str, object] | None = None) -> None:
         """One step of the sending machine in a unit of work of its own; ``record`` (the detail of a
@@ -1200,7 +1154,6 @@ class Msh:
             raise
 
     async def _send_async_reply(self, body: bytes, ref: EndpointRef) -> None:
-        assert self._session is not None
         try:
             params = self.registry.resolve(
                 ref.cpa_id,
@@ -1214,19 +1167,13 @@ class Msh:
             # ebMS2 §4.2.4.2: no endpoint to report to: log it.
             log.warning("asynchronous %s not sent: %s", ref.action, exc)
             return
-        ssl_context = self._tls.for_parameters(params)
+        request = Request(params.endpoint_url, SOAP_CONTENT_TYPE, body, self._tls.for_parameters(params))
         try:
-            async with self._session.post(
-                params.endpoint_url,
-                data=body,
-                headers={"Content-Type": SOAP_CONTENT_TYPE, "SOAPAction": '"ebXML"'},
-                ssl=ssl_context if ssl_context else False,
-            ) as response:
-                await response.read()
+            await self.transport.send(request)
             self.counters["async-replies"] += 1
-        except (TimeoutError, aiohttp.ClientError, OSError) as exc:
+        except TransportFailure as failure:
             # The sender resends its message and gets the stored acknowledgment again (ebMS2 §6.5.5).
-            log.info("asynchronous %s to %s lost: %s", ref.action, params.endpoint_url, exc)
+            log.info("asynchronous %s to %s lost: %s", ref.action, params.endpoint_url, failure.reason)
 
     # -- timers
 

@@ -19,7 +19,7 @@ from msh.runtime.compose import Payload, Submission
 from msh.runtime.config import load_settings
 from msh.runtime.mapping import state_from_store, state_to_store
 from msh.runtime.msh import Msh
-from msh.runtime.server import bind, serve
+from msh.runtime.serving import bind, serve
 from msh.store.api import Store
 
 

@@ -19,11 +19,12 @@ from msh.ebms.errorlist import error_message
 from msh.ebms.message import ParseMode, parse_message
 from msh.errors import EbmsError, ErrorCode, Severity
 from msh.faults.pair import ACTION, PARTY_B, SERVICE, Pair, make_pair
-from msh.runtime.attempts import Attempt, attempts, transmission_detail, transport_error
+from msh.runtime.attempts import Attempt, attempts, transmission_detail
 from msh.runtime.compose import Payload, Submission
 from msh.runtime.config import load_settings
 from msh.runtime.msh import SOAP_CONTENT_TYPE, Msh
 from msh.store.api import Direction, Event, utc_now
+from msh.transport.http import describe_failure as transport_error
 from tests.runtime.test_api import running, wait_for
 
 URL = "https://127.0.0.1:9/msh"
