@@ -110,7 +110,7 @@ from msh.runtime.mapping import (
 from msh.safexml import parse_xml
 from msh.store import api as store_api
 from msh.store.api import Direction, DuplicateMessage, InboxEntry, InboxState, OutboundMessage, Store, Transaction
-from msh.store.writer import GroupCommitWriter
+from msh.store.writer import GroupCommitWriter, Writer
 from msh.transport.asgi import server_fault
 from msh.transport.http import HttpTransport
 from msh.transport.port import SOAP_CONTENT_TYPE, HttpReply, Request, Transport, TransportFailure
@@ -254,7 +254,14 @@ class Msh:
         on_failed: FailedCallback | None = None,
         on_message: MessageCallback | None = None,
         transport: Transport | None = None,
+        writer: Writer | None = None,
+        ids: Callable[[], str] | None = None,
+        offload: bool = True,
     ) -> None:
+        """``store``, ``agreements``, ``transport`` and ``writer`` default to what ``settings`` say (the
+        store at ``store.url``, the agreement files, HTTP(S), a group-commit writer); ``clock`` and ``ids``
+        (the source of new MessageIds) to the real ones; ``offload`` False parses and reads on the event
+        loop, never on a thread (the deterministic test network, :mod:`msh.testing.network`)."""
         self.settings = settings
         self.clock = clock
         self.party: PartyKey = (settings.identity.party_id, settings.identity.party_id_type)
@@ -288,7 +295,14 @@ class Msh:
         self._tls = ClientContexts(
             certificate=settings.tls.certificate, private_key=settings.tls.private_key, trusted=settings.tls.trusted
         )
-        self._writer = GroupCommitWriter(self.store, max_batch=_GROUP_COMMIT, name="msh-store-writer")
+        self._writer: Writer = (
+            writer
+            if writer is not None
+            else GroupCommitWriter(self.store, max_batch=_GROUP_COMMIT, name="msh-store-writer")
+        )
+        domain = settings.identity.message_id_domain
+        self.ids: Callable[[], str] = ids if ids is not None else functools.partial(new_message_id, domain)
+        self._offload = offload
         self._routes: dict[tuple[str, str, str, str], SendingParameters] = {}
         self._first_send: dict[str, tuple[str, str, bytes, SendingParameters]] = {}
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -340,13 +354,13 @@ class Msh:
         now = self.clock()
         params = self._resolve_for(submission, now)
         domain = self.settings.identity.message_id_domain
-        message_id = new_message_id(domain)
+        message_id = self.ids()
         composed = compose(
             params,
             submission,
             message_id=message_id,
             now=now,
-            conversation_id=submission.conversation_id or new_message_id(domain),
+            conversation_id=submission.conversation_id or self.ids(),
             content_id_domain=domain,
             ack_default=self.settings.sending.ack_requested,
             duplicate_elimination_default=self.settings.sending.duplicate_elimination,
@@ -665,7 +679,7 @@ class Msh:
                             check_result=inbound.result,
                             duplicate=duplicate,
                             now=now,
-                            new_message_id=new_message_id(self.settings.identity.message_id_domain),
+                            new_message_id=self.ids(),
                             sync_reply_requested=sync_override,
                             message_status=self._status_answer(tx, envelope),
                             digest=inbound.digest,
@@ -874,7 +888,7 @@ class Msh:
             exc,
             media_type=media,
             reply_to=_salvage_header(body),
-            message_id=new_message_id(self.settings.identity.message_id_domain),
+            message_id=self.ids(),
             timestamp=now,
         )
         assert answer.envelope is not None
@@ -886,15 +900,18 @@ class Msh:
     def running(self) -> bool:
         return self._running
 
-    async def start(self) -> None:
-        """Start the HTTP client and the timer loop on the running event loop."""
+    async def start(self, *, timers: bool = True) -> None:
+        """Start the runtime on the running event loop: transmissions, and the timer loop unless ``timers``
+        is False (then :meth:`run_due_timers` is the caller's to call)."""
         if self._running:
             return
         self._loop = asyncio.get_running_loop()
-        self._pool = ThreadPoolExecutor(max_workers=_POOL_THREADS, thread_name_prefix="msh-work")
+        if self._offload:
+            self._pool = ThreadPoolExecutor(max_workers=_POOL_THREADS, thread_name_prefix="msh-work")
         self._wake = asyncio.Event()
         self._running = True
-        self._timer_task = asyncio.create_task(self._timer_loop(), name="msh-timers")
+        if timers:
+            self._timer_task = asyncio.create_task(self._timer_loop(), name="msh-timers")
 
     async def stop(self) -> None:
         """Stop the timer loop, let transmissions in flight finish (bounded), close the client."""
@@ -932,12 +949,14 @@ class Msh:
             self.store.close()
 
     @property
-    def writer(self) -> GroupCommitWriter:
+    def writer(self) -> Writer:
         """The store writer (its ``stats`` show how many steps each commit carried)."""
         return self._writer
 
     async def _off_loop(self, fn: Callable[..., _T], *args: Any) -> _T:
         """Run ``fn`` on the work pool (parsing, checks, reads), not on the event loop."""
+        if not self._offload:
+            return fn(*args)
         loop = asyncio.get_running_loop()
         return await loop.run_in_executor(self._pool, fn, *args)
 
@@ -957,7 +976,7 @@ class Msh:
         if size is None and isinstance(body, bytes):
             size = len(body)
         try:
-            if size is not None and size <= _PARSE_ON_LOOP:
+            if not self._offload or (size is not None and size <= _PARSE_ON_LOOP):
                 parsed = self._parse_inbound(body, content_type, peer_certificate)
             else:
                 parsed = await self._off_loop(self._parse_inbound, body, content_type, peer_certificate)
@@ -1198,6 +1217,12 @@ class Msh:
                 self._wake.clear()
                 with contextlib.suppress(asyncio.TimeoutError):
                     await asyncio.wait_for(self._wake.wait(), timeout=wait)
+
+    async def run_due_timers(self) -> datetime | None:
+        """Fire the timers due now (claimed with a lease, so another process never fires them too), and
+        return when the next one is due (None: no timer). The timer loop calls it; with ``start(timers=
+        False)`` the caller does (the test network, after moving its clock)."""
+        return await self._run_due_timers()
 
     async def _run_due_timers(self) -> datetime | None:
         lease = self.settings.timers.lease
