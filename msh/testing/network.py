@@ -29,8 +29,9 @@ from datetime import UTC, datetime, timedelta
 
 from cpa.model import CollaborationProtocolAgreement
 from cpa.resolve import party_keys
+from msh.runtime.agreements import load_agreements
 from msh.runtime.config import Settings
-from msh.runtime.msh import Msh, load_agreements
+from msh.runtime.msh import Msh
 from msh.store.inline import InlineWriter
 from msh.store.memory import MemoryStore
 from msh.transport.memory import MemoryNetwork, NetworkFaults
@@ -173,7 +174,7 @@ class TestNetwork:
             for _ in range(8):
                 await asyncio.sleep(0)
             delivered = await self.network.pump()
-            busy = any(not t.done() and not _waits_on_network(t) for n in self.nodes.values() for t in n.msh._tasks)
+            busy = any(not t.done() and not _waits_on_network(t) for n in self.nodes.values() for t in n.msh.core.tasks)
             if delivered or busy:
                 quiet_rounds = 0
                 continue
@@ -234,7 +235,7 @@ class TestNetwork:
         """Throw the MSH ``name`` away as ``kill -9`` would (nothing in memory survives, no shutdown runs)
         and start a new one on its store; returns the new one (started when the network is)."""
         node = self.nodes[name]
-        for task in list(node.msh._tasks):
+        for task in list(node.msh.core.tasks):
             task.cancel()
         for url in node.urls:
             self.network.detach(url)
