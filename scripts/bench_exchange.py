@@ -121,7 +121,7 @@ def free_port() -> int:
 
 
 def client_context() -> ssl.SSLContext:
-    """Party A's TLS client context: trusts B's certificate, presents A's (as msh.runtime.tls does)."""
+    """Party A's TLS client context: trusts B's certificate, presents A's (as msh.transport.tls does)."""
     context = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
     context.minimum_version = ssl.TLSVersion.TLSv1_2
     context.load_verify_locations(cafile=str(KEYS / "party-b.cert.pem"))
@@ -211,11 +211,11 @@ async def _echo_app(scope: dict[str, Any], receive: Any, send: Any) -> None:
 
 
 def serve_echo() -> None:
-    """The bare server (child process): uvicorn+httptools+uvloop, mTLS built like msh.runtime.tls."""
+    """The bare server (child process): uvicorn+httptools+uvloop, mTLS built like msh.transport.tls."""
     import uvicorn
 
-    from msh.runtime.server import bind
-    from msh.runtime.tls import server_context
+    from msh.transport.server import bind
+    from msh.transport.tls import server_context
 
     config = uvicorn.Config(
         _echo_app,
@@ -463,7 +463,7 @@ async def reliable_exchange(
 ) -> Run:
     from msh.runtime.config import load_settings
     from msh.runtime.msh import Msh
-    from msh.runtime.server import bind, serve
+    from msh.runtime.serving import bind, serve
 
     env = {
         "MSH_STORE_URL": str(work / "party-a.sqlite"),

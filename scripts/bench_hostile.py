@@ -24,7 +24,7 @@ from pathlib import Path
 from msh.faults.hostile import HostileRequest, hostile_requests
 from msh.runtime.config import settings_from_mapping
 from msh.runtime.msh import Msh
-from msh.runtime.server import bind, serve
+from msh.runtime.serving import bind, serve
 
 ROOT = Path(__file__).resolve().parents[1]
 CONFIG = ROOT / "samples" / "config" / "party-b.toml"

@@ -35,7 +35,7 @@ def _interrupt(signum: int, frame: object) -> None:
 def _serve(args: argparse.Namespace) -> int:
     from msh.runtime.config import describe, load_settings
     from msh.runtime.msh import Msh
-    from msh.runtime.server import bind, run
+    from msh.runtime.serving import bind, run
 
     logging.basicConfig(level=args.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     # Until the server takes the signals over, SIGTERM ends start-up like Ctrl-C.
@@ -65,7 +65,7 @@ def _serve(args: argparse.Namespace) -> int:
         )
 
     try:
-        # SIGINT and SIGTERM stop the server in order (msh.runtime.server.serve); the process then ends here.
+        # SIGINT and SIGTERM stop the server in order (msh.runtime.serving.serve); the process then ends here.
         run(settings, msh, sock=sock, ready=ready)
     finally:
         # While the last transaction commits, a repeated SIGTERM must not cut it short (a second Ctrl-C

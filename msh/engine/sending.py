@@ -53,16 +53,15 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
-from datetime import datetime, timedelta
+from datetime import datetime
 from enum import StrEnum
 from types import MappingProxyType
 from typing import Any, Final, TypeAlias
 
-from cpa.duration import XsDuration
-from cpa.resolve import SendingParameters
 from msh.ebms.model import ErrorList
 from msh.ebms.namespaces import ACTOR_TO_PARTY_MSH
 from msh.engine import timers
+from msh.engine.reliability import DEFAULT_ACK_WAIT, Reliability, effective_actor
 from msh.errors import ErrorCode, Issue, MshError, Severity
 
 __all__ = [
@@ -91,11 +90,6 @@ __all__ = [
     "step",
 ]
 
-DEFAULT_ACK_WAIT: Final = XsDuration.from_timedelta(timedelta(minutes=10))
-"""How long to wait for an acknowledgment when the agreement asks for one but has no ReliableMessaging
-(so no RetryInterval): one transmission, then this wait, then a DeliveryFailure."""
-
-
 class EngineError(MshError):
     """An event the state machine has no transition for: a bug in the caller, not a protocol error."""
 
@@ -116,84 +110,6 @@ class OutboundStatus(StrEnum):
     def final(self) -> bool:
         """Delivered or failed: nothing more happens to the message."""
         return self is OutboundStatus.DELIVERED or self is OutboundStatus.FAILED
-
-
-def _actor(actor: str | None) -> str:
-    # ebMS2 §6.3.1.1: an absent actor means the To Party MSH.
-    return actor or ACTOR_TO_PARTY_MSH
-
-
-@dataclass(frozen=True, slots=True)
-class Reliability:
-    """How one outbound message is sent reliably: the agreement's parameters plus the header's TimeToLive.
-
-    ``retries`` resends at most; the first after ``first_resend_timeout``, later ones every
-    ``retry_interval``; none once ``persist_duration`` has passed since the first transmission or at
-    ``time_to_live``. The durations are xs:durations, months included (:mod:`msh.engine.timers` adds them
-    to the instant they start from), and never negative. ``ack_requested`` says whether the message
-    carries AckRequested, aimed at ``ack_actor``; None accepts an acknowledgment of either actor (on a
-    single hop the To Party MSH is also the next MSH, ebMS2 §6.3.1.1), so a state stored without it still
-    behaves.
-    """
-
-    retries: int
-    retry_interval: XsDuration
-    first_resend_timeout: XsDuration
-    persist_duration: XsDuration | None
-    time_to_live: datetime | None
-    ack_requested: bool
-    ack_actor: str | None = None
-
-    def __post_init__(self) -> None:
-        if self.retries < 0:
-            raise ValueError(f"retries must be 0 or more, got {self.retries}")
-        for name in ("retry_interval", "first_resend_timeout", "persist_duration"):
-            value = getattr(self, name)
-            if value is None and name == "persist_duration":
-                continue
-            if not isinstance(value, XsDuration):
-                raise TypeError(f"{name} must be an XsDuration, got {value!r}")
-            if value.is_negative:
-                raise ValueError(f"{name} must not be negative, got {value}")
-        if self.time_to_live is not None and self.time_to_live.tzinfo is None:
-            raise ValueError(f"time_to_live must be timezone-aware (UTC), got {self.time_to_live!r}")
-
-    @classmethod
-    def from_parameters(
-        cls,
-        params: SendingParameters,
-        *,
-        ack_requested: bool,
-        time_to_live: datetime | None,
-        no_retry_wait: XsDuration = DEFAULT_ACK_WAIT,
-    ) -> Reliability:
-        """The reliability of a message sent with ``params`` (from :func:`cpa.resolve.resolve`).
-
-        ``ack_requested`` and ``time_to_live`` are the header's (after :mod:`cpa.precedence`). Without
-        ReliableMessaging in the agreement there is no resend: ``retries`` is 0 and an acknowledgment, if
-        requested, is awaited ``no_retry_wait``.
-        """
-        if params.retry_interval is None:
-            return cls(
-                0,
-                no_retry_wait,
-                no_retry_wait,
-                params.persist_duration,
-                time_to_live,
-                ack_requested,
-                _actor(params.actor),
-            )
-        return cls(
-            retries=params.retries,
-            retry_interval=params.retry_interval,
-            first_resend_timeout=(
-                params.retry_interval if params.first_resend_timeout is None else params.first_resend_timeout
-            ),
-            persist_duration=params.persist_duration,
-            time_to_live=time_to_live,
-            ack_requested=ack_requested,
-            ack_actor=_actor(params.actor),
-        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -389,7 +305,8 @@ def _acknowledged(state: OutboundState | None, event: AcknowledgmentReceived, no
         raise EngineError(f"acknowledgment of {event.ref_to_message_id} routed to message {s.message_id}")
     # ebMS2 §6.5.2: an unexpected Acknowledgment is ignored, no error sent.
     wanted = s.reliability.ack_actor
-    if not s.reliability.ack_requested or (wanted is not None and _actor(event.actor) != _actor(wanted)):
+    other_actor = wanted is not None and effective_actor(event.actor) != effective_actor(wanted)
+    if not s.reliability.ack_requested or other_actor:
         return s, ()
     # ebMS2 §6.5.2: mark the persisted message as delivered; §6.3.2.5: the application MAY be told.
     return _deliver(s)

@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from cpa.duration import XsDuration
-    from msh.engine.sending import Reliability
+    from msh.engine.reliability import Reliability
 
 __all__ = ["GiveUp", "deadline", "give_up", "next_due", "nominal_schedule", "resend_wait"]
 

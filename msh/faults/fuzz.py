@@ -225,9 +225,9 @@ class _EndpointHarness:
     def __init__(self) -> None:
         import tomllib
 
-        from msh.runtime.asgi import Endpoint
         from msh.runtime.config import settings_from_mapping
         from msh.runtime.msh import Msh
+        from msh.transport.asgi import Endpoint
 
         config = _ROOT / "samples" / "config" / "party-b.toml"
         data = tomllib.loads(config.read_text(encoding="utf-8"))

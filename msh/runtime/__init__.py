@@ -1,7 +1,7 @@
 """The running MSH: settings, the runtime that executes the engine's actions, the HTTP endpoint and client.
 
 :class:`~msh.runtime.msh.Msh` is the application's Python API and the runtime; :mod:`msh.runtime.config`
-reads the settings; :mod:`msh.runtime.server` serves the endpoint (``msh serve``).
+reads the settings; :mod:`msh.runtime.serving` serves the endpoint (``msh serve``).
 """
 
 from __future__ import annotations

@@ -11,13 +11,10 @@ sent later, is an ``error-received`` event with its errors, numbered with the at
 
 from __future__ import annotations
 
-import ssl
 from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Final
-
-import aiohttp
 
 from msh.ebms.model import Envelope, ErrorList
 from msh.errors import Severity
@@ -33,7 +30,6 @@ __all__ = [
     "error_detail",
     "received_errors",
     "transmission_detail",
-    "transport_error",
 ]
 
 TRANSMISSION: Final = "transmission"
@@ -89,36 +85,6 @@ class Attempt:
             return self.error
         refused = [str(e) for e in self.errors if e.severity == Severity.ERROR.value]
         return "; ".join(refused) if refused else None
-
-
-def transport_error(exc: BaseException, *, url: str, timeout_s: float, connect_timeout_s: float) -> str:
-    """One phrase saying why the HTTP exchange with ``url`` failed without an answer."""
-    if isinstance(exc, aiohttp.ClientConnectorCertificateError):
-        detail = getattr(exc.certificate_error, "verify_message", None) or str(exc.certificate_error)
-        return f"TLS failure: the partner's certificate was not accepted ({detail}) at {url}"
-    if isinstance(exc, (aiohttp.ClientSSLError, ssl.SSLError)):
-        inner = exc.os_error if isinstance(exc, aiohttp.ClientConnectorError) else exc
-        detail = getattr(inner, "reason", None) or str(inner)
-        return f"TLS failure ({detail}) at {url}"
-    if isinstance(exc, aiohttp.ConnectionTimeoutError):
-        return f"no connection within {connect_timeout_s:g} s to {url}"
-    if isinstance(exc, (TimeoutError, aiohttp.ServerTimeoutError)):
-        return f"no answer within {timeout_s:g} s from {url}"
-    if isinstance(exc, aiohttp.ClientConnectorDNSError):
-        return f"host name not found ({exc.os_error.strerror or exc.os_error}) for {url}"
-    if isinstance(exc, aiohttp.ClientConnectorError):
-        os_error = exc.os_error
-        if isinstance(os_error, ConnectionRefusedError):
-            return f"connection refused by {exc.host}:{exc.port} ({url})"
-        return f"cannot connect to {exc.host}:{exc.port}: {os_error.strerror or os_error} ({url})"
-    if isinstance(exc, aiohttp.ServerDisconnectedError):
-        return f"the connection was closed before an answer came from {url}"
-    if isinstance(exc, (ConnectionResetError, aiohttp.ClientConnectionResetError)):
-        return f"the connection was reset by {url}"
-    if isinstance(exc, OSError) and exc.strerror:
-        return f"{exc.strerror} ({url})"
-    text = str(exc)
-    return f"{type(exc).__name__}: {text} ({url})" if text else f"{type(exc).__name__} ({url})"
 
 
 def answer_kind(envelope: Envelope | None, body: bytes) -> str:

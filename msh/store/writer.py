@@ -33,11 +33,11 @@ import time
 from collections.abc import Callable
 from concurrent.futures import Future
 from dataclasses import dataclass
-from typing import Generic, TypeVar
+from typing import Generic, Protocol, TypeVar
 
 from msh.store.api import Store, StoreError, Transaction, TransactionLost
 
-__all__ = ["GroupCommitWriter", "Unit", "WriterStats"]
+__all__ = ["GroupCommitWriter", "Unit", "Writer", "WriterStats"]
 
 log = logging.getLogger("msh.store.writer")
 
@@ -65,6 +65,19 @@ class WriterStats:
     def mean_batch(self) -> float:
         """Units per committed transaction (the group-commit factor)."""
         return self.units / self.batches if self.batches else 0.0
+
+
+class Writer(Protocol):
+    """What a caller of a store writer relies on (:class:`GroupCommitWriter`, or its in-process twin
+    :class:`msh.store.inline.InlineWriter`): a unit's result only after its commit."""
+
+    stats: WriterStats
+
+    def call(self, unit: Unit[_T]) -> _T: ...
+
+    async def run(self, unit: Unit[_T]) -> _T: ...
+
+    def close(self, timeout: float | None = None) -> None: ...
 
 
 @dataclass(eq=False)

@@ -20,7 +20,7 @@ from msh.ebms.model import Envelope, Party, PartyId
 from msh.runtime.compose import Payload, Submission, compose
 from msh.runtime.config import Settings, settings_from_mapping
 from msh.runtime.msh import Msh
-from msh.runtime.server import bind, serve
+from msh.runtime.serving import bind, serve
 from msh.store.api import utc_now
 
 CONFIG_DIR = Path(__file__).resolve().parents[2] / "samples" / "config"

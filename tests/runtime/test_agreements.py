@@ -1,4 +1,4 @@
-"""The agreements an MSH starts with (msh.runtime.msh.load_agreements): warnings logged, errors refused."""
+"""The agreements an MSH starts with (msh.runtime.agreements.load_agreements): warnings logged, errors refused."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import pytest
 
 from cpa import XsDuration
 from msh.errors import ConfigurationError
-from msh.runtime.msh import load_agreements
+from msh.runtime.agreements import load_agreements
 from tests.agreement_files import demo_bytes, replace_once, signature_template, with_month_durations, with_signature
 
 

@@ -20,7 +20,7 @@ from msh.faults.pair import ACTION, PARTY_B, SERVICE, make_pair
 from msh.runtime.compose import Payload, Submission
 from msh.runtime.config import load_settings
 from msh.runtime.msh import Msh
-from msh.runtime.server import bind, serve
+from msh.runtime.serving import bind, serve
 from msh.store import InboxState, open_store
 from tests.store import add_outbound
 

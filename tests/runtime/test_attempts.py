@@ -20,11 +20,13 @@ from msh.ebms.message import ParseMode, parse_message
 from msh.engine import OutboundStatus
 from msh.errors import EbmsError, ErrorCode, Severity
 from msh.faults.pair import ACTION, PARTY_B, SERVICE, Pair, make_pair
-from msh.runtime.attempts import Attempt, attempts, transmission_detail, transport_error
+from msh.runtime.attempts import Attempt, attempts, transmission_detail
 from msh.runtime.compose import Payload, Submission
 from msh.runtime.config import load_settings
-from msh.runtime.msh import SOAP_CONTENT_TYPE, Msh
+from msh.runtime.msh import Msh
 from msh.store.api import Direction, Event, utc_now
+from msh.transport.http import describe_failure as transport_error
+from msh.transport.port import SOAP_CONTENT_TYPE
 from tests.runtime.test_api import running, wait_for
 
 URL = "https://127.0.0.1:9/msh"
@@ -160,7 +162,7 @@ def test_an_error_list_received_is_stored_with_the_attempt(tmp_path: Path, capsy
     msh, message_id = _answer_unit(tmp_path)
     try:
         body = _error_list_from_b(msh, message_id)
-        asyncio.run(msh._outcome(message_id, 1, URL, 200, SOAP_CONTENT_TYPE, body))
+        asyncio.run(msh.sender.outcome(message_id, 1, URL, 200, SOAP_CONTENT_TYPE, body))
         [attempt] = msh.attempts(message_id)
         stored = msh.status(message_id)
     finally:
@@ -186,7 +188,7 @@ def test_an_error_list_received_is_stored_with_the_attempt(tmp_path: Path, capsy
 def test_an_http_error_status_is_a_failed_attempt(tmp_path: Path) -> None:
     msh, message_id = _answer_unit(tmp_path)
     try:
-        asyncio.run(msh._outcome(message_id, 1, URL, 503, "text/plain", b"try later"))
+        asyncio.run(msh.sender.outcome(message_id, 1, URL, 503, "text/plain", b"try later"))
         [attempt] = msh.attempts(message_id)
     finally:
         msh.close()

@@ -1,6 +1,6 @@
 """The TLS client certificate must belong to the party the header claims (DESIGN.md §7).
 
-Unit tests of :func:`msh.runtime.tls.client_certificate_issue` on certificates made here, and an end-to-end
+Unit tests of :func:`msh.transport.tls.client_certificate_issue` on certificates made here, and an end-to-end
 test: party B's endpoint over mutual TLS, with agreements with A and with C, refuses a message that claims
 to come from A but arrives with C's certificate (C is trusted, as B's partner in another agreement)."""
 
@@ -32,8 +32,8 @@ from msh.ebms.message import parse_message
 from msh.errors import ErrorCode, Severity
 from msh.runtime.config import settings_from_mapping
 from msh.runtime.msh import Msh
-from msh.runtime.server import bind, serve
-from msh.runtime.tls import FROM_PARTY_ID, client_certificate_issue
+from msh.runtime.serving import bind, serve
+from msh.transport.tls import FROM_PARTY_ID, client_certificate_issue
 from tests.cpa_factory import A_ID, B_ID, make_cpa
 from tests.runtime.conftest import valid_message
 

@@ -618,7 +618,7 @@ def test_a_failure_inside_the_msh_is_a_500_with_a_server_soap_fault(
 
     content_type, body = valid_message(party_b.msh, "fails@party-a.example")
     with monkeypatch.context() as patch:
-        patch.setattr(party_b.msh._writer, "run", fail)
+        patch.setattr(party_b.msh.core.writer, "run", fail)
         reply = request(party_b, body, content_type)
     assert reply.status == 500, (reply.status, reply.body[:300])
     assert reply.content_type == SOAP_CT

@@ -1,16 +1,16 @@
 """The inbound endpoint as an ASGI application (DESIGN.md §2: an ASGI server for inbound).
 
-``POST <server.path>`` with an ebXML message (``multipart/related`` or ``text/xml``) is handed to
-:meth:`msh.runtime.msh.Msh.handle_http`; its answer (acknowledgment, ErrorList, SOAP Fault, or nothing)
-goes back on the response. A POST without the SOAPAction header (mandatory, ebMS2 B.2.2, SOAP 1.1
-§6.1.1; any value is taken) is read to its end and refused with HTTP 400 and a SOAP Fault (faultcode
-Client): it is not a SOAP HTTP request, so nothing of it is processed or stored, and a sender that
-understands SOAP takes the Fault as final instead of resending. The TLS client certificate, from the
-ASGI TLS extension (which :mod:`msh.runtime.server` adds to uvicorn), goes with the message, to be checked
-against the party it claims to come from. The body is spooled (memory up to 1 MiB, then a temporary
-file), never held whole in memory, and refused with 413 past ``server.max_body_bytes``. Other paths get
-404, other methods 405 (``GET`` on the path answers a one-line description, handy for a load balancer's
-health check).
+``POST <path>`` with an ebXML message (``multipart/related`` or ``text/xml``) is handed to the MSH's
+inbound pipeline (:meth:`~msh.transport.port.InboundHandler.handle_http`); its answer (acknowledgment,
+ErrorList, SOAP Fault, or nothing) goes back on the response. A POST without the SOAPAction header
+(mandatory, ebMS2 B.2.2, SOAP 1.1 §6.1.1; any value is taken) is read to its end and refused with HTTP
+400 and a SOAP Fault (faultcode Client): it is not a SOAP HTTP request, so nothing of it is processed or
+stored, and a sender that understands SOAP takes the Fault as final instead of resending. The TLS client
+certificate, from the ASGI TLS extension (which :mod:`msh.transport.server` adds to uvicorn), goes with
+the message, to be checked against the party it claims to come from. The body is spooled (memory up to
+1 MiB, then a temporary file), never held whole in memory, and refused with 413 past ``max_body_bytes``.
+Other paths get 404, other methods 405 (``GET`` on the path answers a one-line description, handy for a
+load balancer's health check). Whatever fails inside, a 500 always carries a SOAP Fault.
 """
 
 from __future__ import annotations
@@ -18,15 +18,17 @@ from __future__ import annotations
 import logging
 import ssl
 import tempfile
+from collections import Counter
 from collections.abc import Awaitable, Callable, MutableMapping
 from typing import Any
 
 from msh.ebms.envelope import serialise_envelope
 from msh.ebms.errorlist import soap_fault
 from msh.ebms.message import soap_action_issue
-from msh.runtime.msh import SOAP_CONTENT_TYPE, HttpReply, Msh, server_fault
+from msh.errors import ErrorCode, Issue, Severity
+from msh.transport.port import SOAP_CONTENT_TYPE, HttpReply, InboundHandler
 
-__all__ = ["Endpoint"]
+__all__ = ["Endpoint", "server_fault"]
 
 log = logging.getLogger("msh.http")
 
@@ -38,11 +40,36 @@ Send = Callable[[Message], Awaitable[None]]
 _SPOOL_IN_MEMORY = 1 << 20
 
 
-class Endpoint:
-    """ASGI 3 application serving one MSH at ``path``."""
+# SOAP 1.1 §6.2: a 500 carries a SOAP Fault. Built once, so the last resort below has nothing left to fail.
+_LAST_RESORT_FAULT = serialise_envelope(
+    soap_fault(Issue(ErrorCode.UNKNOWN, Severity.ERROR, "the receiving MSH could not process the message"), server=True)
+)
 
-    def __init__(self, msh: Msh, *, path: str = "/msh", max_body_bytes: int = 64 << 20) -> None:
-        self.msh = msh
+
+def server_fault(description: str) -> HttpReply:
+    """HTTP 500 with a SOAP Fault (faultcode Server) saying ``description``; never raises: should the fault
+    itself fail to build, the fixed one goes back instead."""
+    try:
+        body = serialise_envelope(soap_fault(Issue(ErrorCode.UNKNOWN, Severity.ERROR, description), server=True))
+    except Exception:
+        log.exception("could not build the SOAP Fault for: %r", description)
+        body = _LAST_RESORT_FAULT
+    return HttpReply(500, SOAP_CONTENT_TYPE, body)
+
+
+class Endpoint:
+    """ASGI 3 application serving one MSH's inbound ``handler`` at ``path``."""
+
+    def __init__(
+        self,
+        handler: InboundHandler,
+        *,
+        path: str = "/msh",
+        max_body_bytes: int = 64 << 20,
+        counters: Counter[str] | None = None,
+    ) -> None:
+        self.handler = handler
+        self.counters: Counter[str] = counters if counters is not None else Counter()
         self.path = path
         self.max_body_bytes = max_body_bytes
 
@@ -85,7 +112,7 @@ class Endpoint:
                 more = message.get("more_body", False)
             issue = soap_action_issue(headers.get("soapaction"))
             if issue is not None:
-                self.msh.counters["no-soapaction"] += 1
+                self.counters["no-soapaction"] += 1
                 log.info("request without SOAPAction refused: %s", issue.description)
                 # RFC 9110 §15.5.1: the request is malformed for its binding, not a SOAP processing error
                 # (SOAP 1.1 §6.2's 500); the SOAP Fault says why to any SOAP sender.
@@ -93,7 +120,7 @@ class Endpoint:
                 return
             spool.seek(0)
             try:
-                reply = await self.msh.handle_http(
+                reply = await self.handler.handle_http(
                     spool,  # type: ignore[arg-type]
                     headers.get("content-type"),
                     size=size,
@@ -108,10 +135,10 @@ class Endpoint:
         while True:
             message = await receive()
             if message["type"] == "lifespan.startup":
-                await self.msh.start()
+                await self.handler.start()
                 await send({"type": "lifespan.startup.complete"})
             elif message["type"] == "lifespan.shutdown":
-                await self.msh.stop()
+                await self.handler.stop()
                 await send({"type": "lifespan.shutdown.complete"})
                 return
 

@@ -1,15 +1,16 @@
-"""Running an MSH: the ASGI endpoint on uvicorn, the runtime beside it, clean shutdown (``msh serve``).
+"""Serving an ASGI endpoint on uvicorn (httptools and, where installed, uvloop), with limits at the door
+and an orderly stop on SIGINT/SIGTERM.
 
-uvicorn (with httptools and, where installed, uvloop) serves :class:`~msh.runtime.asgi.Endpoint`; TLS uses
-the context :mod:`msh.runtime.tls` builds from the settings and agreements (mutual TLS when
-``tls.require_client_certificate``). SIGINT/SIGTERM stop accepting, let requests and transmissions in
-flight end and stop the runtime; the caller then closes the store (``msh serve`` prints ``msh: stopped``
-and exits with status 0). A SIGKILL loses nothing committed (DESIGN.md §5.6).
+:func:`serve_app` runs any ASGI application on a listening socket (:func:`bind`), with the TLS context it
+is given (mutual TLS when that context asks for client certificates) and the :class:`DoorLimits` its
+protocol applies (:class:`GuardedProtocol`); the caller's ``start`` runs before it listens and its
+``stop`` after it has stopped (the MSH's runtime: :func:`msh.runtime.serving.serve`).
 
 uvicorn's own signal handling is not used: after its shutdown it raises the captured signal again, which
-would kill the process (exit status 143 for SIGTERM) before the MSH's own shutdown runs. :func:`serve`
-installs its handlers instead, for its whole run (the runtime's stop included), when it runs on the main
-thread: the first signal asks uvicorn to exit, a second Ctrl-C stops waiting for open connections.
+would kill the process (exit status 143 for SIGTERM) before the caller's own shutdown runs.
+:func:`serve_app` installs its handlers instead, for its whole run (the caller's stop included), when it
+runs on the main thread: the first signal asks uvicorn to exit, a second Ctrl-C stops waiting for open
+connections.
 """
 
 from __future__ import annotations
@@ -22,20 +23,16 @@ import socket
 import ssl
 import threading
 from collections import Counter
-from collections.abc import Callable, Generator
+from collections.abc import Awaitable, Callable, Coroutine, Generator
+from dataclasses import dataclass
 from types import FrameType
-from typing import ClassVar
+from typing import Any, ClassVar
 
 import httptools
 import uvicorn
 from uvicorn.protocols.http.httptools_impl import STATUS_LINE, HttpToolsProtocol
 
-from msh.runtime.asgi import Endpoint
-from msh.runtime.config import ServerSettings, Settings
-from msh.runtime.msh import Msh
-from msh.runtime.tls import server_context, trust_anchors_pem
-
-__all__ = ["TlsHttpToolsProtocol", "bind", "serve", "run"]
+__all__ = ["DoorLimits", "GuardedProtocol", "TlsHttpToolsProtocol", "bind", "guarded_protocol", "run_loop", "serve_app"]
 
 log = logging.getLogger("msh.server")
 
@@ -241,17 +238,27 @@ class GuardedProtocol(TlsHttpToolsProtocol):
         self._refuse(408, f"the request stopped arriving for {self.read_timeout:g} s (server.read_timeout)")
 
 
-def guarded_protocol(settings: ServerSettings) -> type[GuardedProtocol]:
-    """The protocol class of one server: :class:`GuardedProtocol` with its limits from ``settings`` and a
-    count of open connections per client address of its own."""
+@dataclass(frozen=True, slots=True)
+class DoorLimits:
+    """What :class:`GuardedProtocol` allows one request and one client (the ``server.*`` settings)."""
+
+    max_header_bytes: int = 64 * 1024
+    max_headers: int = 100
+    read_timeout: float = 30.0
+    max_connections_per_client: int = 128
+
+
+def guarded_protocol(limits: DoorLimits) -> type[GuardedProtocol]:
+    """The protocol class of one server: :class:`GuardedProtocol` with ``limits`` and a count of open
+    connections per client address of its own."""
     return type(
         "GuardedProtocol",
         (GuardedProtocol,),
         {
-            "max_header_bytes": settings.max_header_bytes,
-            "max_headers": settings.max_headers,
-            "read_timeout": settings.read_timeout.total_seconds(),
-            "max_connections_per_client": settings.max_connections_per_client,
+            "max_header_bytes": limits.max_header_bytes,
+            "max_headers": limits.max_headers,
+            "read_timeout": limits.read_timeout,
+            "max_connections_per_client": limits.max_connections_per_client,
             "per_client": Counter(),
         },
     )
@@ -287,14 +294,23 @@ def _stop_on_signals(server: uvicorn.Server) -> Generator[None, None, None]:
             signal.signal(sig, handler)
 
 
-def _uvicorn_config(settings: Settings, msh: Msh) -> uvicorn.Config:
-    s = settings.server
-    app = Endpoint(msh, path=s.path, max_body_bytes=s.max_body_bytes)
+async def serve_app(
+    app: Callable[..., Awaitable[None]],
+    *,
+    listener: socket.socket,
+    ssl_context: ssl.SSLContext | None = None,
+    limits: DoorLimits = DoorLimits(),
+    start: Callable[[], Awaitable[None]] | None = None,
+    stop_after: Callable[[], Awaitable[None]] | None = None,
+    ready: Callable[[int], None] | None = None,
+    stop: asyncio.Event | None = None,
+) -> None:
+    """Serve the ASGI ``app`` on ``listener`` until SIGINT/SIGTERM (or ``stop`` is set): ``start()`` runs
+    before it listens, ``ready(port)`` once it listens, ``stop_after()`` once it has stopped; the listener
+    is closed at the end. Returns (the signal does not end the process; see the module docs)."""
     config = uvicorn.Config(
         app,
-        host=s.host,
-        port=s.port,
-        http=guarded_protocol(s),
+        http=guarded_protocol(limits),
         loop="none",
         lifespan="off",
         access_log=False,
@@ -303,76 +319,39 @@ def _uvicorn_config(settings: Settings, msh: Msh) -> uvicorn.Config:
         server_header=False,
     )
     config.load()
-    if s.tls:
-        tls = settings.tls
-        config.ssl = server_context(
-            certificate=tls.certificate,
-            private_key=tls.private_key,
-            client_anchors_pem=trust_anchors_pem(msh.registry, msh.party),
-            trusted=tls.trusted,
-            require_client_certificate=tls.require_client_certificate,
-        )
-    return config
-
-
-async def serve(
-    settings: Settings,
-    msh: Msh,
-    *,
-    sock: socket.socket | None = None,
-    ready: Callable[[int], None] | None = None,
-    stop: asyncio.Event | None = None,
-) -> None:
-    """Serve ``msh`` until SIGINT/SIGTERM (or ``stop`` is set); ``ready(port)`` is called once listening.
-
-    Returns once the server and the runtime have stopped (the signal does not end the process; see the
-    module docs); the store stays open (:meth:`Msh.close`)."""
-    config = _uvicorn_config(settings, msh)
-    listener = sock if sock is not None else bind(settings.server.host, settings.server.port)
-    port = int(listener.getsockname()[1])
+    config.ssl = ssl_context
     server = _Server(config)
+    port = int(listener.getsockname()[1])
     with _stop_on_signals(server):
-        await _serve(msh, server, listener, port, ready, stop)
-
-
-async def _serve(
-    msh: Msh,
-    server: uvicorn.Server,
-    listener: socket.socket,
-    port: int,
-    ready: Callable[[int], None] | None,
-    stop: asyncio.Event | None,
-) -> None:
-    await msh.start()
-    try:
-        task = asyncio.create_task(server.serve(sockets=[listener]))
-        while not server.started and not task.done():
-            await asyncio.sleep(0.01)
-        if task.done():
+        if start is not None:
+            await start()
+        try:
+            task = asyncio.create_task(server.serve(sockets=[listener]))
+            while not server.started and not task.done():
+                await asyncio.sleep(0.01)
+            if task.done():
+                await task
+                return
+            if ready is not None:
+                ready(port)
+            if stop is not None:
+                waiter = asyncio.create_task(stop.wait())
+                await asyncio.wait({task, waiter}, return_when=asyncio.FIRST_COMPLETED)
+                server.should_exit = True
+                waiter.cancel()
             await task
-            return
-        if ready is not None:
-            ready(port)
-        if stop is not None:
-            waiter = asyncio.create_task(stop.wait())
-            await asyncio.wait({task, waiter}, return_when=asyncio.FIRST_COMPLETED)
-            server.should_exit = True
-            waiter.cancel()
-        await task
-    finally:
-        await msh.stop()
-        with contextlib.suppress(OSError):
-            listener.close()
+        finally:
+            if stop_after is not None:
+                await stop_after()
+            with contextlib.suppress(OSError):
+                listener.close()
 
 
-def run(
-    settings: Settings, msh: Msh, *, sock: socket.socket | None = None, ready: Callable[[int], None] | None = None
-) -> None:
-    """Blocking :func:`serve` on a new event loop (uvloop where installed); ``sock``: a listening socket
-    from :func:`bind` (default: bound here from the settings)."""
+def run_loop(main: Coroutine[Any, Any, None]) -> None:
+    """Run ``main`` to its end on a new event loop (uvloop where installed)."""
     try:
         import uvloop
     except ImportError:  # pragma: no cover - uvloop is not available on Windows
-        asyncio.run(serve(settings, msh, sock=sock, ready=ready))
+        asyncio.run(main)
     else:
-        uvloop.run(serve(settings, msh, sock=sock, ready=ready))
+        uvloop.run(main)

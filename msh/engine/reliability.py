@@ -1,0 +1,99 @@
+"""How one outbound message is sent reliably (ebMS2 §6.4, §6.5): the agreement's parameters and the
+header's TimeToLive, as the sending state machine (:mod:`msh.engine.sending`) and its retry arithmetic
+(:mod:`msh.engine.timers`) both read them."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Final
+
+from cpa.duration import XsDuration
+from cpa.resolve import SendingParameters
+from msh.ebms.namespaces import ACTOR_TO_PARTY_MSH
+
+__all__ = ["DEFAULT_ACK_WAIT", "Reliability", "effective_actor"]
+
+DEFAULT_ACK_WAIT: Final = XsDuration.from_timedelta(timedelta(minutes=10))
+"""How long to wait for an acknowledgment when the agreement asks for one but has no ReliableMessaging
+(so no RetryInterval): one transmission, then this wait, then a DeliveryFailure."""
+
+
+def effective_actor(actor: str | None) -> str:
+    # ebMS2 §6.3.1.1: an absent actor means the To Party MSH.
+    return actor or ACTOR_TO_PARTY_MSH
+
+
+@dataclass(frozen=True, slots=True)
+class Reliability:
+    """How one outbound message is sent reliably: the agreement's parameters plus the header's TimeToLive.
+
+    ``retries`` resends at most; the first after ``first_resend_timeout``, later ones every
+    ``retry_interval``; none once ``persist_duration`` has passed since the first transmission or at
+    ``time_to_live``. The durations are xs:durations, months included (:mod:`msh.engine.timers` adds them
+    to the instant they start from), and never negative. ``ack_requested`` says whether the message
+    carries AckRequested, aimed at ``ack_actor``; None accepts an acknowledgment of either actor (on a
+    single hop the To Party MSH is also the next MSH, ebMS2 §6.3.1.1), so a state stored without it still
+    behaves.
+    """
+
+    retries: int
+    retry_interval: XsDuration
+    first_resend_timeout: XsDuration
+    persist_duration: XsDuration | None
+    time_to_live: datetime | None
+    ack_requested: bool
+    ack_actor: str | None = None
+
+    def __post_init__(self) -> None:
+        if self.retries < 0:
+            raise ValueError(f"retries must be 0 or more, got {self.retries}")
+        for name in ("retry_interval", "first_resend_timeout", "persist_duration"):
+            value = getattr(self, name)
+            if value is None and name == "persist_duration":
+                continue
+            if not isinstance(value, XsDuration):
+                raise TypeError(f"{name} must be an XsDuration, got {value!r}")
+            if value.is_negative:
+                raise ValueError(f"{name} must not be negative, got {value}")
+        if self.time_to_live is not None and self.time_to_live.tzinfo is None:
+            raise ValueError(f"time_to_live must be timezone-aware (UTC), got {self.time_to_live!r}")
+
+    @classmethod
+    def from_parameters(
+        cls,
+        params: SendingParameters,
+        *,
+        ack_requested: bool,
+        time_to_live: datetime | None,
+        no_retry_wait: XsDuration = DEFAULT_ACK_WAIT,
+    ) -> Reliability:
+        """The reliability of a message sent with ``params`` (from :func:`cpa.resolve.resolve`).
+
+        ``ack_requested`` and ``time_to_live`` are the header's (after :mod:`cpa.precedence`). Without
+        ReliableMessaging in the agreement there is no resend: ``retries`` is 0 and an acknowledgment, if
+        requested, is awaited ``no_retry_wait``.
+        """
+        if params.retry_interval is None:
+            return cls(
+                0,
+                no_retry_wait,
+                no_retry_wait,
+                params.persist_duration,
+                time_to_live,
+                ack_requested,
+                effective_actor(params.actor),
+            )
+        return cls(
+            retries=params.retries,
+            retry_interval=params.retry_interval,
+            first_resend_timeout=(
+                params.retry_interval if params.first_resend_timeout is None else params.first_resend_timeout
+            ),
+            persist_duration=params.persist_duration,
+            time_to_live=time_to_live,
+            ack_requested=ack_requested,
+            ack_actor=effective_actor(params.actor),
+        )
+
+

@@ -1,0 +1,37 @@
+"""Which signals about our messages count (DESIGN.md §7), sans-IO.
+
+An Acknowledgment or an ErrorList about a message we sent is routed to that message's sending machine
+(:class:`~msh.engine.receiving.OutboundEvent`). It counts only when it comes from the party the message
+went to, under the agreement it went under: any other partner, even one we trust under another agreement,
+could otherwise stop our resends or fail our messages by naming their MessageIds.
+"""
+
+from __future__ import annotations
+
+from msh.ebms.model import Party
+from msh.engine.receiving import OutboundEvent
+
+__all__ = ["foreign_signal", "party_text"]
+
+
+def party_text(value: str, type_: str | None) -> str:
+    """One PartyId as one string: ``type:value`` (the ebCore combined form) or the bare value."""
+    return f"{type_}:{value}" if type_ else value
+
+
+def _first(party: Party) -> str:
+    first = party.party_ids[0]
+    return party_text(first.value, first.type)
+
+
+def foreign_signal(signal: OutboundEvent, *, sent_to: str, sent_under: str) -> str | None:
+    """Why ``signal`` about a message that went to the party ``sent_to`` (its :func:`party_text`) under
+    the agreement ``sent_under`` does not count; None when it counts."""
+    # ebMS2 §6.3.2.4: the acknowledgment's sender is the party that acknowledges; DESIGN.md §7: only the
+    # party the message went to may acknowledge it or report on it.
+    if signal.from_party is not None and _first(signal.from_party) != sent_to:
+        return f"it comes from {_first(signal.from_party)}, but the message went to {sent_to}"
+    # DESIGN.md §7: and only under the agreement the message went under.
+    if signal.cpa_id is not None and signal.cpa_id != sent_under:
+        return f"it comes under CPA {signal.cpa_id}, but the message went under {sent_under}"
+    return None

@@ -1,0 +1,64 @@
+"""The agreements an MSH works under: read from the files its settings name, kept where its party is in them.
+
+:func:`load_agreements` reads the agreement files (a problem in one stops the start, naming the file; a
+warning, such as an unfilled signature template, is logged); :func:`agreement_registry` keeps the
+agreements this party is in, with the first-resend timeout of the settings on their channels.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable
+from datetime import timedelta
+from pathlib import Path
+
+from cpa.errors import CpaError
+from cpa.loader import load
+from cpa.model import CollaborationProtocolAgreement
+from cpa.registry import CpaRegistry
+from cpa.resolve import PartyKey, party_keys
+from msh.errors import ConfigurationError
+from msh.runtime.config import Settings
+
+__all__ = ["agreement_registry", "load_agreements"]
+
+log = logging.getLogger("msh.runtime")
+
+
+def load_agreements(files: Iterable[Path], *, verify_signatures: bool = True) -> list[CollaborationProtocolAgreement]:
+    """Load every agreement file of ``files`` (:meth:`AgreementSettings.files` expands folders); log each
+    agreement's warnings (e.g. an unfilled signature template: it loads as unsigned)."""
+    agreements = []
+    for f in files:
+        try:
+            agreement = load(f, verify_signature=verify_signatures)
+        except CpaError as exc:
+            raise ConfigurationError(f"agreements.paths: {f} cannot be used:\n{exc}") from exc
+        for warning in agreement.warnings:
+            log.warning("agreements.paths: %s", warning)
+        agreements.append(agreement)
+    if not agreements:
+        raise ConfigurationError("agreements.paths names no agreement file; add the CPA files this MSH works under")
+    return agreements
+
+
+def agreement_registry(
+    settings: Settings, loaded: list[CollaborationProtocolAgreement], party: PartyKey
+) -> CpaRegistry:
+    """The agreements this party is in, with the first-resend timeout of the settings on their channels."""
+    ours = [c for c in loaded if any(party in party_keys(p) for p in c.party_infos)]
+    if not ours:
+        value, type_ = party
+        raise ConfigurationError(
+            f"identity.party_id {value!r}" + (f" (type {type_})" if type_ else "") + " is not a party "
+            f"of any loaded agreement ({', '.join(c.cpaid for c in loaded)}): check identity.party_id and "
+            "identity.party_id_type"
+        )
+    timeouts: dict[str, timedelta] = {}
+    first = settings.sending.first_resend_timeout
+    if first is not None:
+        for cpa in ours:
+            for info in cpa.party_infos:
+                for channel in (*info.delivery_channels, info.default_msh_channel):
+                    timeouts[channel.channel_id] = first
+    return CpaRegistry(ours, first_resend_timeouts=timeouts)

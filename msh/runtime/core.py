@@ -1,0 +1,124 @@
+"""What the parts of the runtime share: settings, time and ids, agreements, store and writer, transport,
+counters, the application's callbacks, and the event loop the runtime runs on.
+
+One :class:`Core` per MSH, made by :class:`msh.runtime.msh.Msh` and handed to each part: the inbound
+pipeline (:mod:`msh.runtime.inbound`), the executor of the engine's actions (:mod:`msh.runtime.executor`),
+the transmissions (:mod:`msh.runtime.sender`), the timer loop (:mod:`msh.runtime.timerloop`) and the
+submissions (:mod:`msh.runtime.submission`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import socket
+from collections import Counter
+from collections.abc import Awaitable, Callable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any, Final, TypeVar
+
+from cpa.registry import CpaRegistry
+from cpa.resolve import PartyKey
+from msh.errors import Issue
+from msh.runtime.config import Settings
+from msh.store.api import Store
+from msh.store.writer import Writer
+from msh.transport.port import Transport
+from msh.transport.tls import ClientContexts
+
+__all__ = ["PARSE_ON_LOOP", "Callbacks", "Core"]
+
+log = logging.getLogger("msh.runtime")
+
+PARSE_ON_LOOP: Final = 32 << 10
+"""Bytes: a message this small is parsed on the event loop (a few ms at most: the limits of
+:mod:`msh.safexml` and the codec keep its work linear); a larger one on the work pool."""
+_POOL_THREADS: Final = 2  # parsing, agreement checks, reads beside the writer
+_T = TypeVar("_T")
+
+DeliveredCallback = Callable[[str], object]
+FailedCallback = Callable[[str, Issue], object]
+MessageCallback = Callable[[int, str], object]
+
+
+@dataclass
+class Callbacks:
+    """The application's callbacks, called after the commit that decided them (see :class:`Msh`)."""
+
+    on_delivered: DeliveredCallback | None = None
+    on_failed: FailedCallback | None = None
+    on_message: MessageCallback | None = None
+
+
+def _owner() -> str:
+    return f"{socket.gethostname()}-{os.getpid()}-{os.urandom(4).hex()}"
+
+
+@dataclass
+class Core:
+    """The MSH's shared parts (see the module docs); ``offload`` False runs parsing and reads on the event
+    loop instead of the work pool (the deterministic test network)."""
+
+    settings: Settings
+    clock: Callable[[], datetime]
+    ids: Callable[[], str]
+    party: PartyKey
+    registry: CpaRegistry
+    store: Store
+    writer: Writer
+    transport: Transport
+    tls: ClientContexts
+    callbacks: Callbacks
+    offload: bool = True
+    counters: Counter[str] = field(default_factory=Counter)
+    owner: str = field(default_factory=_owner)
+    loop: asyncio.AbstractEventLoop | None = None
+    pool: ThreadPoolExecutor | None = None
+    running: bool = False
+    tasks: set[asyncio.Task[Any]] = field(default_factory=set)
+
+    def party_label(self) -> str:
+        value, type_ = self.party
+        return f"{value!r}" + (f" (type {type_})" if type_ else "")
+
+    def begin(self) -> None:
+        """The runtime starts on the running event loop."""
+        self.loop = asyncio.get_running_loop()
+        if self.offload:
+            self.pool = ThreadPoolExecutor(max_workers=_POOL_THREADS, thread_name_prefix="msh-work")
+        self.running = True
+
+    def end(self) -> None:
+        """The runtime has stopped: the work pool goes."""
+        if self.pool is not None:
+            self.pool.shutdown(wait=True)
+            self.pool = None
+
+    async def off_loop(self, fn: Callable[..., _T], *args: Any) -> _T:
+        """Run ``fn`` on the work pool (parsing, checks, reads), not on the event loop (unless not offloading)."""
+        if not self.offload:
+            return fn(*args)
+        return await asyncio.get_running_loop().run_in_executor(self.pool, fn, *args)
+
+    def spawn(self, make: Callable[[], Awaitable[None]]) -> None:
+        """Start ``make()`` as a task on the runtime's loop (from any thread); nothing when not running."""
+        loop = self.loop
+        if loop is None or not self.running:
+            return
+
+        def start() -> None:
+            task = asyncio.ensure_future(make())
+            self.tasks.add(task)
+            task.add_done_callback(self.tasks.discard)
+
+        try:
+            running = asyncio.get_running_loop()
+        except RuntimeError:
+            running = None
+        if running is loop:
+            start()
+        else:
+            loop.call_soon_threadsafe(start)

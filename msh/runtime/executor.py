@@ -1,0 +1,344 @@
+"""The executor: carries out the engine's decisions inside a store transaction (DESIGN.md §2, §5).
+
+Every step of every message is a *unit of work*: a function of a store transaction that the writer runs
+and commits. The executor turns the engine's actions into what such a unit does: rows written (the message
+and its state, timers, the inbox entry, the acknowledgment, the journal), and the work to do once the
+transaction has committed (:class:`AfterCommit`: transmissions to start, replies to send asynchronously,
+callbacks to call), so that nothing leaves the MSH on the strength of a change that could still be lost.
+
+Decisions here are the runtime's bookkeeping only; the protocol decisions are the engine's
+(:func:`msh.engine.step`, :func:`msh.engine.receive`, :func:`msh.engine.signals.foreign_signal`).
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field, replace
+from datetime import datetime
+from typing import BinaryIO
+
+from msh.ebms.envelope import serialise_envelope
+from msh.ebms.message import EbxmlMessage
+from msh.ebms.model import Envelope, Party
+from msh.engine import (
+    CancelTimer,
+    ConflictingDuplicate,
+    Discard,
+    EndpointRef,
+    ErrorReceived,
+    Event,
+    InboundDecision,
+    NotifyDelivered,
+    NotifyFailed,
+    OutboundEvent,
+    OutboundStatus,
+    RecordAcknowledgment,
+    Reject,
+    ReplySync,
+    ResendStoredAck,
+    ScheduleTimer,
+    SendAsync,
+    SignalReceived,
+    StoreInbound,
+    Transmit,
+    UnknownMessage,
+    step,
+)
+from msh.engine.signals import foreign_signal, party_text
+from msh.runtime import attempts
+from msh.runtime.core import Core
+from msh.store.api import Direction, DuplicateMessage, OutboundMessage, TimerKind, Transaction
+
+__all__ = ["AfterCommit", "Executor", "RaceLost"]
+
+log = logging.getLogger("msh.runtime")
+
+
+@dataclass
+class AfterCommit:
+    """Work decided in a unit of work, done once its transaction has committed; and the outbound rows
+    the unit has read or written (so a second step of the same message in the unit reads no row)."""
+
+    transmits: list[tuple[str, int]] = field(default_factory=list)
+    notices: list[Callable[[], object]] = field(default_factory=list)
+    async_replies: list[tuple[bytes, EndpointRef]] = field(default_factory=list)
+    rows: dict[str, OutboundMessage] = field(default_factory=dict)
+
+
+class RaceLost(Exception):
+    """The unit lost a race (a concurrent copy of the same MessageId committed first): run it again."""
+
+
+def _party_text(party: Party) -> str:
+    first = party.party_ids[0]
+    return party_text(first.value, first.type)
+
+
+class Executor:
+    """Carries out the engine's actions in a transaction (see the module docs)."""
+
+    def __init__(self, core: Core) -> None:
+        self.core = core
+
+    # -- the sending machine
+
+    def apply_sending_actions(
+        self,
+        tx: Transaction,
+        message_id: str,
+        actions: Iterable[object],
+        now: datetime,
+        after: AfterCommit,
+        *,
+        queue_transmit: bool = False,
+        fresh: bool = False,
+    ) -> None:
+        """Execute the sending machine's actions in ``tx`` (``fresh``: a new message, which has no timers;
+        ``queue_transmit``: another process serves this store, so a transmission becomes a timer row)."""
+        counters, callbacks = self.core.counters, self.core.callbacks
+        for action in actions:
+            if isinstance(action, ScheduleTimer):
+                tx.schedule_timer(message_id, TimerKind.RETRY, action.due_at, replace_existing=not fresh)
+            elif isinstance(action, CancelTimer):
+                tx.cancel_timers(message_id)
+            elif isinstance(action, Transmit):
+                if queue_transmit:
+                    # Another process serves this store: its timer loop transmits (DESIGN.md §5.1).
+                    tx.schedule_timer(message_id, TimerKind.TRANSMIT, now, replace_existing=not fresh)
+                else:
+                    after.transmits.append((action.message_id, action.attempt))
+                if action.attempt > 1:
+                    counters["resent"] += 1
+                    tx.append_event(
+                        at=now,
+                        kind="resent",
+                        message_id=message_id,
+                        direction=Direction.OUTBOUND,
+                        detail={"attempt": action.attempt},
+                    )
+            elif isinstance(action, NotifyDelivered):
+                counters["acknowledged"] += 1
+                tx.append_event(at=now, kind="delivered", message_id=message_id, direction=Direction.OUTBOUND)
+                if callbacks.on_delivered is not None:
+                    after.notices.append(functools.partial(callbacks.on_delivered, message_id))
+            elif isinstance(action, NotifyFailed):
+                counters["failed"] += 1
+                issue = action.issue
+                tx.append_event(
+                    at=now,
+                    kind="failed",
+                    message_id=message_id,
+                    direction=Direction.OUTBOUND,
+                    detail={
+                        "errorCode": issue.error_code.value,
+                        "severity": issue.severity.value,
+                        "description": issue.description,
+                    },
+                )
+                log.warning("message %s failed: %s", message_id, issue)
+                if callbacks.on_failed is not None:
+                    after.notices.append(functools.partial(callbacks.on_failed, message_id, issue))
+
+    def step_outbound(
+        self,
+        tx: Transaction,
+        message_id: str,
+        event: Event,
+        now: datetime,
+        after: AfterCommit,
+        stored: OutboundMessage | None = None,
+    ) -> OutboundStatus | None:
+        """One step of the sending machine of ``message_id``, committed with the caller's transaction
+        (``stored``: its row, already read for update in this transaction)."""
+        stored = stored or after.rows.get(message_id) or tx.get_outbound(message_id, for_update=True)
+        if stored is None:
+            raise UnknownMessage(f"no outbound message {message_id}")
+        state = stored.state
+        if isinstance(event, ErrorReceived):
+            # ebMS2 §4.2.4: the partner's ErrorList says why it refused the message: kept with the attempt.
+            tx.append_event(
+                at=now,
+                kind=attempts.ERROR_RECEIVED,
+                message_id=message_id,
+                direction=Direction.OUTBOUND,
+                detail=attempts.error_detail(state.attempts, event.error_list),
+            )
+            log.warning(
+                "ErrorList about %s (after transmission %d): %s",
+                message_id,
+                state.attempts,
+                "; ".join(str(e) for e in attempts.received_errors(event.error_list)),
+            )
+        new, actions = step(state, event, now)
+        if new != state:
+            tx.update_outbound_state(new)
+            stored = replace(stored, state=new)
+        after.rows[message_id] = stored
+        self.apply_sending_actions(tx, message_id, actions, now, after)
+        return new.status
+
+    def route_to_outbound(self, tx: Transaction, routed: OutboundEvent, now: datetime, after: AfterCommit) -> None:
+        """Hand an acknowledgment or error about one of our messages to its sending machine, if it counts."""
+        counters = self.core.counters
+        stored = after.rows.get(routed.message_id) or tx.get_outbound(routed.message_id, for_update=True)
+        if stored is None:
+            # ebMS2 §6.5.2: an Acknowledgment (or error) for a message we do not know is ignored.
+            counters["unknown-signals"] += 1
+            log.info("signal for unknown message %s ignored", routed.message_id)
+            return
+        reason = foreign_signal(routed, sent_to=stored.to_party, sent_under=stored.cpaid)
+        if reason is not None:
+            # DESIGN.md §7: only the party the message went to, under its agreement, may report on it.
+            counters["foreign-signals"] += 1
+            log.warning("signal about %s ignored: %s", routed.message_id, reason)
+            return
+        self.step_outbound(tx, routed.message_id, routed.event, now, after, stored)
+
+    def record_transmission(self, tx: Transaction, message_id: str, detail: dict[str, object]) -> None:
+        """Journal the outcome of one transmission (why it failed, what came back), in the transaction
+        of the step it causes: no commit of its own."""
+        tx.append_event(
+            at=self.core.clock(),
+            kind=attempts.TRANSMISSION,
+            message_id=message_id,
+            direction=Direction.OUTBOUND,
+            detail=detail,
+        )
+
+    # -- a received message
+
+    def apply_inbound(
+        self,
+        tx: Transaction,
+        message: EbxmlMessage,
+        raw: BinaryIO | bytes,
+        decision: InboundDecision,
+        now: datetime,
+        after: AfterCommit,
+    ) -> bytes | None:
+        """Carry out the receiving decision for ``message`` (whose body as received is ``raw``) in ``tx``;
+        return the reply to put on the connection (None: nothing)."""
+        header = message.envelope.message_header
+        counters, callbacks = self.core.counters, self.core.callbacks
+        serialised: dict[int, bytes] = {}
+
+        def wire(stored: bytes | Envelope) -> bytes:
+            if isinstance(stored, bytes):
+                return stored
+            key = id(stored)
+            if key not in serialised:
+                serialised[key] = serialise_envelope(stored)
+            return serialised[key]
+
+        sync_reply: bytes | None = None
+        for action in decision.actions:
+            if isinstance(action, StoreInbound):
+                assert header is not None
+                ack = wire(action.record_ack) if action.record_ack is not None else None
+                if not isinstance(raw, bytes):
+                    raw.seek(0)  # the body as received, streamed to the store (again after a lost race)
+                blob = tx.put_blob(raw)
+                try:
+                    record = tx.insert_inbound(
+                        message_id=action.message_id,
+                        from_party=_party_text(header.from_party),
+                        to_party=_party_text(header.to_party),
+                        cpaid=header.cpa_id,
+                        conversation_id=header.conversation_id,
+                        service=header.service.value,
+                        action=header.action,
+                        received_at=action.received_at or now,
+                        content_type=message.content_type,
+                        body_blob_id=blob,
+                        ack_envelope=ack,
+                        deliver=action.deliver,
+                        duplicate_elimination=action.duplicate_elimination,
+                        content_digest=action.digest,
+                    )
+                except DuplicateMessage:
+                    raise RaceLost() from None
+                counters["received"] += 1
+                if action.deliver:
+                    counters["delivered-to-inbox"] += 1
+                tx.append_event(
+                    at=now,
+                    kind="received",
+                    message_id=action.message_id,
+                    direction=Direction.INBOUND,
+                    detail={
+                        "cpaid": header.cpa_id,
+                        "action": header.action,
+                        "acknowledged": ack is not None,
+                        "issues": [str(i) for i in decision.issues],
+                    },
+                )
+                if callbacks.on_message is not None and action.deliver:
+                    after.notices.append(functools.partial(callbacks.on_message, record.id, record.message_id))
+            elif isinstance(action, RecordAcknowledgment):
+                tx.record_acknowledgment(action.message_id, wire(action.acknowledgment))
+            elif isinstance(action, ResendStoredAck):
+                count = tx.increment_duplicate(action.message_id, now)
+                counters["duplicates"] += 1
+                tx.append_event(
+                    at=now,
+                    kind="duplicate",
+                    message_id=action.message_id,
+                    direction=Direction.INBOUND,
+                    detail={"count": count},
+                )
+                if action.sync:
+                    sync_reply = wire(action.acknowledgment)
+                else:
+                    after.async_replies.append((wire(action.acknowledgment), action.to_endpoint))
+            elif isinstance(action, ReplySync):
+                sync_reply = wire(action.envelope)
+            elif isinstance(action, SendAsync):
+                after.async_replies.append((wire(action.envelope), action.to_endpoint))
+            elif isinstance(action, Reject):
+                counters["rejected"] += 1
+                tx.append_event(
+                    at=now,
+                    kind="rejected",
+                    message_id=action.message_id,
+                    direction=Direction.INBOUND,
+                    detail={"issues": [str(i) for i in decision.issues]},
+                )
+                log.info("message %s refused: %s", action.message_id, "; ".join(str(i) for i in decision.issues))
+                if action.sync:
+                    sync_reply = wire(action.error_message)
+                elif action.to_endpoint is not None:
+                    after.async_replies.append((wire(action.error_message), action.to_endpoint))
+            elif isinstance(action, OutboundEvent):
+                self.route_to_outbound(tx, action, now, after)
+            elif isinstance(action, SignalReceived):
+                counters[f"signal-{action.action}"] += 1
+                tx.append_event(
+                    at=now,
+                    kind=f"signal-{action.action}",
+                    message_id=action.ref_to_message_id,
+                    direction=Direction.INBOUND,
+                )
+            elif isinstance(action, ConflictingDuplicate):
+                counters["conflicting-duplicates"] += 1
+                tx.append_event(
+                    at=now,
+                    kind="conflicting-duplicate",
+                    message_id=action.message_id,
+                    direction=Direction.INBOUND,
+                    detail={"stored_digest": action.stored_digest, "received_digest": action.received_digest},
+                )
+                log.warning(
+                    "message %s came again with other content (%s, stored %s): refused",
+                    action.message_id,
+                    action.received_digest,
+                    action.stored_digest,
+                )
+            elif isinstance(action, Discard):
+                if decision.duplicate:
+                    counters["duplicates"] += 1
+                    assert header is not None
+                    tx.increment_duplicate(header.message_id, now)
+                log.info("discarded: %s", action.reason)
+        return sync_reply

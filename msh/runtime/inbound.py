@@ -1,0 +1,301 @@
+"""The inbound pipeline: a received body becomes a committed decision and an HTTP answer (DESIGN.md §5.2).
+
+For each body POSTed to the endpoint (and each answer that comes back on one of our transmissions):
+
+1. parse it (:func:`msh.ebms.message.parse_message`, in the receiving mode of the settings; small messages
+   on the event loop, large ones on the work pool); a body that cannot be parsed is answered as the HTTP
+   binding says (:func:`msh.engine.binding.refusal`: 415, a SOAP Fault, or an ErrorList addressed from
+   whatever of its header can still be read) and nothing is stored;
+2. check it against the agreements (:func:`cpa.check.check`) and the TLS client certificate it came with
+   against the party it claims to come from (DESIGN.md §7), and compute its content digest (what
+   duplicate elimination compares, ebMS2 §6.5.6), all outside the store transaction;
+3. decide and commit in one unit of work: :func:`msh.engine.receive` with what the store knows of the
+   MessageId, carried out by the executor; a unit that loses the race for its MessageId to another
+   process is decided again, as a duplicate;
+4. answer with the reply the decision put on the connection (:func:`msh.engine.binding.reply_status`),
+   and hand the rest (asynchronous replies, callbacks) to the after-commit work.
+"""
+
+from __future__ import annotations
+
+import io
+import logging
+import re
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+from datetime import datetime
+from typing import BinaryIO
+
+from cpa.check import CheckResult, check
+from msh.ebms.digest import content_digest
+from msh.ebms.envelope import read_reply_address, serialise_envelope
+from msh.ebms.errorlist import soap_fault
+from msh.ebms.message import EbxmlMessage, ParseMode, parse_message
+from msh.ebms.model import Envelope, MessageStatus, ReplyAddress
+from msh.ebms.namespaces import SERVICE_MSH
+from msh.engine import Event, InboundDecision, StatusAnswer, StoredInbound, receive
+from msh.engine.binding import refusal, reply_status, transmission_outcome
+from msh.errors import ConfigurationError, EbmsError, EnvelopeError
+from msh.runtime.core import PARSE_ON_LOOP, Core
+from msh.runtime.executor import AfterCommit, Executor, RaceLost
+from msh.safexml import parse_xml
+from msh.store.api import InboxState, Transaction
+from msh.transport.asgi import server_fault
+from msh.transport.port import SOAP_CONTENT_TYPE, HttpReply
+from msh.transport.tls import client_certificate_issue
+
+__all__ = ["Inbound", "InboundPipeline", "ReceiveUnit"]
+
+log = logging.getLogger("msh.runtime")
+
+ReceiveUnit = Callable[[Transaction], tuple[InboundDecision, bytes | None, AfterCommit]]
+"""The unit of work that decides and commits one received message: the decision, the reply for the
+connection, and the work for after the commit."""
+
+_ENVELOPE_START = re.compile(rb"<(?:[A-Za-z_][\w.-]*:)?Envelope[\s>]")
+_ENVELOPE_END = re.compile(rb"</(?:[A-Za-z_][\w.-]*:)?Envelope\s*>")
+
+
+@dataclass(frozen=True, slots=True)
+class Inbound:
+    """A received message, parsed and checked against the agreements, ready for its unit of work;
+    ``raw`` the body as received (stored as it is), ``digest`` its content digest (business messages
+    only: what duplicate elimination compares)."""
+
+    message: EbxmlMessage
+    raw: BinaryIO | bytes
+    result: CheckResult
+    now: datetime
+    digest: str | None = None
+
+
+def _salvage_header(body: bytes) -> ReplyAddress | None:
+    """Who to answer about a message that failed to parse, if its envelope can still be found and its
+    MessageHeader's addressing read (to address the ErrorList to its sender, ebMS2 §4.2.4.2)."""
+    start = _ENVELOPE_START.search(body, 0, 1 << 20)
+    if start is None:
+        return None
+    end = _ENVELOPE_END.search(body, start.start(), start.start() + (1 << 20))
+    if end is None:
+        return None
+    try:
+        return read_reply_address(parse_xml(body[start.start() : end.end()], what="SOAP envelope"))
+    except (EbmsError, ValueError):
+        return None
+
+
+class InboundPipeline:
+    """Parses, checks, decides and commits received messages (see the module docs); ``done`` does the
+    work of a committed unit (the sender's :meth:`~msh.runtime.sender.Sender.after_commit`)."""
+
+    def __init__(self, core: Core, executor: Executor, done: Callable[[AfterCommit], None]) -> None:
+        self.core = core
+        self.executor = executor
+        self.done = done
+
+    # -- 1. parse
+
+    def parse(
+        self, body: BinaryIO | bytes, content_type: str | None, peer_certificate: bytes | None = None
+    ) -> Inbound | HttpReply:
+        """Parse and check a POSTed message; an HttpReply when it cannot be read (nothing to commit)."""
+        stream: BinaryIO = io.BytesIO(body) if isinstance(body, bytes) else body
+        try:
+            receiving = self.core.settings.receiving
+            message = parse_message(
+                stream,
+                content_type,
+                mode=receiving.parse_mode,
+                allow_unterminated=receiving.accept_unterminated_packages,
+            )
+        except EnvelopeError as exc:
+            self.core.counters["unreadable"] += 1
+            log.info("unreadable message refused: %s", exc)
+            # SOAP 1.1 §6.2, ebMS2 B.2.4: a SOAP Fault goes back with HTTP 500.
+            return HttpReply(500, SOAP_CONTENT_TYPE, serialise_envelope(soap_fault(exc)))
+        except EbmsError as exc:
+            stream.seek(0)
+            return self._refuse(exc, stream.read(1 << 20), content_type)
+        try:
+            if message.warnings:
+                log.info("received with warnings: %s", "; ".join(str(w) for w in message.warnings))
+            return self.check(message, stream, peer_certificate)
+        except BaseException:
+            message.close()
+            raise
+
+    def _refuse(self, exc: EbmsError, body: bytes, content_type: str | None) -> HttpReply:
+        self.core.counters["rejected"] += 1
+        log.info("unparseable message refused: %s", exc)
+        media = content_type.split(";", 1)[0].strip().lower() if content_type is not None else None
+        answer = refusal(
+            exc,
+            media_type=media,
+            reply_to=_salvage_header(body),
+            message_id=self.core.ids(),
+            timestamp=self.core.clock(),
+        )
+        assert answer.envelope is not None
+        return HttpReply(answer.status, SOAP_CONTENT_TYPE, serialise_envelope(answer.envelope))
+
+    # -- 2. check
+
+    def check(self, message: EbxmlMessage, raw: BinaryIO | bytes, peer_certificate: bytes | None = None) -> Inbound:
+        """Check a parsed message against the agreements (no store access: done outside the writer), and
+        the TLS client certificate it came with (DER) against the party it claims to come from."""
+        core = self.core
+        now = core.clock()
+        s = core.settings.agreements
+        result = check(message.envelope, core.registry, now=now, reading=s.reading, msh_time_accuracy=s.time_accuracy)
+        header = message.envelope.message_header
+        if peer_certificate is not None and result.cpa is not None and header is not None:
+            # DESIGN.md §7: the certificate presented must belong to the party the header claims.
+            issue = client_certificate_issue(result.cpa, header.from_party, peer_certificate)
+            if issue is not None:
+                core.counters["certificate-mismatches"] += 1
+                log.warning("message %s refused: %s", header.message_id, issue.description)
+                result = replace(result, issues=(*result.issues, issue))
+        # Computed here, off the store transaction: the unit of work only compares it (ebMS2 §6.5.6).
+        digest = content_digest(message) if header is not None and header.service.value != SERVICE_MSH else None
+        return Inbound(message, raw, result, now, digest)
+
+    # -- 3. decide and commit
+
+    def _stored_inbound(self, tx: Transaction, message_id: str) -> StoredInbound | None:
+        record = tx.find_inbound(message_id)
+        if record is None:
+            return None
+        entry = tx.inbox_entry(record.id)
+        delivered = entry is not None and entry.state is not InboxState.NEW
+        return StoredInbound(record.message_id, record.ack_envelope, delivered, record.content_digest)
+
+    def _status_answer(self, tx: Transaction, envelope: Envelope) -> StatusAnswer | None:
+        request = envelope.status_request
+        if request is None:
+            return None
+        record = tx.find_inbound(request.ref_to_message_id)
+        if record is None:
+            return None
+        # ebMS2 §7.3.3: Received - the message was received by this MSH.
+        return StatusAnswer(MessageStatus.RECEIVED, record.received_at)
+
+    def unit(
+        self,
+        inbound: Inbound,
+        *,
+        sync_override: bool | None,
+        then: Callable[[Transaction, AfterCommit], None] | None = None,
+    ) -> ReceiveUnit:
+        """The unit of work that decides and commits ``inbound``; ``then`` runs in the same unit, after
+        the decision's store actions (the outcome of the transmission an answer came on)."""
+        envelope = inbound.message.envelope
+        header = envelope.message_header
+
+        def unit(tx: Transaction) -> tuple[InboundDecision, bytes | None, AfterCommit]:
+            for _attempt in range(3):
+                after = AfterCommit()
+                try:
+                    with tx.savepoint():
+                        duplicate = None
+                        if header is not None and header.service.value != SERVICE_MSH:
+                            duplicate = self._stored_inbound(tx, header.message_id)
+                        decision = receive(
+                            envelope,
+                            check_result=inbound.result,
+                            duplicate=duplicate,
+                            now=inbound.now,
+                            new_message_id=self.core.ids(),
+                            sync_reply_requested=sync_override,
+                            message_status=self._status_answer(tx, envelope),
+                            digest=inbound.digest,
+                        )
+                        reply = self.executor.apply_inbound(
+                            tx, inbound.message, inbound.raw, decision, inbound.now, after
+                        )
+                        if then is not None:
+                            then(tx, after)
+                    return decision, reply, after
+                except RaceLost:
+                    continue  # another process stored this MessageId meanwhile: decide again, as a duplicate
+            raise ConfigurationError("a received message kept losing the race for its MessageId; giving up on it")
+
+        return unit
+
+    # -- 4. answer
+
+    @staticmethod
+    def reply(decision: InboundDecision, reply: bytes | None) -> HttpReply:
+        """The HTTP answer for a committed decision (ebMS2 B.2.3-B.2.5)."""
+        status = reply_status(decision, reply is not None)
+        return HttpReply(status, SOAP_CONTENT_TYPE if reply is not None else None, reply or b"")
+
+    async def handle_http(
+        self,
+        body: BinaryIO | bytes,
+        content_type: str | None,
+        *,
+        size: int | None = None,
+        peer_certificate: bytes | None = None,
+    ) -> HttpReply:
+        """The endpoint's way in: parse, check, decide and commit one POSTed message, do the after-commit
+        work, and return the HTTP answer (a 500 with a SOAP Fault when the store failed: nothing was
+        committed, the sender resends)."""
+        core = self.core
+        if size is None and isinstance(body, bytes):
+            size = len(body)
+        try:
+            if not core.offload or (size is not None and size <= PARSE_ON_LOOP):
+                parsed = self.parse(body, content_type, peer_certificate)
+            else:
+                parsed = await core.off_loop(self.parse, body, content_type, peer_certificate)
+            if isinstance(parsed, HttpReply):
+                return parsed
+            try:
+                decision, reply, after = await core.writer.run(self.unit(parsed, sync_override=None))
+            finally:
+                parsed.message.close()
+        except Exception as exc:
+            log.exception("could not process a received message")
+            return server_fault(f"the receiving MSH could not process the message: {exc}")
+        self.done(after)
+        return self.reply(decision, reply)
+
+    def receive_http(
+        self, body: BinaryIO | bytes, content_type: str | None, *, peer_certificate: bytes | None = None
+    ) -> tuple[HttpReply, AfterCommit]:
+        """Process one POSTed message and commit it, blocking: the reply and the work for after the
+        commit (not done here). ``body`` is read twice (parsed, then stored as received)."""
+        parsed = self.parse(body, content_type, peer_certificate)
+        if isinstance(parsed, HttpReply):
+            return parsed, AfterCommit()
+        try:
+            decision, reply, after = self.core.writer.call(self.unit(parsed, sync_override=None))
+        finally:
+            parsed.message.close()
+        return self.reply(decision, reply), after
+
+    # -- answers to our own transmissions
+
+    def read_answer(
+        self, message_id: str, status: int, content_type: str | None, body: bytes
+    ) -> tuple[Inbound | None, Event]:
+        """What the answer to a transmission means: the ebXML message it carries (checked, for the
+        receiving machine) and the sending machine's event for the transmission itself."""
+        message: EbxmlMessage | None = None
+        if body.strip():
+            try:
+                message = parse_message(body, content_type, mode=ParseMode.LENIENT)
+            except EbmsError as exc:
+                log.warning("answer to %s (HTTP %s) is not an ebXML message: %s", message_id, status, exc)
+        try:
+            fault = message.envelope.fault if message is not None else None
+            event = transmission_outcome(status, fault)
+            if message is None or fault is not None:
+                if message is not None:
+                    message.close()
+                return None, event
+            return self.check(message, body), event
+        except BaseException:
+            if message is not None:
+                message.close()
+            raise

@@ -1,0 +1,206 @@
+"""Transmissions: our messages out to partners, their answers back into the sending machine (DESIGN.md §5.1).
+
+A transmission sends the stored bytes of a message unchanged (the first one straight from memory, since
+they were just committed; a resend reads them back from the store) through the MSH's transport, to the
+endpoint its agreement gives, with the TLS context the agreement asks for. Its outcome is one unit of
+work: the sending machine's step for it (:func:`msh.engine.binding.transmission_outcome` says what the
+answer means), its journal entry (why it failed, what came back), and, when the answer carries an ebXML
+signal (an acknowledgment, an ErrorList), that signal decided and committed by the inbound pipeline in
+the same transaction. Replies the receiving side sends asynchronously go out here too.
+
+:meth:`Sender.after_commit` is where every unit's after-commit work is done: callbacks first, then the
+transmissions and asynchronous replies it started, as tasks on the runtime's loop.
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+
+from cpa.resolve import AgreementRefused, SendingParameters, party_keys
+from msh.engine import EndpointRef, ErrorReceived, Event, TransmitFailed, UnknownMessage
+from msh.engine.signals import party_text
+from msh.runtime import attempts
+from msh.runtime.core import PARSE_ON_LOOP, Core
+from msh.runtime.executor import AfterCommit, Executor
+from msh.runtime.inbound import InboundPipeline
+from msh.store.api import OutboundMessage, Transaction
+from msh.transport.port import SOAP_CONTENT_TYPE, Request, TransportFailure
+
+__all__ = ["Sender"]
+
+log = logging.getLogger("msh.runtime")
+
+class Sender:
+    """Transmits our messages and carries their outcomes into the store (see the module docs)."""
+
+    def __init__(self, core: Core, executor: Executor, inbound: InboundPipeline) -> None:
+        self.core = core
+        self.executor = executor
+        self.inbound = inbound
+        self._routes: dict[tuple[str, str, str, str], SendingParameters] = {}
+        self._first_send: dict[str, tuple[str, str, bytes, SendingParameters]] = {}
+
+    def keep_for_first_send(self, message_id: str, content_type: str, body: bytes, params: SendingParameters) -> None:
+        """The first transmission of ``message_id`` sends these bytes, identical to the stored ones,
+        without reading them back."""
+        self._first_send[message_id] = (content_type, params.endpoint_url, body, params)
+
+    # -- after a commit
+
+    def after_commit(self, after: AfterCommit) -> None:
+        """Do the work a committed unit decided: call the callbacks, start its transmissions and replies."""
+        for notice in after.notices:
+            try:
+                notice()
+            except Exception:
+                log.exception("an application callback raised")
+        for message_id, attempt in after.transmits:
+            self.core.spawn(functools.partial(self.transmit, message_id, attempt))
+        for body, ref in after.async_replies:
+            self.core.spawn(functools.partial(self.send_async_reply, body, ref))
+
+    # -- transmitting
+
+    def _load_for_send(self, message_id: str) -> tuple[OutboundMessage, bytes] | None:
+        with self.core.store.transaction(readonly=True) as tx:
+            stored = tx.get_outbound(message_id)
+            if stored is None or stored.state.status.final:
+                return None
+            with tx.open_blob(stored.body_blob_id) as blob:
+                body = blob.read()
+        return stored, body
+
+    def _params_of(self, stored: OutboundMessage) -> SendingParameters | None:
+        """The sending parameters of a stored message's route (resolved once per route, not per message)."""
+        route = (stored.cpaid, stored.to_party, stored.service, stored.action)
+        params = self._routes.get(route)
+        if params is not None:
+            return params
+        core = self.core
+        cpa = core.registry.get(stored.cpaid)
+        if cpa is None:
+            return None
+        to_keys = [k for info in cpa.party_infos for k in party_keys(info) if party_text(*k) == stored.to_party]
+        if not to_keys:
+            return None
+        try:
+            params = core.registry.resolve(
+                stored.cpaid,
+                from_party=core.party,
+                to_party=to_keys[0],
+                service=stored.service,
+                action=stored.action,
+                now=core.clock(),
+            )
+        except AgreementRefused:
+            return None
+        self._routes[route] = params
+        return params
+
+    async def transmit(self, message_id: str, attempt: int) -> None:
+        """Transmission number ``attempt`` of ``message_id``, and its outcome committed."""
+        core = self.core
+        first = self._first_send.pop(message_id, None)
+        params: SendingParameters | None
+        if first is not None and attempt == 1:
+            content_type, endpoint_url, body, params = first
+        else:
+            loaded = await core.off_loop(self._load_for_send, message_id)
+            if loaded is None:
+                return
+            stored, body = loaded
+            content_type, endpoint_url = stored.content_type, stored.endpoint_url
+            params = self._params_of(stored)
+        ssl_context = core.tls.for_parameters(params) if params is not None else core.tls.for_url(endpoint_url)
+        core.counters["transmissions"] += 1
+        try:
+            response = await core.transport.send(Request(endpoint_url, content_type, body, ssl_context))
+        except TransportFailure as failure:
+            core.counters["transmit-failures"] += 1
+            log.warning("transmission %d of %s failed: %s", attempt, message_id, failure.reason)
+            record = attempts.transmission_detail(attempt, endpoint_url, error=failure.reason)
+            await self.step(message_id, TransmitFailed(failure.reason), record)
+            return
+        await self.outcome(message_id, attempt, endpoint_url, response.status, response.content_type, response.body)
+
+    async def step(self, message_id: str, event: Event, record: dict[str, object] | None = None) -> None:
+        """One step of the sending machine in a unit of work of its own; ``record`` (the detail of a
+        transmission's outcome) is journaled with it."""
+
+        def unit(tx: Transaction) -> AfterCommit:
+            after = AfterCommit()
+            try:
+                if record is not None:
+                    self.executor.record_transmission(tx, message_id, record)
+                self.executor.step_outbound(tx, message_id, event, self.core.clock(), after)
+            except UnknownMessage:
+                log.warning("no outbound message %s to apply %s to", message_id, type(event).__name__)
+            return after
+
+        self.after_commit(await self.core.writer.run(unit))
+
+    async def outcome(
+        self, message_id: str, attempt: int, url: str, status: int, content_type: str | None, body: bytes
+    ) -> None:
+        """Commit the outcome of a transmission whose answer came back (``status``, ``content_type``,
+        ``body``), with the signal it carries."""
+        core = self.core
+        if len(body) <= PARSE_ON_LOOP:
+            inbound, event = self.inbound.read_answer(message_id, status, content_type, body)
+        else:
+            inbound, event = await core.off_loop(self.inbound.read_answer, message_id, status, content_type, body)
+        envelope = inbound.message.envelope if inbound is not None else None
+        answer = (
+            "SOAP Fault"
+            if envelope is None and isinstance(event, ErrorReceived)
+            else attempts.answer_kind(envelope, body)
+        )
+        error = event.reason if isinstance(event, TransmitFailed) else None
+        if error is not None:
+            log.warning("transmission %d of %s failed: %s (answer: %s)", attempt, message_id, error, answer)
+        record = attempts.transmission_detail(attempt, url, http_status=status, error=error, answer=answer)
+        if inbound is None:
+            await self.step(message_id, event, record)
+            return
+
+        def outcome(tx: Transaction, after: AfterCommit) -> None:
+            try:
+                self.executor.record_transmission(tx, message_id, record)
+                self.executor.step_outbound(tx, message_id, event, core.clock(), after)
+            except UnknownMessage:
+                log.warning("no outbound message %s for the outcome of its transmission", message_id)
+
+        try:
+            # The answer on the connection (acknowledgment, ErrorList) commits with the exchange's outcome.
+            _decision, _reply, after = await core.writer.run(
+                self.inbound.unit(inbound, sync_override=False, then=outcome)
+            )
+        finally:
+            inbound.message.close()
+        self.after_commit(after)
+
+    async def send_async_reply(self, body: bytes, ref: EndpointRef) -> None:
+        """Send a reply (acknowledgment, ErrorList, Pong, StatusResponse) that goes asynchronously to the
+        endpoint the agreement gives for it (ebMS2 §4.2.4.2); a lost one is not resent: the sender resends
+        its message and gets the stored answer again (ebMS2 §6.5.5)."""
+        core = self.core
+        try:
+            params = core.registry.resolve(
+                ref.cpa_id,
+                from_party=ref.from_party,
+                to_party=ref.to_party,
+                service=ref.service,
+                action=ref.action,
+                now=core.clock(),
+            )
+        except AgreementRefused as exc:
+            # ebMS2 §4.2.4.2: no endpoint to report to: log it.
+            log.warning("asynchronous %s not sent: %s", ref.action, exc)
+            return
+        request = Request(params.endpoint_url, SOAP_CONTENT_TYPE, body, core.tls.for_parameters(params))
+        try:
+            await core.transport.send(request)
+            core.counters["async-replies"] += 1
+        except TransportFailure as failure:
+            log.info("asynchronous %s to %s lost: %s", ref.action, params.endpoint_url, failure.reason)

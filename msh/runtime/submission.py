@@ -1,0 +1,155 @@
+"""Submissions: an application's message becomes a committed outbound message (DESIGN.md §5.1).
+
+:meth:`Submissions.prepare` resolves the agreement that lets this party send the message, composes its
+envelope (:mod:`msh.runtime.compose`), serialises it once (the bytes every transmission will send) and
+starts its sending machine; the unit of work it returns commits the message with its state and first timer
+before anything is transmitted. The bytes stay in memory for the first transmission when they are small.
+"""
+
+from __future__ import annotations
+
+import logging
+import tempfile
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any, BinaryIO, Final
+
+from cpa.resolve import SendingParameters
+from msh.ebms.message import write_message
+from msh.engine import Reliability, Submit, step
+from msh.engine.signals import party_text
+from msh.errors import ConfigurationError
+from msh.runtime.compose import Submission, compose
+from msh.runtime.core import Core
+from msh.runtime.executor import AfterCommit, Executor
+from msh.store.api import Direction, Transaction
+
+__all__ = ["KEEP_FOR_FIRST_SEND", "Prepared", "Submissions"]
+
+log = logging.getLogger("msh.runtime")
+
+KEEP_FOR_FIRST_SEND: Final = 1 << 20
+"""Bytes: a submitted body this small is kept in memory until sent once (and composed on the event loop)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Prepared:
+    """A submission composed and serialised, with the unit of work that commits it."""
+
+    message_id: str
+    params: SendingParameters
+    content_type: str
+    body: bytes | BinaryIO
+    unit: Callable[[Transaction], AfterCommit]
+
+    def close(self) -> None:
+        if not isinstance(self.body, bytes):
+            self.body.close()
+
+
+def is_large(submission: Submission) -> bool:
+    """Whether composing ``submission`` reads or copies enough to be done off the event loop."""
+    sizes = (len(p.content) if isinstance(p.content, bytes) else KEEP_FOR_FIRST_SEND + 1 for p in submission.payloads)
+    return sum(sizes) > KEEP_FOR_FIRST_SEND
+
+
+class Submissions:
+    """Turns submissions into units of work (see the module docs)."""
+
+    def __init__(self, core: Core, executor: Executor) -> None:
+        self.core = core
+        self.executor = executor
+
+    def resolve(self, submission: Submission, now: datetime) -> SendingParameters:
+        """The sending parameters of the one agreement in force that lets us send ``submission``."""
+        core = self.core
+        common: dict[str, Any] = {
+            "from_party": core.party,
+            "from_role": submission.from_role,
+            "to_party": submission.to_party,
+            "to_role": submission.to_role,
+            "service": submission.service,
+            "action": submission.action,
+            "service_type": submission.service_type,
+            "now": now,
+        }
+        if submission.cpa_id is not None:
+            return core.registry.resolve(submission.cpa_id, **common)
+        found = core.registry.find(
+            core.party, submission.to_party, submission.service, submission.action, submission.service_type, now=now
+        )
+        if len(found) != 1:
+            what = "no agreement" if not found else f"{len(found)} agreements ({', '.join(c.cpaid for c in found)})"
+            raise ConfigurationError(
+                f"{what} in force let {core.party_label()} send {submission.service}/{submission.action} to "
+                f"{submission.to_party[0]!r}: name the CPAId"
+                + (" of the one to use" if found else ", or load the agreement that allows it")
+            )
+        return core.registry.resolve(found[0].cpaid, **common)
+
+    def prepare(self, submission: Submission) -> Prepared:
+        """Resolve, compose and serialise a submission; its unit of work commits it (DESIGN.md §5.1)."""
+        core = self.core
+        now = core.clock()
+        params = self.resolve(submission, now)
+        sending = core.settings.sending
+        message_id = core.ids()
+        composed = compose(
+            params,
+            submission,
+            message_id=message_id,
+            now=now,
+            conversation_id=submission.conversation_id or core.ids(),
+            content_id_domain=core.settings.identity.message_id_domain,
+            ack_default=sending.ack_requested,
+            duplicate_elimination_default=sending.duplicate_elimination,
+        )
+        reliability = Reliability.from_parameters(
+            params, ack_requested=composed.ack_requested, time_to_live=submission.time_to_live
+        )
+        state, actions = step(None, Submit(message_id, reliability), now)
+        spool = tempfile.SpooledTemporaryFile(max_size=KEEP_FOR_FIRST_SEND)  # noqa: SIM115 (closed by Prepared.close)
+        try:
+            content_type = write_message(spool, composed.envelope, composed.attachments)  # type: ignore[arg-type]
+            small = spool.tell() <= KEEP_FOR_FIRST_SEND
+            spool.seek(0)
+            body: bytes | BinaryIO = spool.read() if small else spool  # type: ignore[assignment]
+        except BaseException:
+            spool.close()
+            raise
+        if small:
+            spool.close()
+        conversation_id = composed.envelope.message_header.conversation_id  # type: ignore[union-attr]
+
+        def unit(tx: Transaction) -> AfterCommit:
+            after = AfterCommit()
+            if not isinstance(body, bytes):
+                body.seek(0)  # streamed to the store (again, if a lost transaction runs this unit twice)
+            blob = tx.put_blob(body)
+            tx.insert_outbound(
+                state=state,
+                cpaid=params.cpaid,
+                conversation_id=conversation_id,
+                service=params.service,
+                action=params.action,
+                from_party=party_text(params.from_party_ids[0].value, params.from_party_ids[0].type),
+                to_party=party_text(params.to_party_ids[0].value, params.to_party_ids[0].type),
+                endpoint_url=params.endpoint_url,
+                content_type=content_type,
+                body_blob_id=blob,
+            )
+            tx.append_event(
+                at=now,
+                kind="submitted",
+                message_id=message_id,
+                direction=Direction.OUTBOUND,
+                detail={"cpaid": params.cpaid, "action": params.action, "to": party_text(*submission.to_party)},
+            )
+            # A new message has no timer to replace; with no runtime here, the serving process transmits it.
+            self.executor.apply_sending_actions(
+                tx, message_id, actions, now, after, queue_transmit=not core.running, fresh=True
+            )
+            return after
+
+        return Prepared(message_id, params, content_type, body, unit)

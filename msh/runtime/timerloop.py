@@ -1,0 +1,110 @@
+"""The timer loop: timers are rows with a due time (DESIGN.md §2), fired here when they come due.
+
+A timer is claimed with a lease (so two processes on one PostgreSQL database never fire it both, and the
+timers of a process that died are taken over when its leases run out), then fired in a unit of work of its
+own: a ``retry`` timer feeds :class:`~msh.engine.TimerDue` to the sending machine (resend, or give up), a
+``transmit`` timer starts the first transmission of a message another process submitted (``msh send``
+while ``msh serve`` runs). The loop wakes at the next due time, and at least every ``timers.poll_interval``
+to see what other processes wrote; after a restart it simply finds what is due.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from datetime import datetime
+from typing import Final
+
+from msh.engine import TimerDue, UnknownMessage
+from msh.runtime.core import Core
+from msh.runtime.executor import AfterCommit, Executor
+from msh.runtime.sender import Sender
+from msh.store.api import Timer, TimerKind, Transaction
+
+__all__ = ["TimerLoop"]
+
+log = logging.getLogger("msh.runtime")
+
+_CLAIM_AT_ONCE: Final = 64  # timers claimed in one transaction at most
+
+
+class TimerLoop:
+    """Fires due timers (see the module docs)."""
+
+    def __init__(self, core: Core, executor: Executor, sender: Sender) -> None:
+        self.core = core
+        self.executor = executor
+        self.sender = sender
+        self._task: asyncio.Task[None] | None = None
+        self._wake: asyncio.Event | None = None
+
+    def start(self) -> None:
+        """Run the loop on the running event loop."""
+        self._wake = asyncio.Event()
+        self._task = asyncio.create_task(self._loop(), name="msh-timers")
+
+    async def stop(self) -> None:
+        if self._task is not None:
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._task
+            self._task = None
+
+    def wake(self) -> None:
+        """Look for due timers now (e.g. after another process queued work)."""
+        loop, wake = self.core.loop, self._wake
+        if loop is not None and wake is not None:
+            loop.call_soon_threadsafe(wake.set)
+
+    async def _loop(self) -> None:
+        assert self._wake is not None
+        poll = self.core.settings.timers.poll_interval.total_seconds()
+        while self.core.running:
+            try:
+                nearest = await self.run_due()
+            except Exception:
+                log.exception("timer loop: store failure; trying again shortly")
+                nearest = None
+            wait = poll
+            if nearest is not None:
+                wait = max(0.0, min(poll, (nearest - self.core.clock()).total_seconds()))
+            if wait > 0:
+                self._wake.clear()
+                with contextlib.suppress(asyncio.TimeoutError):
+                    await asyncio.wait_for(self._wake.wait(), timeout=wait)
+
+    async def run_due(self) -> datetime | None:
+        """Fire the timers due now and return when the next one is due (None: no timer)."""
+        core = self.core
+        lease = core.settings.timers.lease
+
+        def claim(tx: Transaction) -> tuple[list[Timer], datetime | None]:
+            timers = tx.claim_due_timers(core.clock(), core.owner, lease, limit=_CLAIM_AT_ONCE)
+            return timers, (tx.next_timer_due() if not timers else None)
+
+        timers, nearest = await core.writer.run(claim)
+        if timers:
+            await asyncio.gather(*(self._fire(t) for t in timers))
+            return core.clock()
+        return nearest
+
+    async def _fire(self, timer: Timer) -> None:
+        core = self.core
+
+        def unit(tx: Transaction) -> AfterCommit:
+            after = AfterCommit()
+            if not tx.complete_timer(timer.id, core.owner):
+                return after  # the lease was lost: another process does it
+            if timer.kind is TimerKind.TRANSMIT:
+                stored = tx.get_outbound(timer.message_id)
+                if stored is not None and not stored.state.status.final:
+                    after.transmits.append((timer.message_id, stored.state.attempts))
+                return after
+            try:
+                self.executor.step_outbound(tx, timer.message_id, TimerDue(), core.clock(), after)
+            except UnknownMessage:
+                log.warning("timer for unknown message %s dropped", timer.message_id)
+            return after
+
+        self.sender.after_commit(await core.writer.run(unit))

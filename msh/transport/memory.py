@@ -1,0 +1,161 @@
+"""An in-memory network of MSHs in one process (DESIGN.md §2: every adapter has an in-memory twin).
+
+:class:`MemoryNetwork` routes each :class:`~msh.transport.port.Request` to the inbound handler attached
+at its URL (another MSH of the same process, on the same event loop). Nothing moves by itself: a send
+waits in the network's queue until :meth:`MemoryNetwork.pump` delivers it, so a test decides when the
+network moves and sees a deterministic order. Switches (:class:`NetworkFaults`) lose requests (the
+receiver never sees them) or answers (the receiver processed the request, the sender hears nothing),
+delay deliveries on the network's clock, reorder what is deliverable, or take an endpoint down; losses
+are drawn from a seeded random source, or forced for the next requests or answers.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import random
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+
+from msh.transport.port import InboundHandler, Request, Response, TransportFailure
+
+__all__ = ["MemoryNetwork", "MemoryTransport", "NetworkFaults"]
+
+
+@dataclass
+class NetworkFaults:
+    """What the network does wrong: each request is lost with probability ``lose_requests``, each answer
+    with ``lose_answers``; the next ``lose_next_requests``/``lose_next_answers`` are lost for sure; every
+    delivery waits ``delay`` on the network's clock; ``reorder`` delivers what is due in random order;
+    an endpoint URL in ``down`` refuses connections."""
+
+    lose_requests: float = 0.0
+    lose_answers: float = 0.0
+    lose_next_requests: int = 0
+    lose_next_answers: int = 0
+    delay: timedelta = timedelta(0)
+    reorder: bool = False
+    down: set[str] = field(default_factory=set)
+
+
+@dataclass
+class _Delivery:
+    request: Request
+    due: datetime | None
+    future: asyncio.Future[Response]
+    number: int
+
+
+class MemoryNetwork:
+    """Endpoints by URL and the requests in flight between them (see the module docs).
+
+    ``clock`` is the time deliveries are delayed against (the test network's fake clock); ``seed`` makes
+    the random losses and orders repeatable. ``stats`` counts requests sent, delivered and lost, and
+    answers lost.
+    """
+
+    def __init__(self, *, clock: Callable[[], datetime] | None = None, seed: int = 0) -> None:
+        self.clock = clock
+        self.rng = random.Random(seed)
+        self.faults = NetworkFaults()
+        self.stats: Counter[str] = Counter()
+        self._endpoints: dict[str, InboundHandler] = {}
+        self._queue: list[_Delivery] = []
+        self._sent = 0
+
+    def attach(self, url: str, handler: InboundHandler) -> None:
+        """Deliver requests for ``url`` to ``handler`` (an MSH's inbound pipeline)."""
+        self._endpoints[url] = handler
+
+    def detach(self, url: str) -> None:
+        self._endpoints.pop(url, None)
+
+    def transport(self) -> MemoryTransport:
+        """A transport that sends into this network (one per MSH)."""
+        return MemoryTransport(self)
+
+    @property
+    def in_flight(self) -> int:
+        """Requests sent and not yet delivered, lost or refused."""
+        return sum(1 for d in self._queue if not d.future.done())
+
+    def next_due(self) -> datetime | None:
+        """When the earliest delayed delivery becomes deliverable (None: none is waiting on the clock)."""
+        waiting = [d.due for d in self._queue if d.due is not None and not d.future.done()]
+        return min(waiting) if waiting else None
+
+    def _enqueue(self, request: Request) -> asyncio.Future[Response]:
+        future: asyncio.Future[Response] = asyncio.get_running_loop().create_future()
+        due = None
+        if self.faults.delay > timedelta(0) and self.clock is not None:
+            due = self.clock() + self.faults.delay
+        self._sent += 1
+        self.stats["requests"] += 1
+        self._queue.append(_Delivery(request, due, future, self._sent))
+        return future
+
+    def _deliverable(self) -> list[_Delivery]:
+        now = self.clock() if self.clock is not None else None
+        ready = [
+            d for d in self._queue if not d.future.done() and (d.due is None or (now is not None and now >= d.due))
+        ]
+        if self.faults.reorder:
+            self.rng.shuffle(ready)
+        return ready
+
+    def _lose(self, what: str) -> bool:
+        forced = f"lose_next_{what}"
+        if getattr(self.faults, forced) > 0:
+            setattr(self.faults, forced, getattr(self.faults, forced) - 1)
+            return True
+        probability: float = getattr(self.faults, f"lose_{what}")
+        return probability > 0 and self.rng.random() < probability
+
+    async def pump(self) -> int:
+        """Deliver every request that is due, one after the other, and hand each sender its answer (or
+        its failure); return how many requests were settled."""
+        settled = 0
+        for delivery in self._deliverable():
+            self._queue.remove(delivery)
+            if delivery.future.done():  # the sender gave up (cancelled)
+                continue
+            settled += 1
+            await self._deliver(delivery)
+        self._queue = [d for d in self._queue if not d.future.done()]
+        return settled
+
+    async def _deliver(self, delivery: _Delivery) -> None:
+        request = delivery.request
+        handler = self._endpoints.get(request.url)
+        if handler is None or request.url in self.faults.down:
+            self.stats["refused"] += 1
+            delivery.future.set_exception(TransportFailure(f"connection refused ({request.url})"))
+            return
+        if self._lose("requests"):
+            self.stats["requests-lost"] += 1
+            delivery.future.set_exception(TransportFailure(f"the request to {request.url} was lost"))
+            return
+        reply = await handler.handle_http(request.body, request.content_type, size=len(request.body))
+        self.stats["delivered"] += 1
+        if delivery.future.done():
+            return
+        if self._lose("answers"):
+            self.stats["answers-lost"] += 1
+            delivery.future.set_exception(TransportFailure(f"the answer from {request.url} was lost"))
+            return
+        delivery.future.set_result(Response(reply.status, reply.content_type, reply.body))
+
+
+class MemoryTransport:
+    """:class:`~msh.transport.port.Transport` into a :class:`MemoryNetwork`: a send waits until the
+    network delivers it (:meth:`MemoryNetwork.pump`)."""
+
+    def __init__(self, network: MemoryNetwork) -> None:
+        self.network = network
+
+    async def send(self, request: Request) -> Response:
+        return await self.network._enqueue(request)
+
+    async def close(self) -> None:
+        return None

@@ -1,0 +1,106 @@
+"""The transport port (DESIGN.md §2): how an MSH sends bytes to a partner's endpoint and gets the answer,
+and what the endpoint hands to the MSH for each request it receives.
+
+Two adapters implement :class:`Transport`: :class:`msh.transport.http.HttpTransport` (aiohttp, HTTP(S)
+with keep-alive, the production one) and :class:`msh.transport.memory.MemoryTransport` (delivers into
+another MSH of the same process, with losses, delays and reordering for the test network). Both raise
+:class:`TransportFailure` when no answer came, with the reason in words (connection refused, TLS
+failure, timeout, lost), and return any answer that came, whatever its status: what it means is the
+engine's decision (:func:`msh.engine.binding.transmission_outcome`).
+"""
+
+from __future__ import annotations
+
+import ssl
+from collections.abc import Awaitable, Mapping
+from dataclasses import dataclass, field
+from typing import BinaryIO, Final, Protocol
+
+__all__ = [
+    "SOAP_ACTION",
+    "SOAP_CONTENT_TYPE",
+    "HttpReply",
+    "InboundHandler",
+    "Request",
+    "Response",
+    "Transport",
+    "TransportFailure",
+]
+
+SOAP_CONTENT_TYPE: Final = 'text/xml; charset="UTF-8"'
+"""The Content-Type of a bare SOAP envelope the MSH sends (an answer, an asynchronous signal)."""
+
+SOAP_ACTION: Final = '"ebXML"'
+"""ebMS2 B.2.2: the SOAPAction header every ebXML request carries."""
+
+
+@dataclass(frozen=True, slots=True)
+class Request:
+    """One POST of an ebXML message: where to, its Content-Type and body, and the TLS client context
+    for an ``https`` URL (None: plain HTTP, or the adapter's default)."""
+
+    url: str
+    content_type: str
+    body: bytes
+    tls: ssl.SSLContext | None = None
+    headers: Mapping[str, str] = field(default_factory=lambda: {"SOAPAction": SOAP_ACTION})
+
+
+@dataclass(frozen=True, slots=True)
+class Response:
+    """The answer that came back on the connection: HTTP status, Content-Type and body."""
+
+    status: int
+    content_type: str | None
+    body: bytes
+
+
+class TransportFailure(Exception):
+    """No answer came: ``reason`` says why in words (connection refused by host:port, TLS failure, no
+    answer within 30 s, the request was lost ...), including the URL."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+
+
+class Transport(Protocol):
+    """Sends requests to partners' endpoints (one per MSH; used from its event loop)."""
+
+    async def send(self, request: Request) -> Response:
+        """POST ``request`` and return the answer; :class:`TransportFailure` when none came."""
+        ...
+
+    async def close(self) -> None:
+        """Release connections; no send after this."""
+        ...
+
+
+@dataclass(frozen=True, slots=True)
+class HttpReply:
+    """What the endpoint answers a request with: HTTP status, Content-Type (None: no body) and body."""
+
+    status: int
+    content_type: str | None = None
+    body: bytes = b""
+
+
+class InboundHandler(Protocol):
+    """What the endpoint hands each POSTed request to (the MSH's inbound pipeline), and starts and stops
+    with the server."""
+
+    def handle_http(
+        self,
+        body: BinaryIO | bytes,
+        content_type: str | None,
+        *,
+        size: int | None = None,
+        peer_certificate: bytes | None = None,
+    ) -> Awaitable[HttpReply]:
+        """Process one request body (bytes, or a seekable stream of ``size`` bytes) that came with
+        ``content_type`` and the TLS client certificate ``peer_certificate`` (DER), and answer it."""
+        ...
+
+    def start(self) -> Awaitable[None]: ...
+
+    def stop(self) -> Awaitable[None]: ...
