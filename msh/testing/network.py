@@ -33,6 +33,7 @@ from msh.runtime.agreements import load_agreements
 from msh.runtime.config import Settings
 from msh.runtime.msh import Msh
 from msh.store.inline import InlineWriter
+from msh.store.api import Store
 from msh.store.memory import MemoryStore
 from msh.transport.memory import MemoryNetwork, NetworkFaults
 
@@ -81,7 +82,7 @@ class Node:
     name: str
     settings: Settings
     agreements: tuple[CollaborationProtocolAgreement, ...]
-    store: MemoryStore
+    store: Store
     ids: SequentialIds
     msh: Msh
     urls: tuple[str, ...]
@@ -118,9 +119,15 @@ class TestNetwork:
         return self.network.faults
 
     def add(
-        self, name: str, settings: Settings, *, agreements: Iterable[CollaborationProtocolAgreement] | None = None
+        self,
+        name: str,
+        settings: Settings,
+        *,
+        agreements: Iterable[CollaborationProtocolAgreement] | None = None,
+        store: Store | None = None,
     ) -> Msh:
-        """Add an MSH named ``name`` with ``settings`` (its store, server and TLS settings are not used)."""
+        """Add an MSH named ``name`` with ``settings`` (its store, server and TLS settings are not used):
+        on a memory store of its own, or on ``store`` (e.g. an SQLite file a command then reads)."""
         if name in self.nodes:
             raise ValueError(f"the network already has an MSH named {name!r}")
         loaded = tuple(
@@ -133,7 +140,7 @@ class TestNetwork:
             name=name,
             settings=settings,
             agreements=loaded,
-            store=MemoryStore(clock=self.clock),
+            store=store if store is not None else MemoryStore(clock=self.clock),
             ids=SequentialIds(name),
             msh=None,  # type: ignore[arg-type]  # made just below
             urls=tuple(sorted(_endpoint_urls(loaded, party))),

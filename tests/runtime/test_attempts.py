@@ -6,6 +6,9 @@ import asyncio
 import json
 import logging
 import ssl
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from datetime import timedelta
 from pathlib import Path
 from types import SimpleNamespace
@@ -24,12 +27,16 @@ from msh.runtime.attempts import Attempt, attempts, transmission_detail
 from msh.runtime.compose import Payload, Submission
 from msh.runtime.config import load_settings
 from msh.runtime.msh import Msh
-from msh.store.api import Direction, Event, utc_now
+from msh.runtime.serving import bind, serve
+from msh.store import open_store
+from msh.store.api import Direction, Event, OutboundMessage, utc_now
+from msh.testing.network import TestNetwork
 from msh.transport.http import describe_failure as transport_error
 from msh.transport.port import SOAP_CONTENT_TYPE
-from tests.runtime.test_api import running, wait_for
+from tests.runtime.test_api import settings as network_settings
 
 URL = "https://127.0.0.1:9/msh"
+CONFIG = Path(__file__).resolve().parents[2] / "samples" / "config"
 
 
 def submission() -> Submission:
@@ -54,43 +61,76 @@ def partner_down(tmp_path: Path) -> Pair:
     )
 
 
+@contextmanager
+def running(msh: Msh) -> Iterator[None]:
+    """``serve`` on a loop in a thread, stopped at the end (bounded)."""
+    loop = asyncio.new_event_loop()
+    stop = asyncio.Event()
+    up = threading.Event()
+    sock = bind("127.0.0.1", msh.settings.server.port)
+
+    def run() -> None:
+        loop.run_until_complete(serve(msh.settings, msh, sock=sock, ready=lambda _port: up.set(), stop=stop))
+
+    thread = threading.Thread(target=run, daemon=True)
+    thread.start()
+    assert up.wait(20), "the MSH did not start"
+    try:
+        yield
+    finally:
+        loop.call_soon_threadsafe(stop.set)
+        thread.join(20)
+        loop.close()
+
+
 # ----------------------------------------------------------------------------------- a partner that is down
 
 
 def test_a_partner_that_is_down_each_attempt_records_and_logs_why(
-    partner_down: Pair, capsys: pytest.CaptureFixture[str], caplog: pytest.LogCaptureFixture
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    caplog: pytest.LogCaptureFixture,
 ) -> None:
-    pair = partner_down
-    url = f"https://127.0.0.1:{pair.b_public_port}/msh"
-    msh = Msh(load_settings(pair.a.config, env={}))
+    # On the test network, with A's store an SQLite file that msh status then reads.
+    store_path = tmp_path / "a.sqlite"
     caplog.set_level(logging.WARNING, logger="msh.runtime")
-    try:
-        with running(msh):
-            message_id = msh.submit(submission())
-            wait_for(lambda: len(finished(msh, message_id)) >= 2, 20)
-        tried = finished(msh, message_id)
-        stored = msh.status(message_id)
-    finally:
-        msh.close()
-    assert [a.number for a in tried][:2] == [1, 2]
+    url = "https://127.0.0.1:8082/msh"
+
+    async def scenario() -> tuple[str, list[Attempt], OutboundMessage | None]:
+        net = TestNetwork(seed=1)
+        a = net.add("a", network_settings("a"), store=open_store(str(store_path)))
+        net.add("b", network_settings("b"))
+        net.faults.down.add(url)
+        await net.start()
+        try:
+            message_id = await a.submit_async(submission())
+            await net.advance(timedelta(seconds=3))  # the first resend (first_resend_timeout PT3S)
+            return message_id, finished(a, message_id), a.status(message_id)
+        finally:
+            await net.close()
+            net.nodes["a"].store.close()
+
+    message_id, tried, stored = asyncio.run(scenario())
+    assert [a.number for a in tried] == [1, 2]
     for attempt in tried:
         assert attempt.failed and attempt.url == url and attempt.http_status is None
-        assert attempt.error == f"connection refused by 127.0.0.1:{pair.b_public_port} ({url})"
+        assert attempt.error == f"connection refused ({url})"
     warnings = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
-    assert f"transmission 1 of {message_id} failed: connection refused by 127.0.0.1:{pair.b_public_port} ({url})" in (
-        warnings
-    )
+    assert f"transmission 1 of {message_id} failed: connection refused ({url})" in warnings
     assert stored is not None and stored.state.next_due_at is not None
 
-    assert main(["status", "--config", str(pair.a.config), message_id]) == 0
+    monkeypatch.setenv("MSH_STORE_URL", str(store_path))
+    config = str(CONFIG / "party-a.toml")
+    assert main(["status", "--config", config, message_id]) == 0
     out = capsys.readouterr().out.splitlines()
     assert out[0] == f"{message_id}: awaiting-ack, 2 transmission(s), to {PARTY_B[1]}:{PARTY_B[0]} ({ACTION})"
-    assert out[1].startswith("  transmission 1 at ") and out[1].endswith(f": failed: {tried[0].error}")
-    assert out[2].startswith("  transmission 2 at ") and "failed: connection refused" in out[2]
+    assert out[1] == f"  transmission 1 at 2026-01-05T09:00:00Z: failed: {tried[0].error}"
+    assert out[2] == f"  transmission 2 at 2026-01-05T09:00:03Z: failed: {tried[1].error}"
     due = stored.state.next_due_at.isoformat(timespec="seconds").replace("+00:00", "Z")
     assert out[3] == f"  next attempt at {due}"
 
-    assert main(["status", "--config", str(pair.a.config), "--json", message_id]) == 0
+    assert main(["status", "--config", config, "--json", message_id]) == 0
     [shown] = json.loads(capsys.readouterr().out)
     assert shown["nextAttemptAt"] == stored.state.next_due_at.isoformat() and shown["givesUpAt"] is None
     first = shown["transmissions"][0]
