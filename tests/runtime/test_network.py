@@ -140,7 +140,7 @@ def test_a_partner_down_past_the_retries_is_a_delivery_failure_of_severity_error
         message_id = await a.submit_async(order(1))
         await net.run_until(final(a, [message_id]))
         stored = a.status(message_id)
-        assert stored is not None and stored.state.status.value == "failed"
+        assert stored is not None and stored.state.status is OutboundStatus.FAILED
         assert stored.state.attempts == 6  # the first transmission and Retries (5) resends
         [(failed_id, issue)] = failures
         assert failed_id == message_id
@@ -156,9 +156,9 @@ def test_answers_lost_every_time_fail_the_message_yet_the_receiver_delivered_it_
         message_id = await a.submit_async(order(1))
         await net.run_until(final(a, [message_id]))
         stored = a.status(message_id)
-        assert stored is not None and stored.state.status.value == "failed"
+        assert stored is not None and stored.state.status is OutboundStatus.FAILED
         # No answer ever came, so as far as A can tell no attempt reached B: severity Error (ebMS2 §6.5.7).
-        assert stored.state.failure_severity is Severity.ERROR
+        assert stored.state.failure is not None and stored.state.failure.severity is Severity.ERROR
         delivered_once(b, [message_id])  # yet it did arrive, once; the resends were duplicates
         assert b.counters["duplicates"] == 5
 
