@@ -12,7 +12,6 @@ environment: ``.venv/bin/python scripts/bench_hostile.py``.
 from __future__ import annotations
 
 import argparse
-import asyncio
 import http.client
 import statistics
 import tempfile
@@ -22,37 +21,19 @@ import tomllib
 from pathlib import Path
 
 from msh.faults.hostile import HostileRequest, hostile_requests
-from msh.runtime.config import settings_from_mapping
+from msh.runtime.config import Settings, settings_from_mapping
 from msh.runtime.msh import Msh
-from msh.runtime.serving import bind, serve
+from msh.testing.threaded import serving_in_thread
 
 ROOT = Path(__file__).resolve().parents[1]
 CONFIG = ROOT / "samples" / "config" / "party-b.toml"
 
 
-def start(work: Path) -> tuple[int, Msh, asyncio.AbstractEventLoop, asyncio.Event, threading.Thread]:
+def settings_for(work: Path) -> Settings:
     data = tomllib.loads(CONFIG.read_text(encoding="utf-8"))
     data["server"] = {**data["server"], "tls": False, "port": 0, "host": "127.0.0.1"}
     data["store"] = {**data["store"], "url": str(work / "b.sqlite")}
-    settings = settings_from_mapping(data, base_dir=CONFIG.parent, source=str(CONFIG), env={})
-    msh = Msh(settings)
-    loop = asyncio.new_event_loop()
-    stop = asyncio.Event()
-    up = threading.Event()
-    ports: list[int] = []
-    sock = bind("127.0.0.1", 0)
-
-    def ready(port: int) -> None:
-        ports.append(port)
-        up.set()
-
-    thread = threading.Thread(
-        target=lambda: loop.run_until_complete(serve(settings, msh, sock=sock, ready=ready, stop=stop)), daemon=True
-    )
-    thread.start()
-    if not up.wait(30):
-        raise SystemExit("the MSH did not start")
-    return ports[0], msh, loop, stop, thread
+    return settings_from_mapping(data, base_dir=CONFIG.parent, source=str(CONFIG), env={})
 
 
 def get(port: int) -> float:
@@ -99,37 +80,38 @@ def percentiles(values: list[float]) -> str:
     return f"p50 {statistics.median(ms):6.1f} ms  p99 {p99:6.1f} ms  max {ms[-1]:6.1f} ms  (n={len(ms)})"
 
 
+def measure(port: int, rounds: int, baseline_checks: int) -> None:
+    for _ in range(20):
+        get(port)  # warm up
+    baseline = [get(port) for _ in range(baseline_checks)]
+    print(f"health checks, no hostile traffic:         {percentiles(baseline)}")
+    for request in hostile_requests():
+        answers: list[tuple[int, float]] = []
+        done = threading.Event()
+        attacker = threading.Thread(target=attack, args=(port, request, rounds, answers, done), daemon=True)
+        attacker.start()
+        checks: list[float] = []
+        while not done.is_set():
+            checks.append(get(port))
+        attacker.join()
+        statuses = sorted({status for status, _ in answers})
+        took = statistics.median(seconds for _, seconds in answers) * 1000
+        print(f"\n{request.name} ({len(request.body) // 1024} KB): answered {statuses}, median {took:.1f} ms")
+        print(f"  health checks meanwhile:                 {percentiles(checks) if checks else 'none'}")
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=10, help="times each hostile request is sent (default 10)")
     parser.add_argument("--baseline", type=int, default=300, help="health checks for the baseline (default 300)")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="msh-bench-hostile-") as work:
-        port, msh, loop, stop, thread = start(Path(work))
+        settings = settings_for(Path(work))
+        msh = Msh(settings)
         try:
-            for _ in range(20):
-                get(port)  # warm up
-            baseline = [get(port) for _ in range(args.baseline)]
-            print(f"health checks, no hostile traffic:         {percentiles(baseline)}")
-            for request in hostile_requests():
-                answers: list[tuple[int, float]] = []
-                done = threading.Event()
-
-                attacker = threading.Thread(
-                    target=attack, args=(port, request, args.rounds, answers, done), daemon=True
-                )
-                attacker.start()
-                checks: list[float] = []
-                while not done.is_set():
-                    checks.append(get(port))
-                attacker.join()
-                statuses = sorted({status for status, _ in answers})
-                took = statistics.median(seconds for _, seconds in answers) * 1000
-                print(f"\n{request.name} ({len(request.body) // 1024} KB): answered {statuses}, median {took:.1f} ms")
-                print(f"  health checks meanwhile:                 {percentiles(checks) if checks else 'none'}")
+            with serving_in_thread(settings, msh) as port:
+                measure(port, args.rounds, args.baseline)
         finally:
-            loop.call_soon_threadsafe(stop.set)
-            thread.join(30)
             msh.close()
     return 0
 

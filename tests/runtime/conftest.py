@@ -2,10 +2,8 @@
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import dataclasses
-import threading
 import tomllib
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -20,8 +18,8 @@ from msh.ebms.model import Envelope, Party, PartyId
 from msh.runtime.compose import Payload, Submission, compose
 from msh.runtime.config import Settings, settings_from_mapping
 from msh.runtime.msh import Msh
-from msh.runtime.serving import bind, serve
 from msh.store.api import utc_now
+from msh.testing.threaded import serving_in_thread
 
 CONFIG_DIR = Path(__file__).resolve().parents[2] / "samples" / "config"
 PARTY_ID_TYPE = "urn:oasis:names:tc:ebcore:partyid-type:iso6523:0088"
@@ -57,41 +55,11 @@ def serving(tmp_path: Path, **server: Any) -> Iterator[RunningMsh]:
     """Run party B's MSH with the real server on its own asyncio loop in a thread; stop it (bounded)."""
     settings = party_b_settings(tmp_path, **server)
     msh = Msh(settings)
-    loop = asyncio.new_event_loop()
-    stop = asyncio.Event()
-    ports: list[int] = []
-    up = threading.Event()
-    failure: list[BaseException] = []
-    sock = bind("127.0.0.1", 0)
-
-    def ready(port: int) -> None:
-        ports.append(port)
-        up.set()
-
-    def run() -> None:
-        try:
-            loop.run_until_complete(serve(settings, msh, sock=sock, ready=ready, stop=stop))
-        except BaseException as exc:  # reported to the test thread
-            failure.append(exc)
-            up.set()
-
-    thread = threading.Thread(target=run, name="msh-b-server", daemon=True)
-    thread.start()
     try:
-        assert up.wait(START_TIMEOUT), "the MSH did not start listening in time"
-        assert not failure, f"the MSH failed to start: {failure[0]!r}"
-        yield RunningMsh(f"http://127.0.0.1:{ports[0]}/msh", ports[0], msh)
+        with serving_in_thread(settings, msh, timeout=START_TIMEOUT) as port:
+            yield RunningMsh(f"http://127.0.0.1:{port}/msh", port, msh)
     finally:
-        if thread.is_alive():
-            loop.call_soon_threadsafe(stop.set)
-        thread.join(STOP_TIMEOUT)
-        alive = thread.is_alive()
-        if not alive:
-            loop.close()
-            msh.close()
-        with contextlib.suppress(OSError):
-            sock.close()
-        assert not alive, "the MSH did not stop in time"
+        msh.close()
 
 
 @pytest.fixture

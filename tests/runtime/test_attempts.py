@@ -6,7 +6,6 @@ import asyncio
 import json
 import logging
 import ssl
-import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import timedelta
@@ -27,10 +26,10 @@ from msh.runtime.attempts import Attempt, attempts, transmission_detail
 from msh.runtime.compose import Payload, Submission
 from msh.runtime.config import load_settings
 from msh.runtime.msh import Msh
-from msh.runtime.serving import bind, serve
 from msh.store import open_store
 from msh.store.api import Direction, Event, OutboundMessage, utc_now
 from msh.testing.network import TestNetwork
+from msh.testing.threaded import serving_in_thread
 from msh.transport.http import describe_failure as transport_error
 from msh.transport.port import SOAP_CONTENT_TYPE
 from tests.runtime.test_api import settings as network_settings
@@ -64,23 +63,8 @@ def partner_down(tmp_path: Path) -> Pair:
 @contextmanager
 def running(msh: Msh) -> Iterator[None]:
     """``serve`` on a loop in a thread, stopped at the end (bounded)."""
-    loop = asyncio.new_event_loop()
-    stop = asyncio.Event()
-    up = threading.Event()
-    sock = bind("127.0.0.1", msh.settings.server.port)
-
-    def run() -> None:
-        loop.run_until_complete(serve(msh.settings, msh, sock=sock, ready=lambda _port: up.set(), stop=stop))
-
-    thread = threading.Thread(target=run, daemon=True)
-    thread.start()
-    assert up.wait(20), "the MSH did not start"
-    try:
+    with serving_in_thread(msh.settings, msh):
         yield
-    finally:
-        loop.call_soon_threadsafe(stop.set)
-        thread.join(20)
-        loop.close()
 
 
 # ----------------------------------------------------------------------------------- a partner that is down

@@ -6,12 +6,10 @@ to come from A but arrives with C's certificate (C is trusted, as B's partner in
 
 from __future__ import annotations
 
-import asyncio
 import base64
 import contextlib
 import http.client
 import ssl
-import threading
 import tomllib
 from collections.abc import Iterator
 from dataclasses import replace
@@ -32,7 +30,7 @@ from msh.ebms.message import parse_message
 from msh.errors import ErrorCode, Severity
 from msh.runtime.config import settings_from_mapping
 from msh.runtime.msh import Msh
-from msh.runtime.serving import bind, serve
+from msh.testing.threaded import serving_in_thread
 from msh.transport.tls import FROM_PARTY_ID, client_certificate_issue
 from tests.cpa_factory import A_ID, B_ID, make_cpa
 from tests.runtime.conftest import valid_message
@@ -158,27 +156,10 @@ def _serving_b(tmp_path: Path, agreements: list[Path]) -> Iterator[tuple[Msh, in
     data["agreements"] = {**data["agreements"], "paths": [str(p) for p in agreements]}
     settings = settings_from_mapping(data, base_dir=CONFIG_DIR, source="test", env={})
     msh = Msh(settings)
-    loop = asyncio.new_event_loop()
-    stop = asyncio.Event()
-    ports: list[int] = []
-    up = threading.Event()
-    sock = bind("127.0.0.1", 0)
-
-    def ready(port: int) -> None:
-        ports.append(port)
-        up.set()
-
-    thread = threading.Thread(
-        target=lambda: loop.run_until_complete(serve(settings, msh, sock=sock, ready=ready, stop=stop)), daemon=True
-    )
-    thread.start()
     try:
-        assert up.wait(TIMEOUT), "B did not start"
-        yield msh, ports[0]
+        with serving_in_thread(settings, msh, timeout=TIMEOUT) as port:
+            yield msh, port
     finally:
-        loop.call_soon_threadsafe(stop.set)
-        thread.join(TIMEOUT)
-        loop.close()
         msh.close()
 
 
