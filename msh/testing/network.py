@@ -32,8 +32,8 @@ from cpa.resolve import party_keys
 from msh.runtime.agreements import load_agreements
 from msh.runtime.config import Settings
 from msh.runtime.msh import Msh
-from msh.store.inline import InlineWriter
 from msh.store.api import Store
+from msh.store.inline import InlineWriter
 from msh.store.memory import MemoryStore
 from msh.transport.memory import MemoryNetwork, NetworkFaults
 
