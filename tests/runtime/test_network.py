@@ -158,7 +158,7 @@ def test_answers_lost_every_time_fail_the_message_yet_the_receiver_delivered_it_
         stored = a.status(message_id)
         assert stored is not None and stored.state.status.value == "failed"
         # No answer ever came, so as far as A can tell no attempt reached B: severity Error (ebMS2 §6.5.7).
-        assert stored.state.failure_severity is Severity.ERROR
+        assert stored.state.failure is not None and stored.state.failure.severity is Severity.ERROR
         delivered_once(b, [message_id])  # yet it did arrive, once; the resends were duplicates
         assert b.counters["duplicates"] == 5
 
