@@ -61,8 +61,7 @@ def read_manifest(reader: ElementReader, el: _E) -> Manifest:
         raise reader.fail("Manifest has no Reference", f"{loc}/Reference")
     return Manifest(
         references=tuple(references),
-        id=reader.attr(el, "id", loc),
-        version=reader.version(el, loc),
+        **reader.body_attributes(el, loc),
         extensions=reader.extensions(el, lambda t: t == eb("Reference"), loc),
     )
 
@@ -73,8 +72,7 @@ def read_status_request(reader: ElementReader, el: _E) -> StatusRequest:
     ref = reader.required_child(el, "RefToMessageId", loc)
     return StatusRequest(
         ref_to_message_id=reader.text(ref, f"{loc}/RefToMessageId"),
-        id=reader.attr(el, "id", loc),
-        version=reader.version(el, loc),
+        **reader.body_attributes(el, loc),
         extensions=reader.extensions(el, lambda t: t == eb("RefToMessageId"), loc),
     )
 
@@ -97,8 +95,7 @@ def read_status_response(reader: ElementReader, el: _E) -> StatusResponse:
         ref_to_message_id=reader.text(ref, f"{loc}/RefToMessageId"),
         message_status=status,
         timestamp=parse_datetime(reader.text(ts, f"{loc}/Timestamp"), f"{loc}/Timestamp") if ts is not None else None,
-        id=reader.attr(el, "id", loc),
-        version=reader.version(el, loc),
+        **reader.body_attributes(el, loc),
         extensions=reader.extensions(el, lambda t: t in (eb("RefToMessageId"), eb("Timestamp")), loc),
     )
 

@@ -10,6 +10,7 @@ canonical text, at most :data:`MAX_FOREIGN_ELEMENTS` per message.
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import TypedDict
 
 from lxml import etree
 
@@ -18,7 +19,7 @@ from msh.ebms.model import NO_EXTENSIONS, Description, Extensions, Party, PartyI
 from msh.ebms.namespaces import EB
 from msh.errors import EbmsError, ErrorCode, Issue, Severity
 
-__all__ = ["MAX_FOREIGN_ELEMENTS", "ElementReader"]
+__all__ = ["MAX_FOREIGN_ELEMENTS", "BodyAttributes", "ElementReader", "HeaderAttributes"]
 
 _E = etree._Element
 
@@ -30,6 +31,20 @@ MAX_FOREIGN_ELEMENTS = 256
 """Foreign (non-ebXML) elements kept per message at most: extension elements, ds:Signature and
 ds:Reference, Fault details. Each is kept as its canonical text, and canonicalising an element costs in
 proportion to the namespaces in scope; a real message carries a handful, so more is refused (OtherXml)."""
+
+
+class BodyAttributes(TypedDict):
+    """The attributes of an ebXML element of the SOAP Body: eb:id (ebMS2 §2.3.7), eb:version (§2.3.8)."""
+
+    id: str | None
+    version: str
+
+
+class HeaderAttributes(BodyAttributes):
+    """The attributes of an ebXML element of the SOAP Header: those of the Body's and SOAP mustUnderstand
+    (ebMS2 §2.3.9)."""
+
+    must_understand: bool
 
 
 class ElementReader:
@@ -146,6 +161,18 @@ class ElementReader:
                 f"eb:version {value!r} is not supported (2.0 expected)", f"{location}/@version", ErrorCode.NOT_SUPPORTED
             )
         return value.strip()
+
+    def body_attributes(self, el: _E, location: str) -> BodyAttributes:
+        """eb:id and eb:version of ``el``, in that order (lenient-mode Warnings are kept in reading order)."""
+        return {"id": self.attr(el, "id", location), "version": self.version(el, location)}
+
+    def header_attributes(self, el: _E, location: str) -> HeaderAttributes:
+        """eb:id, eb:version and SOAP mustUnderstand of ``el``, in that order."""
+        return {
+            "id": self.attr(el, "id", location),
+            "version": self.version(el, location),
+            "must_understand": self.must_understand(el, location),
+        }
 
     def descriptions(self, el: _E, location: str) -> list[Description]:
         """A Description as a list of zero or one: lenient mode drops an empty one with a Warning."""

@@ -86,9 +86,7 @@ def read_message_header(reader: ElementReader, el: _E) -> MessageHeader:
         message_data=_message_data(reader, found["MessageData"], f"{loc}/MessageData"),
         duplicate_elimination="DuplicateElimination" in found,
         descriptions=tuple(descriptions),
-        id=reader.attr(el, "id", loc),
-        version=reader.version(el, loc),
-        must_understand=reader.must_understand(el, loc),
+        **reader.header_attributes(el, loc),
         extensions=reader.extensions(el, _is_eb, loc),
     )
 
@@ -130,9 +128,7 @@ def read_ack_requested(reader: ElementReader, el: _E) -> AckRequested:
     return AckRequested(
         signed=reader.boolean(signed, f"{loc}/@signed"),
         actor=el.get(ACTOR),
-        id=reader.attr(el, "id", loc),
-        version=reader.version(el, loc),
-        must_understand=reader.must_understand(el, loc),
+        **reader.header_attributes(el, loc),
         extensions=reader.extensions(el, lambda t: False, loc),
     )
 
@@ -165,9 +161,7 @@ def read_acknowledgment(reader: ElementReader, el: _E) -> Acknowledgment:
         from_party=from_party,
         references=tuple(references),
         actor=el.get(ACTOR),
-        id=reader.attr(el, "id", loc),
-        version=reader.version(el, loc),
-        must_understand=reader.must_understand(el, loc),
+        **reader.header_attributes(el, loc),
         # ebMS2 Appendix A: Acknowledgment allows foreign attributes but no foreign children.
         extensions=reader.extensions(el, lambda t: True, loc),
     )
@@ -208,9 +202,7 @@ def read_error_list(reader: ElementReader, el: _E) -> ErrorList:
     return ErrorList(
         errors=tuple(errors),
         highest_severity=reader.severity(reader.attr(el, "highestSeverity", loc), f"{loc}/@highestSeverity"),
-        id=reader.attr(el, "id", loc),
-        version=reader.version(el, loc),
-        must_understand=reader.must_understand(el, loc),
+        **reader.header_attributes(el, loc),
         extensions=reader.extensions(el, lambda t: t == eb("Error"), loc),
     )
 
@@ -225,15 +217,11 @@ def read_sync_reply(reader: ElementReader, el: _E) -> SyncReply:
             raise reader.fail("SyncReply needs SOAP:actor", f"{loc}/@actor")
         reader.warn("SyncReply has no SOAP:actor; SOAP next assumed", loc)
         return SyncReply(
-            id=reader.attr(el, "id", loc),
-            version=reader.version(el, loc),
-            must_understand=reader.must_understand(el, loc),
+            **reader.header_attributes(el, loc),
         )
     return SyncReply(
         actor=actor,
-        id=reader.attr(el, "id", loc),
-        version=reader.version(el, loc),
-        must_understand=reader.must_understand(el, loc),
+        **reader.header_attributes(el, loc),
         extensions=reader.extensions(el, lambda t: False, loc),
     )
 
@@ -260,9 +248,7 @@ def read_message_order(reader: ElementReader, el: _E) -> MessageOrder:
         return MessageOrder(
             sequence_number=int(text),
             status=status,
-            id=reader.attr(el, "id", loc),
-            version=reader.version(el, loc),
-            must_understand=reader.must_understand(el, loc),
+            **reader.header_attributes(el, loc),
             extensions=reader.extensions(el, lambda t: t == eb("SequenceNumber"), loc),
         )
     except ValueError as exc:

@@ -34,8 +34,14 @@ _E = etree._Element
 
 _ElementRead: TypeAlias = Callable[[ElementReader, _E], object]
 
-# Each ebXML element of the Header and the Body: the Envelope field it fills and its reader. The fields
-# ack_requested and acknowledgments take any number of elements; the others one at most.
+
+def _read_signature(reader: ElementReader, el: _E) -> Signature:
+    # ebMS2 §4.1: a ds:Signature in the SOAP Header, kept as its canonical text.
+    return Signature(reader.keep(el))
+
+
+# Each element the Header and the Body may carry: the Envelope field it fills and its reader. The fields
+# ack_requested, acknowledgments and signatures take any number of elements; the others one at most.
 _HEADER_READERS: dict[str, tuple[str, _ElementRead]] = {
     eb("MessageHeader"): ("message_header", read_message_header),
     eb("AckRequested"): ("ack_requested", read_ack_requested),
@@ -43,6 +49,7 @@ _HEADER_READERS: dict[str, tuple[str, _ElementRead]] = {
     eb("ErrorList"): ("error_list", read_error_list),
     eb("SyncReply"): ("sync_reply", read_sync_reply),
     eb("MessageOrder"): ("message_order", read_message_order),
+    DS_SIGNATURE: ("signatures", _read_signature),
 }
 _BODY_READERS: dict[str, tuple[str, _ElementRead]] = {
     eb("Manifest"): ("manifest", read_manifest),
@@ -81,40 +88,10 @@ def read_envelope(root: _E, *, lenient: bool = False) -> tuple[Envelope, tuple[I
 
     fields: dict[str, object] = {}
     lists: dict[str, list[object]] = {"ack_requested": [], "acknowledgments": [], "signatures": []}
-    header_ext: list[str] = []
-    if header_el is not None:
-        for child in reader.children(header_el):
-            tag = child.tag
-            entry = _HEADER_READERS.get(tag)
-            if entry is not None:
-                field, read = entry
-                if field in lists:
-                    lists[field].append(read(reader, child))
-                elif field in fields:
-                    raise reader.fail(
-                        f"{etree.QName(tag).localname} occurs more than once", f"//Header/{etree.QName(tag).localname}"
-                    )
-                else:
-                    fields[field] = read(reader, child)
-            elif tag == DS_SIGNATURE:
-                lists["signatures"].append(Signature(reader.keep(child)))
-            else:
-                _unknown(reader, tag, "//Header")
-                header_ext.append(reader.keep(child))
-    body_ext: list[str] = []
-    for child in reader.children(body_el):
-        tag = child.tag
-        entry = _BODY_READERS.get(tag)
-        if entry is not None:
-            field, read = entry
-            if field in fields:
-                raise reader.fail(
-                    f"{etree.QName(tag).localname} occurs more than once", f"//Body/{etree.QName(tag).localname}"
-                )
-            fields[field] = read(reader, child)
-        else:
-            _unknown(reader, tag, "//Body")
-            body_ext.append(reader.keep(child))
+    header_ext = (
+        _read_children(reader, header_el, _HEADER_READERS, "//Header", fields, lists) if header_el is not None else []
+    )
+    body_ext = _read_children(reader, body_el, _BODY_READERS, "//Body", fields, lists)
     try:
         envelope = Envelope(
             ack_requested=tuple(lists["ack_requested"]),  # type: ignore[arg-type]
@@ -158,6 +135,36 @@ def read_reply_address(root: _E) -> ReplyAddress | None:
         )
     except (EbmsError, ValueError):
         return None
+
+
+def _read_children(
+    reader: ElementReader,
+    parent: _E,
+    readers: dict[str, tuple[str, _ElementRead]],
+    location: str,
+    fields: dict[str, object],
+    lists: dict[str, list[object]],
+) -> list[str]:
+    """Read the children of the SOAP Header or Body ``parent`` with ``readers``: each into its Envelope
+    field, in ``lists`` when it takes any number, else in ``fields`` (a second one is an error). Returns
+    the other children, kept as extensions."""
+    extensions: list[str] = []
+    for child in reader.children(parent):
+        tag = child.tag
+        entry = readers.get(tag)
+        if entry is None:
+            _unknown(reader, tag, location)
+            extensions.append(reader.keep(child))
+            continue
+        field, read = entry
+        if field in lists:
+            lists[field].append(read(reader, child))
+        elif field in fields:
+            name = etree.QName(tag).localname
+            raise reader.fail(f"{name} occurs more than once", f"{location}/{name}")
+        else:
+            fields[field] = read(reader, child)
+    return extensions
 
 
 def _unknown(reader: ElementReader, tag: str, location: str) -> None:
