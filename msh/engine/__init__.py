@@ -2,20 +2,20 @@
 
 :mod:`msh.engine.sending` is the sending state machine of one outbound message (ebMS2 §6.5.1, §6.5.4,
 §6.5.7), :mod:`msh.engine.receiving` decides what a receiving MSH does with one inbound message
-(ebMS2 §6.5.2-§6.5.6, §7, §8), :mod:`msh.engine.timers` holds the retry arithmetic. Nothing here reads a
-clock, makes an id or does I/O: ``now`` and ids are parameters, the runtime executes the actions.
+(ebMS2 §6.5.2-§6.5.6, §7, §8) in the terms of :mod:`msh.engine.inbound` (its inputs, actions and
+decision), :mod:`msh.engine.replies` builds the signals it answers with, :mod:`msh.engine.timers` holds
+the retry arithmetic. Nothing here reads a clock, makes an id or does I/O: ``now`` and ids are
+parameters, the runtime executes the actions.
 """
 
 from __future__ import annotations
 
-from msh.engine.receiving import (
-    BUSINESS_RULES,
+from msh.engine.inbound import (
     ConflictingDuplicate,
     Discard,
     EndpointRef,
     InboundAction,
     InboundDecision,
-    InboundOutcome,
     OutboundEvent,
     RecordAcknowledgment,
     Reject,
@@ -27,11 +27,9 @@ from msh.engine.receiving import (
     StoredAck,
     StoredInbound,
     StoreInbound,
-    acknowledgment_message,
-    pong_message,
-    receive,
-    status_response_message,
 )
+from msh.engine.receiving import BUSINESS_RULES, InboundOutcome, receive
+from msh.engine.replies import acknowledgment_message, pong_message, status_response_message
 from msh.engine.sending import (
     DEFAULT_ACK_WAIT,
     TRANSITIONS,

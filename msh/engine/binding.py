@@ -22,7 +22,7 @@ from typing import Final
 
 from msh.ebms.errorlist import error_list, error_message, soap_fault
 from msh.ebms.model import Envelope, Fault, ReplyAddress
-from msh.engine.receiving import InboundDecision, Reject
+from msh.engine.inbound import InboundDecision, Reject
 from msh.engine.sending import ErrorReceived, Event, TransmitFailed, TransmitSucceeded
 from msh.errors import EbmsError, EnvelopeError, ErrorCode, Issue, MimeProblemError, Severity
 

@@ -70,32 +70,49 @@ Decisions where the specifications leave room:
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from datetime import datetime
 from enum import StrEnum
 from types import MappingProxyType
-from typing import Final, TypeAlias
-
-from lxml import etree
+from typing import Final
 
 from cpa.check import CheckResult
 from cpa.model import SyncReplyMode
 from cpa.precedence import Parameter
-from msh.ebms.errorlist import ACTION_MESSAGE_ERROR, error_list, error_message, soap_fault
-from msh.ebms.model import (
-    Acknowledgment,
-    Envelope,
-    MessageData,
-    MessageHeader,
-    MessageStatus,
-    Party,
-    Service,
-    StatusResponse,
+from msh.ebms.errorlist import ACTION_MESSAGE_ERROR, error_message, soap_fault
+from msh.ebms.model import Envelope, MessageHeader
+from msh.ebms.namespaces import ACTOR_NEXT_MSH, ACTOR_TO_PARTY_MSH, SERVICE_MSH, SOAP_ACTOR_NEXT
+from msh.engine.inbound import (
+    ConflictingDuplicate,
+    Discard,
+    EndpointRef,
+    InboundAction,
+    InboundDecision,
+    OutboundEvent,
+    RecordAcknowledgment,
+    Reject,
+    ReplySync,
+    ResendStoredAck,
+    SendAsync,
+    SignalReceived,
+    StatusAnswer,
+    StoredAck,
+    StoredInbound,
+    StoreInbound,
 )
-from msh.ebms.namespaces import ACTOR_NEXT_MSH, ACTOR_TO_PARTY_MSH, SERVICE_MSH, SOAP_ACTOR_NEXT, XMLDSIG
+from msh.engine.replies import (
+    ACTION_ACKNOWLEDGMENT,
+    ACTION_PING,
+    ACTION_PONG,
+    ACTION_STATUS_REQUEST,
+    ACTION_STATUS_RESPONSE,
+    acknowledgment_message,
+    pong_message,
+    signed_references,
+    status_response_message,
+)
 from msh.engine.sending import AcknowledgmentReceived, ErrorReceived
-from msh.errors import ErrorCode, Issue, MshError, Severity
-from msh.safexml import parse_xml
+from msh.errors import ErrorCode, Issue, Severity
 
 __all__ = [
     "ACTION_ACKNOWLEDGMENT",
@@ -127,15 +144,8 @@ __all__ = [
     "status_response_message",
 ]
 
-# ebMS2 §6.3.2.7, §8.1, §8.2, §7.1.1, §7.1.2: the Actions of the MSH service.
-ACTION_ACKNOWLEDGMENT: Final = "Acknowledgment"
-ACTION_PING: Final = "Ping"
-ACTION_PONG: Final = "Pong"
-ACTION_STATUS_REQUEST: Final = "StatusRequest"
-ACTION_STATUS_RESPONSE: Final = "StatusResponse"
-
-StoredAck: TypeAlias = bytes | Envelope
-"""An acknowledgment as the store keeps it: its exact bytes (as sent, signed) or its envelope."""
+# The inputs, actions and decision (msh.engine.inbound) and the replies (msh.engine.replies) are exported
+# from here too: the receiving side's names, wherever they are defined.
 
 
 class InboundOutcome(StrEnum):
@@ -166,342 +176,6 @@ BUSINESS_RULES: Final[Mapping[tuple[bool, bool, bool], InboundOutcome]] = Mappin
         (False, False, True): InboundOutcome.DELIVER,
     }
 )
-
-
-# --- inputs -------------------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True, slots=True)
-class StoredInbound:
-    """What the store holds for a MessageId already received (ebMS2 §6.1): the acknowledgment sent for it
-    (its first response, §6.5.6; None when none was sent) and whether the application has taken it."""
-
-    message_id: str
-    acknowledgment: StoredAck | None
-    delivered: bool
-    digest: str | None = None
-    """The content digest stored with the first copy (:func:`msh.ebms.digest.content_digest`); None for a
-    copy stored before digests were kept, which any later copy is taken to be identical to."""
-
-
-@dataclass(frozen=True, slots=True)
-class StatusAnswer:
-    """The status the runtime found for the MessageId a StatusRequest asks about (ebMS2 §7.3.3), and the
-    time that message was received (§7.3.2; omitted for NotRecognized and UnAuthorized)."""
-
-    message_status: MessageStatus
-    received_at: datetime | None = None
-
-
-# --- actions ------------------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True, slots=True)
-class EndpointRef:
-    """Where an asynchronous reply goes, for the runtime to resolve to a URL through the agreement
-    (``resolve(cpa, from_party=..., to_party=..., service=..., action=...)``, ebMS2 §4.2.4.2)."""
-
-    cpa_id: str
-    from_party: Party
-    to_party: Party
-    service: str
-    action: str
-
-    @classmethod
-    def of(cls, envelope: Envelope) -> EndpointRef:
-        """The endpoint named by the MessageHeader of ``envelope`` (a reply this module built)."""
-        h = envelope.message_header
-        if h is None:
-            raise ValueError("an asynchronous reply needs a MessageHeader")
-        return cls(h.cpa_id, h.from_party, h.to_party, h.service.value, h.action)
-
-
-@dataclass(frozen=True, slots=True)
-class StoreInbound:
-    """Commit the received message, its duplicate-elimination record (when ``duplicate_elimination``), its
-    inbox row (when ``deliver``) and ``record_ack``, the acknowledgment about to be sent, all in one
-    transaction (DESIGN.md §5.2, §5.3; ebMS2 §6.5.3: the acknowledgment is persisted too), with the
-    message's content ``digest`` (to tell a later copy's content from this one's, §6.5.6). Without
-    duplicate elimination the same MessageId may be stored again."""
-
-    message_id: str
-    record_ack: Envelope | None
-    deliver: bool
-    duplicate_elimination: bool = True
-    received_at: datetime | None = None
-    digest: str | None = None
-
-
-@dataclass(frozen=True, slots=True)
-class RecordAcknowledgment:
-    """Store ``acknowledgment`` as the first response to a message already stored (ebMS2 §6.5.5 (2))."""
-
-    message_id: str
-    acknowledgment: Envelope
-
-
-@dataclass(frozen=True, slots=True)
-class ReplySync:
-    """Put ``envelope`` on the HTTP response of the exchange that brought the message (ebMS2 §4.3)."""
-
-    envelope: Envelope
-
-    @property
-    def message(self) -> StoredAck:
-        return self.envelope
-
-    @property
-    def sync(self) -> bool:
-        return True
-
-
-@dataclass(frozen=True, slots=True)
-class SendAsync:
-    """Queue ``envelope`` as an outbound signal to ``to_endpoint``."""
-
-    envelope: Envelope
-    to_endpoint: EndpointRef
-
-    @property
-    def message(self) -> StoredAck:
-        return self.envelope
-
-    @property
-    def sync(self) -> bool:
-        return False
-
-
-@dataclass(frozen=True, slots=True)
-class ResendStoredAck:
-    """Send the stored acknowledgment of duplicate ``message_id`` again, unchanged (ebMS2 §6.5.5, §6.5.6 2):
-    on the HTTP response when ``sync``, else to ``to_endpoint``. Never a second delivery."""
-
-    message_id: str
-    acknowledgment: StoredAck
-    sync: bool
-    to_endpoint: EndpointRef
-
-    @property
-    def message(self) -> StoredAck:
-        return self.acknowledgment
-
-
-@dataclass(frozen=True, slots=True)
-class Reject:
-    """The message is refused (not stored, not delivered); ``error_message`` goes back to its sender, on the
-    HTTP response when ``sync``, else to ``to_endpoint`` (ebMS2 §4.2.4). ``message_id`` is None when the
-    message could not be read far enough (then ``error_message`` is a SOAP Fault and ``sync`` is True)."""
-
-    message_id: str | None
-    error_message: Envelope
-    sync: bool
-    to_endpoint: EndpointRef | None
-
-    @property
-    def message(self) -> StoredAck:
-        return self.error_message
-
-
-@dataclass(frozen=True, slots=True)
-class OutboundEvent:
-    """An event for the sending state machine of our message ``message_id`` (ebMS2 §6.5.2: acknowledgment;
-    §4.2.4: error). ``from_party`` and ``cpa_id`` are those of the message that carried it: the runtime
-    checks them against the outbound message's To party and agreement before stepping."""
-
-    message_id: str
-    event: AcknowledgmentReceived | ErrorReceived
-    from_party: Party | None = None
-    cpa_id: str | None = None
-
-
-@dataclass(frozen=True, slots=True)
-class SignalReceived:
-    """A Pong or StatusResponse (ebMS2 §8.2, §7.1.2) for the application or the runtime that asked."""
-
-    action: str
-    ref_to_message_id: str | None
-    envelope: Envelope
-
-
-@dataclass(frozen=True, slots=True)
-class Discard:
-    """Nothing is done with (this part of) the message; ``reason`` says why, for the log."""
-
-    reason: str
-
-
-@dataclass(frozen=True, slots=True)
-class ConflictingDuplicate:
-    """MessageId ``message_id``, already stored with content digest ``stored_digest``, came again with
-    ``received_digest``: not an identical message (ebMS2 §6.5.6). Record it (journal and counter); the
-    :class:`Reject` that follows answers the sender. The stored message is left as it is."""
-
-    message_id: str
-    stored_digest: str
-    received_digest: str
-
-
-InboundAction: TypeAlias = (
-    StoreInbound
-    | RecordAcknowledgment
-    | ReplySync
-    | SendAsync
-    | ResendStoredAck
-    | Reject
-    | OutboundEvent
-    | SignalReceived
-    | Discard
-    | ConflictingDuplicate
-)
-
-
-@dataclass(frozen=True, slots=True)
-class InboundDecision:
-    """What to do with one inbound message: ``actions`` in order, the check's ``issues`` (for the journal),
-    whether it was a ``duplicate`` (a MessageId already stored, under DuplicateElimination), whether the
-    reply must be signed (``sign_reply``) and whether its ds:Reference elements must be derived from the
-    message by the signing adapter (``derive_references``)."""
-
-    actions: tuple[InboundAction, ...]
-    issues: tuple[Issue, ...] = ()
-    duplicate: bool = False
-    sign_reply: bool = False
-    derive_references: bool = False
-
-    @property
-    def delivers(self) -> bool:
-        """True when the message goes to the application's inbox."""
-        return any(isinstance(a, StoreInbound) and a.deliver for a in self.actions)
-
-    @property
-    def stored_acknowledgment(self) -> Envelope | None:
-        """The new acknowledgment message this decision stores (None if it stores none)."""
-        for a in self.actions:
-            if isinstance(a, StoreInbound) and a.record_ack is not None:
-                return a.record_ack
-            if isinstance(a, RecordAcknowledgment):
-                return a.acknowledgment
-        return None
-
-    @property
-    def sync_reply(self) -> StoredAck | None:
-        """What goes on the HTTP response (None: an empty response)."""
-        for a in self.actions:
-            if isinstance(a, (ReplySync, ResendStoredAck, Reject)) and a.sync:
-                return a.message
-        return None
-
-    @property
-    def async_replies(self) -> tuple[tuple[StoredAck, EndpointRef], ...]:
-        """What is queued to go back asynchronously, with where to."""
-        out: list[tuple[StoredAck, EndpointRef]] = []
-        for a in self.actions:
-            if isinstance(a, SendAsync):
-                out.append((a.envelope, a.to_endpoint))
-            elif isinstance(a, (ResendStoredAck, Reject)) and not a.sync and a.to_endpoint is not None:
-                out.append((a.message, a.to_endpoint))
-        return tuple(out)
-
-
-# --- replies ------------------------------------------------------------------------------------------
-
-
-def _reply_header(header: MessageHeader, action: str, message_id: str, now: datetime) -> MessageHeader:
-    # ebMS2 §6.5.3, §7.1.2, §8.2: From/To are those of the received message reversed, CPAId and
-    # ConversationId kept, Service is the MSH service, RefToMessageId names the received message.
-    return MessageHeader(
-        from_party=header.to_party,
-        to_party=header.from_party,
-        cpa_id=header.cpa_id,
-        conversation_id=header.conversation_id,
-        service=Service(SERVICE_MSH),
-        action=action,
-        message_data=MessageData(message_id=message_id, timestamp=now, ref_to_message_id=header.message_id),
-    )
-
-
-def _warnings(issues: tuple[Issue, ...]) -> tuple[Issue, ...]:
-    return tuple(i for i in issues if i.severity is Severity.WARNING)
-
-
-def _signed_references(envelope: Envelope) -> tuple[str, ...]:
-    """The ds:Reference elements of the message's first ds:Signature, as XML text (ebMS2 §6.3.2.5)."""
-    if not envelope.signatures:
-        return ()
-    try:
-        root = parse_xml(envelope.signatures[0].xml.encode("utf-8"), what="ds:Signature")
-    except MshError:
-        return ()
-    refs = root.findall(f"{{{XMLDSIG}}}SignedInfo/{{{XMLDSIG}}}Reference")
-    return tuple(etree.tostring(r, encoding="unicode", with_tail=False) for r in refs)
-
-
-def acknowledgment_message(
-    envelope: Envelope,
-    *,
-    message_id: str,
-    now: datetime,
-    actors: tuple[str | None, ...] = (ACTOR_TO_PARTY_MSH,),
-    references: tuple[str, ...] = (),
-    warnings: tuple[Issue, ...] = (),
-) -> Envelope:
-    """The Acknowledgment message for the received ``envelope`` (ebMS2 §6.3.2, §6.5.3).
-
-    Service is the MSH service and Action ``Acknowledgment`` (§6.3.2.7); From is the received To and To the
-    received From, with all their children (§6.5.3); one Acknowledgment element per actor, each with
-    Timestamp ``now`` (when the message was received, §6.3.2.2), RefToMessageId, From (our party,
-    §6.3.2.4) and ``references``. ``warnings`` travel in an ErrorList of highestSeverity Warning.
-    """
-    header = envelope.message_header
-    if header is None:
-        raise ValueError("an acknowledgment answers a message with a MessageHeader")
-    if any(w.severity is not Severity.WARNING for w in warnings):
-        raise ValueError("only Warnings may travel with an acknowledgment (ebMS2 §5.1.4)")
-    acks = tuple(
-        Acknowledgment(
-            timestamp=now,
-            ref_to_message_id=header.message_id,
-            from_party=header.to_party,
-            references=references,
-            actor=actor,
-        )
-        for actor in actors
-    )
-    return Envelope(
-        message_header=_reply_header(header, ACTION_ACKNOWLEDGMENT, message_id, now),
-        acknowledgments=acks,
-        error_list=error_list(warnings) if warnings else None,
-    )
-
-
-def pong_message(envelope: Envelope, *, message_id: str, now: datetime) -> Envelope:
-    """The Pong answering the Ping ``envelope`` (ebMS2 §8.2): RefToMessageId names the Ping."""
-    if envelope.message_header is None:
-        raise ValueError("a Pong answers a Ping with a MessageHeader")
-    return Envelope(message_header=_reply_header(envelope.message_header, ACTION_PONG, message_id, now))
-
-
-def status_response_message(
-    envelope: Envelope, *, status: StatusAnswer | None, message_id: str, now: datetime
-) -> Envelope:
-    """The StatusResponse answering the StatusRequest ``envelope`` (ebMS2 §7.1.2, §7.3).
-
-    ``status`` None means the MessageId is not in the store: NotRecognized. The Timestamp (time received)
-    is omitted for NotRecognized and UnAuthorized (§7.3.2).
-    """
-    header, request = envelope.message_header, envelope.status_request
-    if header is None or request is None:
-        raise ValueError("a StatusResponse answers a message with a MessageHeader and a StatusRequest")
-    answer = status or StatusAnswer(MessageStatus.NOT_RECOGNIZED)
-    silent = answer.message_status in (MessageStatus.NOT_RECOGNIZED, MessageStatus.UN_AUTHORIZED)
-    return Envelope(
-        message_header=_reply_header(header, ACTION_STATUS_RESPONSE, message_id, now),
-        status_response=StatusResponse(
-            ref_to_message_id=request.ref_to_message_id,
-            message_status=answer.message_status,
-            timestamp=None if silent else answer.received_at,
-        ),
-    )
 
 
 # --- deciding -----------------------------------------------------------------------------------------
@@ -702,6 +376,10 @@ def _effective(check_result: CheckResult, parameter: Parameter, header_value: bo
     return check_result.effective.get(parameter.value, header_value)
 
 
+def _warnings(issues: tuple[Issue, ...]) -> tuple[Issue, ...]:
+    return tuple(i for i in issues if i.severity is Severity.WARNING)
+
+
 def _duplicate_despite_ttl(
     envelope: Envelope, header: MessageHeader, check_result: CheckResult, duplicate: StoredInbound | None
 ) -> bool:
@@ -765,7 +443,7 @@ def _business(
         return _refuse_conflict(envelope, header, check_result, duplicate, digest, new_message_id, now, override)
     outcome = BUSINESS_RULES[(de, ack_wanted, seen)]
     warnings = _warnings(check_result.issues)
-    references = _signed_references(envelope) if signed else ()
+    references = signed_references(envelope) if signed else ()
     derive = signed and not references
 
     def new_ack() -> Envelope:

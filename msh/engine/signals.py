@@ -1,7 +1,7 @@
 """Which signals about our messages count (DESIGN.md §7), sans-IO.
 
 An Acknowledgment or an ErrorList about a message we sent is routed to that message's sending machine
-(:class:`~msh.engine.receiving.OutboundEvent`). It counts only when it comes from the party the message
+(:class:`~msh.engine.inbound.OutboundEvent`). It counts only when it comes from the party the message
 went to, under the agreement it went under: any other partner, even one we trust under another agreement,
 could otherwise stop our resends or fail our messages by naming their MessageIds.
 """
@@ -9,7 +9,7 @@ could otherwise stop our resends or fail our messages by naming their MessageIds
 from __future__ import annotations
 
 from msh.ebms.model import Party
-from msh.engine.receiving import OutboundEvent
+from msh.engine.inbound import OutboundEvent
 
 __all__ = ["foreign_signal", "party_text"]
 

@@ -1,0 +1,179 @@
+"""Reading a SOAP envelope into the :class:`~msh.ebms.model.Envelope` model (SOAP 1.1 §4, ebMS2 §2.3).
+
+:func:`read_envelope` walks the Envelope, its Header and its Body once, hands each ebXML element to its
+reader (:mod:`~msh.ebms.envelope.header_reader`, :mod:`~msh.ebms.envelope.body_reader`) and keeps
+everything else as extensions. :func:`read_reply_address` reads just enough of a refused envelope to
+address the ErrorList about it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TypeAlias
+
+from lxml import etree
+
+from msh.ebms.envelope.body_reader import read_fault, read_manifest, read_status_request, read_status_response
+from msh.ebms.envelope.element_reader import ElementReader
+from msh.ebms.envelope.header_reader import (
+    read_ack_requested,
+    read_acknowledgment,
+    read_error_list,
+    read_message_header,
+    read_message_order,
+    read_sync_reply,
+)
+from msh.ebms.envelope.names import BODY, DS_SIGNATURE, ENVELOPE, FAULT, HEADER, eb
+from msh.ebms.model import NO_EXTENSIONS, Envelope, Extensions, ReplyAddress, Signature
+from msh.ebms.namespaces import EB
+from msh.errors import EbmsError, EnvelopeError, ErrorCode, Issue
+
+__all__ = ["read_envelope", "read_reply_address"]
+
+_E = etree._Element
+
+_ElementRead: TypeAlias = Callable[[ElementReader, _E], object]
+
+
+def _read_signature(reader: ElementReader, el: _E) -> Signature:
+    # ebMS2 §4.1: a ds:Signature in the SOAP Header, kept as its canonical text.
+    return Signature(reader.keep(el))
+
+
+# Each element the Header and the Body may carry: the Envelope field it fills and its reader. The fields
+# ack_requested, acknowledgments and signatures take any number of elements; the others one at most.
+_HEADER_READERS: dict[str, tuple[str, _ElementRead]] = {
+    eb("MessageHeader"): ("message_header", read_message_header),
+    eb("AckRequested"): ("ack_requested", read_ack_requested),
+    eb("Acknowledgment"): ("acknowledgments", read_acknowledgment),
+    eb("ErrorList"): ("error_list", read_error_list),
+    eb("SyncReply"): ("sync_reply", read_sync_reply),
+    eb("MessageOrder"): ("message_order", read_message_order),
+    DS_SIGNATURE: ("signatures", _read_signature),
+}
+_BODY_READERS: dict[str, tuple[str, _ElementRead]] = {
+    eb("Manifest"): ("manifest", read_manifest),
+    eb("StatusRequest"): ("status_request", read_status_request),
+    eb("StatusResponse"): ("status_response", read_status_response),
+    FAULT: ("fault", read_fault),
+}
+
+
+def read_envelope(root: _E, *, lenient: bool = False) -> tuple[Envelope, tuple[Issue, ...]]:
+    """Build the :class:`Envelope` model from a parsed SOAP envelope element.
+
+    Returns the model and the Warnings of lenient mode (always empty in strict mode, where every
+    deviation raises). Raises :class:`EnvelopeError` when ``root`` is not a SOAP 1.1 Envelope and
+    :class:`EbmsError` (with an XPath ``location``) when a required element or value is missing or bad.
+    """
+    if root.tag != ENVELOPE:
+        # SOAP 1.1 §4.1: the root is SOAP-ENV:Envelope in the SOAP 1.1 namespace.
+        raise EnvelopeError(f"root element is {root.tag}, not a SOAP 1.1 Envelope", location="/")
+    reader = ElementReader(lenient)
+    header_el: _E | None = None
+    body_el: _E | None = None
+    env_other: list[str] = []
+    for child in reader.children(root):
+        if child.tag == HEADER and header_el is None and body_el is None:
+            header_el = child
+        elif child.tag == BODY and body_el is None:
+            body_el = child
+        elif child.tag in (HEADER, BODY):
+            raise EnvelopeError(f"misplaced or repeated SOAP {etree.QName(child).localname}", location="/Envelope")
+        else:
+            env_other.append(reader.keep(child))
+    if body_el is None:
+        # SOAP 1.1 §4.3: the Body element is mandatory.
+        raise EnvelopeError("SOAP Envelope has no Body", location="/Envelope/Body")
+
+    fields: dict[str, object] = {}
+    lists: dict[str, list[object]] = {"ack_requested": [], "acknowledgments": [], "signatures": []}
+    header_ext = (
+        _read_children(reader, header_el, _HEADER_READERS, "//Header", fields, lists) if header_el is not None else []
+    )
+    body_ext = _read_children(reader, body_el, _BODY_READERS, "//Body", fields, lists)
+    try:
+        envelope = Envelope(
+            ack_requested=tuple(lists["ack_requested"]),  # type: ignore[arg-type]
+            acknowledgments=tuple(lists["acknowledgments"]),  # type: ignore[arg-type]
+            signatures=tuple(lists["signatures"]),  # type: ignore[arg-type]
+            header_extensions=Extensions(tuple(header_ext), _foreign_attrs(header_el))
+            if header_el is not None
+            else NO_EXTENSIONS,
+            body_extensions=Extensions(tuple(body_ext), _foreign_attrs(body_el)),
+            envelope_extensions=Extensions(tuple(env_other), _foreign_attrs(root)),
+            **fields,  # type: ignore[arg-type]
+        )
+    except ValueError as exc:
+        raise EbmsError(str(exc), error_code=ErrorCode.INCONSISTENT, location="//Header/AckRequested") from None
+    return envelope, tuple(reader.warnings)
+
+
+def read_reply_address(root: _E) -> ReplyAddress | None:
+    """Who to answer about the envelope ``root`` when :func:`read_envelope` refused it: From, To, CPAId,
+    ConversationId and MessageId of its MessageHeader, read on their own, so that an error anywhere else
+    (another header element, the Body, the MessageHeader's own eb:version or Timestamp) does not keep the
+    sender from getting its ErrorList (ebMS2 §4.2.4.2). None when one of them cannot be read."""
+    if root.tag != ENVELOPE:
+        return None
+    header = root.find(HEADER)
+    el = header.find(eb("MessageHeader")) if header is not None else None
+    if el is None:
+        return None
+    reader = ElementReader(lenient=True)
+    loc = "//Header/MessageHeader"
+    try:
+        data = reader.required_child(el, "MessageData", loc)
+        return ReplyAddress(
+            from_party=reader.party(reader.required_child(el, "From", loc), f"{loc}/From"),
+            to_party=reader.party(reader.required_child(el, "To", loc), f"{loc}/To"),
+            cpa_id=reader.text(reader.required_child(el, "CPAId", loc), f"{loc}/CPAId"),
+            conversation_id=reader.text(reader.required_child(el, "ConversationId", loc), f"{loc}/ConversationId"),
+            message_id=reader.text(
+                reader.required_child(data, "MessageId", f"{loc}/MessageData"), f"{loc}/MessageData/MessageId"
+            ),
+        )
+    except (EbmsError, ValueError):
+        return None
+
+
+def _read_children(
+    reader: ElementReader,
+    parent: _E,
+    readers: dict[str, tuple[str, _ElementRead]],
+    location: str,
+    fields: dict[str, object],
+    lists: dict[str, list[object]],
+) -> list[str]:
+    """Read the children of the SOAP Header or Body ``parent`` with ``readers``: each into its Envelope
+    field, in ``lists`` when it takes any number, else in ``fields`` (a second one is an error). Returns
+    the other children, kept as extensions."""
+    extensions: list[str] = []
+    for child in reader.children(parent):
+        tag = child.tag
+        entry = readers.get(tag)
+        if entry is None:
+            _unknown(reader, tag, location)
+            extensions.append(reader.keep(child))
+            continue
+        field, read = entry
+        if field in lists:
+            lists[field].append(read(reader, child))
+        elif field in fields:
+            name = etree.QName(tag).localname
+            raise reader.fail(f"{name} occurs more than once", f"{location}/{name}")
+        else:
+            fields[field] = read(reader, child)
+    return extensions
+
+
+def _unknown(reader: ElementReader, tag: str, location: str) -> None:
+    if tag.startswith(f"{{{EB}}}"):
+        name = tag[len(EB) + 2 :]
+        if not reader.lenient:
+            raise reader.fail(f"eb:{name} is not an ebMS 2.0 element", f"{location}/{name}", ErrorCode.NOT_SUPPORTED)
+        reader.warn(f"eb:{name} is not an ebMS 2.0 element; kept as is", f"{location}/{name}", ErrorCode.NOT_SUPPORTED)
+
+
+def _foreign_attrs(el: _E) -> tuple[tuple[str, str], ...]:
+    return tuple((str(k), str(v)) for k, v in el.attrib.items() if str(k).startswith("{"))

@@ -1,0 +1,274 @@
+"""What :func:`~msh.engine.receiving.receive` is given and what it returns (ebMS2 §6.5, §7, §8).
+
+The inputs the runtime reads from its store (:class:`StoredInbound`, :class:`StatusAnswer`), the actions a
+decision lists for the runtime to carry out, in order (:data:`InboundAction`: store rows, replies on the
+connection or sent asynchronously, events for the sending state machine, signals for the application,
+discards), and :class:`InboundDecision`, which holds them. Plain frozen data: nothing here decides.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+from typing import TypeAlias
+
+from msh.ebms.model import Envelope, MessageStatus, Party
+from msh.engine.sending import AcknowledgmentReceived, ErrorReceived
+from msh.errors import Issue
+
+__all__ = [
+    "ConflictingDuplicate",
+    "Discard",
+    "EndpointRef",
+    "InboundAction",
+    "InboundDecision",
+    "OutboundEvent",
+    "RecordAcknowledgment",
+    "Reject",
+    "ReplySync",
+    "ResendStoredAck",
+    "SendAsync",
+    "SignalReceived",
+    "StatusAnswer",
+    "StoreInbound",
+    "StoredAck",
+    "StoredInbound",
+]
+
+StoredAck: TypeAlias = bytes | Envelope
+"""An acknowledgment as the store keeps it: its exact bytes (as sent, signed) or its envelope."""
+
+
+# --- inputs -------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class StoredInbound:
+    """What the store holds for a MessageId already received (ebMS2 §6.1): the acknowledgment sent for it
+    (its first response, §6.5.6; None when none was sent) and whether the application has taken it."""
+
+    message_id: str
+    acknowledgment: StoredAck | None
+    delivered: bool
+    digest: str | None = None
+    """The content digest stored with the first copy (:func:`msh.ebms.digest.content_digest`); None for a
+    copy stored before digests were kept, which any later copy is taken to be identical to."""
+
+
+@dataclass(frozen=True, slots=True)
+class StatusAnswer:
+    """The status the runtime found for the MessageId a StatusRequest asks about (ebMS2 §7.3.3), and the
+    time that message was received (§7.3.2; omitted for NotRecognized and UnAuthorized)."""
+
+    message_status: MessageStatus
+    received_at: datetime | None = None
+
+
+# --- actions ------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class EndpointRef:
+    """Where an asynchronous reply goes, for the runtime to resolve to a URL through the agreement
+    (``resolve(cpa, from_party=..., to_party=..., service=..., action=...)``, ebMS2 §4.2.4.2)."""
+
+    cpa_id: str
+    from_party: Party
+    to_party: Party
+    service: str
+    action: str
+
+    @classmethod
+    def of(cls, envelope: Envelope) -> EndpointRef:
+        """The endpoint named by the MessageHeader of ``envelope`` (a reply this module built)."""
+        h = envelope.message_header
+        if h is None:
+            raise ValueError("an asynchronous reply needs a MessageHeader")
+        return cls(h.cpa_id, h.from_party, h.to_party, h.service.value, h.action)
+
+
+@dataclass(frozen=True, slots=True)
+class StoreInbound:
+    """Commit the received message, its duplicate-elimination record (when ``duplicate_elimination``), its
+    inbox row (when ``deliver``) and ``record_ack``, the acknowledgment about to be sent, all in one
+    transaction (DESIGN.md §5.2, §5.3; ebMS2 §6.5.3: the acknowledgment is persisted too), with the
+    message's content ``digest`` (to tell a later copy's content from this one's, §6.5.6). Without
+    duplicate elimination the same MessageId may be stored again."""
+
+    message_id: str
+    record_ack: Envelope | None
+    deliver: bool
+    duplicate_elimination: bool = True
+    received_at: datetime | None = None
+    digest: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class RecordAcknowledgment:
+    """Store ``acknowledgment`` as the first response to a message already stored (ebMS2 §6.5.5 (2))."""
+
+    message_id: str
+    acknowledgment: Envelope
+
+
+@dataclass(frozen=True, slots=True)
+class ReplySync:
+    """Put ``envelope`` on the HTTP response of the exchange that brought the message (ebMS2 §4.3)."""
+
+    envelope: Envelope
+
+    @property
+    def message(self) -> StoredAck:
+        return self.envelope
+
+    @property
+    def sync(self) -> bool:
+        return True
+
+
+@dataclass(frozen=True, slots=True)
+class SendAsync:
+    """Queue ``envelope`` as an outbound signal to ``to_endpoint``."""
+
+    envelope: Envelope
+    to_endpoint: EndpointRef
+
+    @property
+    def message(self) -> StoredAck:
+        return self.envelope
+
+    @property
+    def sync(self) -> bool:
+        return False
+
+
+@dataclass(frozen=True, slots=True)
+class ResendStoredAck:
+    """Send the stored acknowledgment of duplicate ``message_id`` again, unchanged (ebMS2 §6.5.5, §6.5.6 2):
+    on the HTTP response when ``sync``, else to ``to_endpoint``. Never a second delivery."""
+
+    message_id: str
+    acknowledgment: StoredAck
+    sync: bool
+    to_endpoint: EndpointRef
+
+    @property
+    def message(self) -> StoredAck:
+        return self.acknowledgment
+
+
+@dataclass(frozen=True, slots=True)
+class Reject:
+    """The message is refused (not stored, not delivered); ``error_message`` goes back to its sender, on the
+    HTTP response when ``sync``, else to ``to_endpoint`` (ebMS2 §4.2.4). ``message_id`` is None when the
+    message could not be read far enough (then ``error_message`` is a SOAP Fault and ``sync`` is True)."""
+
+    message_id: str | None
+    error_message: Envelope
+    sync: bool
+    to_endpoint: EndpointRef | None
+
+    @property
+    def message(self) -> StoredAck:
+        return self.error_message
+
+
+@dataclass(frozen=True, slots=True)
+class OutboundEvent:
+    """An event for the sending state machine of our message ``message_id`` (ebMS2 §6.5.2: acknowledgment;
+    §4.2.4: error). ``from_party`` and ``cpa_id`` are those of the message that carried it: the runtime
+    checks them against the outbound message's To party and agreement before stepping."""
+
+    message_id: str
+    event: AcknowledgmentReceived | ErrorReceived
+    from_party: Party | None = None
+    cpa_id: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class SignalReceived:
+    """A Pong or StatusResponse (ebMS2 §8.2, §7.1.2) for the application or the runtime that asked."""
+
+    action: str
+    ref_to_message_id: str | None
+    envelope: Envelope
+
+
+@dataclass(frozen=True, slots=True)
+class Discard:
+    """Nothing is done with (this part of) the message; ``reason`` says why, for the log."""
+
+    reason: str
+
+
+@dataclass(frozen=True, slots=True)
+class ConflictingDuplicate:
+    """MessageId ``message_id``, already stored with content digest ``stored_digest``, came again with
+    ``received_digest``: not an identical message (ebMS2 §6.5.6). Record it (journal and counter); the
+    :class:`Reject` that follows answers the sender. The stored message is left as it is."""
+
+    message_id: str
+    stored_digest: str
+    received_digest: str
+
+
+InboundAction: TypeAlias = (
+    StoreInbound
+    | RecordAcknowledgment
+    | ReplySync
+    | SendAsync
+    | ResendStoredAck
+    | Reject
+    | OutboundEvent
+    | SignalReceived
+    | Discard
+    | ConflictingDuplicate
+)
+
+
+@dataclass(frozen=True, slots=True)
+class InboundDecision:
+    """What to do with one inbound message: ``actions`` in order, the check's ``issues`` (for the journal),
+    whether it was a ``duplicate`` (a MessageId already stored, under DuplicateElimination), whether the
+    reply must be signed (``sign_reply``) and whether its ds:Reference elements must be derived from the
+    message by the signing adapter (``derive_references``)."""
+
+    actions: tuple[InboundAction, ...]
+    issues: tuple[Issue, ...] = ()
+    duplicate: bool = False
+    sign_reply: bool = False
+    derive_references: bool = False
+
+    @property
+    def delivers(self) -> bool:
+        """True when the message goes to the application's inbox."""
+        return any(isinstance(a, StoreInbound) and a.deliver for a in self.actions)
+
+    @property
+    def stored_acknowledgment(self) -> Envelope | None:
+        """The new acknowledgment message this decision stores (None if it stores none)."""
+        for a in self.actions:
+            if isinstance(a, StoreInbound) and a.record_ack is not None:
+                return a.record_ack
+            if isinstance(a, RecordAcknowledgment):
+                return a.acknowledgment
+        return None
+
+    @property
+    def sync_reply(self) -> StoredAck | None:
+        """What goes on the HTTP response (None: an empty response)."""
+        for a in self.actions:
+            if isinstance(a, (ReplySync, ResendStoredAck, Reject)) and a.sync:
+                return a.message
+        return None
+
+    @property
+    def async_replies(self) -> tuple[tuple[StoredAck, EndpointRef], ...]:
+        """What is queued to go back asynchronously, with where to."""
+        out: list[tuple[StoredAck, EndpointRef]] = []
+        for a in self.actions:
+            if isinstance(a, SendAsync):
+                out.append((a.envelope, a.to_endpoint))
+            elif isinstance(a, (ResendStoredAck, Reject)) and not a.sync and a.to_endpoint is not None:
+                out.append((a.message, a.to_endpoint))
+        return tuple(out)
