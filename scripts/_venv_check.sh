@@ -1,4 +1,4 @@
-# Sourced by scripts/_env.sh (and by tests/test_setup_scripts.py): decides whether a virtual environment
+# Sourced by scripts/_env.sh (and by tests/integration/test_setup_scripts.py): decides whether a virtual environment
 # can be used. Needs ROOT (the checkout, physical path) and WANT_VERSION (e.g. "3.11") to be set.
 
 # _msh_venv_problem VENV: why the environment at VENV cannot be used (empty when it can, or when there is none yet).

@@ -24,7 +24,7 @@ from cpa.resolve import AgreementRefused, RefusalReason, SendingParameters, reso
 from msh.ebms import model as m
 from msh.ebms.namespaces import SERVICE_MSH
 from msh.errors import ErrorCode, Severity
-from tests.shared import SHARED, shared_dir
+from tests.support.shared import SHARED, shared_dir
 
 pytestmark = pytest.mark.interop
 

@@ -17,7 +17,7 @@ from cryptography import x509
 from lxml import etree
 
 from cpa import CollaborationProtocolAgreement, DeliveryChannel, PerMessage, SyncReplyMode, XsDuration, load
-from tests.shared import SHARED, shared_dir
+from tests.support.shared import SHARED, shared_dir
 
 pytestmark = pytest.mark.interop
 

@@ -30,7 +30,7 @@ import xmlschema
 from lxml import etree
 from xmlschema.validators import XsdAnyElement, XsdAtomicBuiltin, XsdComplexType, XsdElement, XsdGroup
 
-from tests.shared import SHARED, shared_dir
+from tests.support.shared import SHARED, shared_dir
 
 pytestmark = pytest.mark.interop
 

@@ -21,7 +21,7 @@ from msh.ebms.envelope import read_envelope, serialise_envelope
 from msh.ebms.message import ParseMode, parse_message, read_message_file
 from msh.errors import EbmsError, EnvelopeError, ErrorCode, MimeProblemError, Severity
 from msh.safexml import parse_xml
-from tests.shared import MESSAGES, NHS_BOUNDARY_TYPE, SHARED, manifest_status, message_bytes, shared_dir
+from tests.support.shared import MESSAGES, NHS_BOUNDARY_TYPE, SHARED, manifest_status, message_bytes, shared_dir
 
 pytestmark = pytest.mark.interop
 

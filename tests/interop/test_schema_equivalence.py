@@ -44,7 +44,7 @@ from msh.ebms.namespaces import EB, SOAP_ENV, XLINK, XMLDSIG
 from msh.ebms.schema import SCHEMA_FILES, explain_envelope, schema_files, validate_envelope
 from msh.errors import EnvelopeError, ErrorCode, Issue, Severity
 from msh.safexml import parse_xml
-from tests.strategies import envelopes as generated_envelopes
+from tests.support.strategies import envelopes as generated_envelopes
 
 SHARED = Path(__file__).resolve().parents[2].parent / "shared"
 OFFICIAL = SHARED / "reference" / "schemas"

@@ -1,0 +1,160 @@
+"""Limits at the door: request heads, header counts, requests that stop arriving, connections per client.
+
+Party B's MSH is served over plain HTTP on 127.0.0.1 with small limits; each test talks raw HTTP over a
+socket (bounded by timeouts), checks the answer, and checks that the server still answers a health check
+and acknowledges a valid message afterwards. No test asserts on how long anything took.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import socket
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.support.endpoint import RunningMsh, serving, valid_message
+
+TIMEOUT = 30.0
+LIMITS = {
+    "max_header_bytes": 8192,
+    "max_headers": 20,
+    "read_timeout": "PT1S",
+    "max_connections_per_client": 4,
+}
+
+
+@pytest.fixture
+def b(tmp_path: Path) -> Iterator[RunningMsh]:
+    with serving(tmp_path / "b", **LIMITS) as running:
+        yield running
+
+
+def connect(b: RunningMsh) -> socket.socket:
+    sock = socket.create_connection(("127.0.0.1", b.port), timeout=TIMEOUT)
+    sock.settimeout(TIMEOUT)
+    return sock
+
+
+def read_response(sock: socket.socket) -> tuple[int, bytes]:
+    """The status and everything the server sent until it closed the connection (or the head and the
+    announced body, for a response that keeps the connection open)."""
+    data = b""
+    while True:
+        try:
+            chunk = sock.recv(65536)
+        except ConnectionResetError:
+            break
+        if not chunk:
+            break
+        data += chunk
+        head, sep, body = data.partition(b"\r\n\r\n")
+        if sep:
+            length = next(
+                (
+                    int(line.split(b":", 1)[1])
+                    for line in head.split(b"\r\n")
+                    if line.lower().startswith(b"content-length:")
+                ),
+                None,
+            )
+            if length is not None and len(body) >= length:
+                break
+    assert data.startswith(b"HTTP/1.1 "), data[:200]
+    return int(data[9:12]), data
+
+
+def closed_by_server(sock: socket.socket) -> bool:
+    try:
+        return sock.recv(1) == b""
+    except (ConnectionResetError, BrokenPipeError):
+        return True
+
+
+def health(b: RunningMsh) -> int:
+    with contextlib.closing(connect(b)) as sock:
+        sock.sendall(b"GET /msh HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+        return read_response(sock)[0]
+
+
+def still_acknowledges(b: RunningMsh, message_id: str) -> None:
+    content_type, body = valid_message(b.msh, message_id)
+    head = (
+        f'POST /msh HTTP/1.1\r\nHost: x\r\nContent-Type: {content_type}\r\nSOAPAction: "ebXML"\r\n'
+        f"Content-Length: {len(body)}\r\nConnection: close\r\n\r\n"
+    ).encode()
+    with contextlib.closing(connect(b)) as sock:
+        sock.sendall(head + body)
+        status, data = read_response(sock)
+    assert status == 200 and b"Acknowledgment" in data, data[:500]
+    assert [e.message_id for e in b.msh.inbox(None)][-1] == message_id
+
+
+def test_a_head_over_max_header_bytes_is_431_before_it_is_held(b: RunningMsh) -> None:
+    with contextlib.closing(connect(b)) as sock:
+        sock.sendall(b"POST /msh HTTP/1.1\r\nHost: x\r\nX-Big: ")
+        with contextlib.suppress(ConnectionResetError, BrokenPipeError):
+            for _ in range(64):  # 4 MiB of one header line, far past the limit; the server stops reading
+                sock.sendall(b"a" * 65536)
+        status, data = read_response(sock)
+        assert status == 431 and b"server.max_header_bytes" in data
+        assert closed_by_server(sock)
+    assert health(b) == 200
+    still_acknowledges(b, "after-big-head@party-a.example")
+
+
+def test_more_header_fields_than_max_headers_is_431(b: RunningMsh) -> None:
+    fields = b"".join(b"X-F%d: v\r\n" % i for i in range(50))
+    with contextlib.closing(connect(b)) as sock:
+        sock.sendall(b"POST /msh HTTP/1.1\r\nHost: x\r\n" + fields + b"Content-Length: 0\r\n\r\n")
+        status, data = read_response(sock)
+        assert status == 431 and b"server.max_headers" in data
+        assert closed_by_server(sock)
+    assert health(b) == 200
+    still_acknowledges(b, "after-many-fields@party-a.example")
+
+
+def test_a_body_that_stops_arriving_is_408_and_nothing_is_stored(b: RunningMsh) -> None:
+    before = b.msh.inbox(None)
+    with contextlib.closing(connect(b)) as sock:
+        sock.sendall(
+            b'POST /msh HTTP/1.1\r\nHost: x\r\nContent-Type: text/xml\r\nSOAPAction: "ebXML"\r\n'
+            b"Content-Length: 62914560\r\n\r\n" + b"<" * 200
+        )
+        # Meanwhile the server answers others.
+        assert health(b) == 200
+        status, data = read_response(sock)
+        assert status == 408 and b"server.read_timeout" in data
+        assert closed_by_server(sock)
+    assert b.msh.inbox(None) == before
+    still_acknowledges(b, "after-stalled-body@party-a.example")
+
+
+def test_a_head_that_stops_arriving_is_408(b: RunningMsh) -> None:
+    with contextlib.closing(connect(b)) as sock:
+        sock.sendall(b"POST /msh HTTP/1.1\r\nHost: x\r\nContent-Ty")
+        status, _ = read_response(sock)
+        assert status == 408
+        assert closed_by_server(sock)
+    assert health(b) == 200
+
+
+def test_connections_per_client_address_are_bounded(b: RunningMsh) -> None:
+    held = [connect(b) for _ in range(4)]
+    try:
+        for sock in held:  # each is a live keep-alive connection
+            sock.sendall(b"GET /msh HTTP/1.1\r\nHost: x\r\n\r\n")
+            assert read_response(sock)[0] == 200
+        with contextlib.closing(connect(b)) as fifth:
+            status, data = read_response(fifth)
+            assert status == 503 and b"too many connections" in data
+    finally:
+        for sock in held:
+            sock.close()
+    # Once they are closed, the address may connect again (the count follows closes).
+    for _ in range(50):
+        if health(b) == 200:
+            break
+    assert health(b) == 200
+    still_acknowledges(b, "after-many-connections@party-a.example")

@@ -1,0 +1,346 @@
+"""Sending parameters from an agreement (cpa.resolve) and the refusals, on factory-built agreements."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from datetime import UTC, datetime, timedelta
+
+import pytest
+
+from cpa.duration import XsDuration
+from cpa.model import (
+    ActionBinding,
+    CollaborationRole,
+    ConversationConstraints,
+    Endpoint,
+    EndpointType,
+    MessageOrderSemantics,
+    PartyId,
+    PerMessage,
+    ServiceBinding,
+    Status,
+    SyncReplyMode,
+)
+from cpa.registry import CpaRegistry
+from cpa.resolve import AgreementRefused, RefusalReason, SendingParameters, clear_cache, party_keys, resolve
+from msh.ebms import model as m
+from msh.ebms.namespaces import ACTOR_TO_PARTY_MSH, SERVICE_MSH
+from tests.support.cpa_factory import A_ID, AES128, B_ID, END, NOW, RSA_SHA256, SERVICE, START, channel, make_cpa, xs
+
+
+def send(cpa: object, **kw: object) -> SendingParameters:
+    args: dict[str, object] = {
+        "from_party": A_ID,
+        "to_party": B_ID,
+        "service": SERVICE,
+        "action": "NewOrder",
+        "now": NOW,
+    }
+    args.update(kw)
+    return resolve(cpa, **args)  # type: ignore[arg-type]
+
+
+def refused(cpa: object, reason: RefusalReason, **kw: object) -> AgreementRefused:
+    with pytest.raises(AgreementRefused) as info:
+        send(cpa, **kw)
+    assert info.value.reason is reason
+    return info.value
+
+
+def test_default_agreement_resolves_every_field() -> None:
+    cc = ConversationConstraints(invocation_limit=10, concurrent_conversations=2)
+    p = send(make_cpa(conversation_constraints=cc))
+    assert p.cpaid == "cpa-a-b"
+    assert (p.from_party_name, p.from_party_ids, p.from_role) == ("Alpha", (A_ID,), "Buyer")
+    assert (p.to_party_name, p.to_party_ids, p.to_role) == ("Beta", (B_ID,), "Seller")
+    assert (p.service, p.service_type, p.action) == (SERVICE, None, "NewOrder")
+    assert p.conversation_constraints == cc
+    assert p.endpoint_url == "http://b.example:8443/msh"
+    assert (p.transport_protocol, p.transport_protocol_version) == ("HTTP", "1.1")
+    assert (p.tls_protocol, p.tls_client_certificate, p.tls_server_trust, p.tls_server_certificate) == (
+        None,
+        None,
+        None,
+        None,
+    )
+    assert not p.uses_tls
+    assert p.reliable_messaging
+    assert (p.retries, p.retry_interval, p.first_resend_timeout) == (
+        3,
+        xs(timedelta(minutes=10)),
+        xs(timedelta(minutes=10)),
+    )
+    assert p.persist_duration == xs(timedelta(hours=1))
+    assert p.message_order_semantics is MessageOrderSemantics.NOT_GUARANTEED
+    assert p.sync_reply_mode is SyncReplyMode.NONE
+    assert (p.ack_requested, p.ack_signature_requested, p.duplicate_elimination) == (
+        PerMessage.ALWAYS,
+        PerMessage.NEVER,
+        PerMessage.ALWAYS,
+    )
+    assert p.actor == ACTOR_TO_PARTY_MSH
+    assert (p.signing, p.encryption) == (None, None)
+    assert (p.sending_channel_id, p.receiving_channel_id) == ("A_channel", "B_channel")
+    assert not p.msh_signal
+
+
+def test_the_reverse_direction_uses_the_other_parties_channels() -> None:
+    p = send(make_cpa(), from_party=B_ID, to_party=A_ID, action="OrderResponse")
+    assert (p.from_role, p.to_role, p.endpoint_url) == ("Seller", "Buyer", "http://a.example:8443/msh")
+    assert (p.sending_channel_id, p.receiving_channel_id) == ("B_channel", "A_channel")
+
+
+def test_messaging_characteristics_come_from_the_sending_channel() -> None:
+    a = channel(
+        "A",
+        sync_reply_mode=SyncReplyMode.SIGNALS_AND_RESPONSE,
+        ack_requested=PerMessage.PER_MESSAGE,
+        ack_signature_requested=PerMessage.ALWAYS,
+        duplicate_elimination=PerMessage.NEVER,
+        actor=None,
+        retries=7,
+        retry_interval=timedelta(seconds=30),
+        message_order=MessageOrderSemantics.GUARANTEED,
+    )
+    b = channel("B", sync_reply_mode=SyncReplyMode.NONE, retries=1, retry_interval=timedelta(hours=2))
+    p = send(make_cpa(a_channel=a, b_channel=b))
+    assert p.sync_reply_mode is SyncReplyMode.SIGNALS_AND_RESPONSE
+    assert (p.ack_requested, p.ack_signature_requested, p.duplicate_elimination, p.actor) == (
+        PerMessage.PER_MESSAGE,
+        PerMessage.ALWAYS,
+        PerMessage.NEVER,
+        None,
+    )
+    assert (p.retries, p.retry_interval) == (7, xs(timedelta(seconds=30)))
+    assert p.message_order_semantics is MessageOrderSemantics.GUARANTEED
+
+
+def test_no_reliable_messaging_means_no_retries() -> None:
+    p = send(make_cpa(retries=None))
+    assert not p.reliable_messaging
+    assert (p.retries, p.retry_interval, p.first_resend_timeout) == (0, None, None)
+    assert p.message_order_semantics is MessageOrderSemantics.NOT_GUARANTEED
+    assert p.time_to_live_floor(NOW) == NOW
+
+
+def test_time_to_live_floor_is_retries_plus_one_intervals() -> None:
+    p = send(make_cpa(retries=3, retry_interval=timedelta(minutes=10)))
+    assert p.time_to_live_floor(NOW) == NOW + timedelta(minutes=40)
+
+
+def test_time_to_live_floor_with_a_month_interval_adds_months_as_xml_schema_does() -> None:
+    # ebMS2 §6.4.5 with RetryInterval P1M and Retries 2: Timestamp + P3M, the day pinned to the month's end.
+    p = send(make_cpa(retries=2, retry_interval=XsDuration.parse("P1M")))
+    assert p.retry_interval == XsDuration(months=1)
+    assert p.time_to_live_floor(datetime(2025, 11, 30, 8, tzinfo=UTC)) == datetime(2026, 2, 28, 8, tzinfo=UTC)
+    # Past the year 9999 the floor is the latest instant there is: no TimeToLive can be after it.
+    assert p.time_to_live_floor(datetime(9999, 11, 1, tzinfo=UTC)) == datetime.max.replace(tzinfo=UTC)
+
+
+def test_persist_duration_prefers_the_receivers_binding() -> None:
+    b = channel("B", persist_duration=timedelta(hours=6))
+    a = channel("A", sender_persist_duration=timedelta(hours=2))
+    assert send(make_cpa(a_channel=a, b_channel=b)).persist_duration == xs(timedelta(hours=6))
+    b_without = channel("B", persist_duration=None)
+    assert send(make_cpa(a_channel=a, b_channel=b_without)).persist_duration == xs(timedelta(hours=2))
+    a_without = channel("A", sender_persist_duration=None)
+    assert send(make_cpa(a_channel=a_without, b_channel=b_without)).persist_duration is None
+
+
+def test_first_resend_timeout_override_per_sending_channel() -> None:
+    cpa = make_cpa()
+    p = send(cpa, first_resend_timeouts={"A_channel": timedelta(seconds=45), "B_channel": timedelta(hours=9)})
+    assert p.first_resend_timeout == xs(timedelta(seconds=45))
+    assert p.retry_interval == xs(timedelta(minutes=10))
+    assert send(cpa, first_resend_timeouts={"B_channel": timedelta(hours=9)}).first_resend_timeout == xs(
+        timedelta(minutes=10)
+    )
+    # The cached, unoverridden value is not changed by an override.
+    assert send(cpa).first_resend_timeout == xs(timedelta(minutes=10))
+
+
+def test_https_gives_client_certificate_server_trust_and_server_certificate() -> None:
+    p = send(make_cpa(https=True))
+    assert p.endpoint_url == "https://b.example:8443/msh"
+    assert p.uses_tls
+    assert (p.tls_protocol, p.tls_protocol_version) == ("TLS", "1.2")
+    assert p.tls_client_certificate is not None and p.tls_client_certificate.cert_id == "A_Client"
+    assert p.tls_server_trust is not None and p.tls_server_trust.security_id == "A_TLS"
+    assert p.tls_server_certificate is not None and p.tls_server_certificate.cert_id == "B_Server"
+
+
+def test_signing_and_encryption() -> None:
+    p = send(make_cpa(signing=True, receiver_encryption=True, sender_encryption=True))
+    assert p.signing is not None
+    assert (p.signing.signature_algorithm, p.signing.certificate) == (RSA_SHA256, p.signing.certificate)
+    assert p.signing.certificate is not None and p.signing.certificate.cert_id == "A_Sign"
+    # The receiver's ReceiverDigitalEnvelope (with its certificate) wins over the SenderDigitalEnvelope.
+    assert p.encryption is not None and p.encryption.certificate is not None
+    assert (p.encryption.encryption_algorithm, p.encryption.certificate.cert_id) == (AES128, "B_Encrypt")
+    q = send(make_cpa(a_channel=channel("A", sender_encryption=True), b_channel=channel("B")))
+    assert q.encryption is not None and q.encryption.security_details is not None
+    assert q.encryption.security_details.security_id == "A_Enc"
+
+
+def test_endpoint_of_type_request_is_preferred_to_all_purpose() -> None:
+    eps = (
+        Endpoint("http://b.example/any", EndpointType.ALL_PURPOSE),
+        Endpoint("http://b.example/req", EndpointType.REQUEST),
+    )
+    assert send(make_cpa(b_channel=channel("B", endpoints=eps))).endpoint_url == "http://b.example/req"
+    only_response = (Endpoint("http://b.example/resp", EndpointType.RESPONSE),)
+    e = refused(make_cpa(b_channel=channel("B", endpoints=only_response)), RefusalReason.NO_ENDPOINT)
+    assert "B_channel" in str(e) and "add one to the agreement" in str(e)
+
+
+@pytest.mark.parametrize(
+    ("now", "reason", "text"),
+    [
+        (START - timedelta(seconds=1), RefusalReason.NOT_YET_VALID, "starts at 2025-01-01T00:00:00+00:00"),
+        (END, RefusalReason.EXPIRED, "load the renewed agreement"),
+        (END + timedelta(days=400), RefusalReason.EXPIRED, "ended at 2027-01-01T00:00:00+00:00"),
+    ],
+)
+def test_outside_the_validity_window_is_refused(now: datetime, reason: RefusalReason, text: str) -> None:
+    assert text in str(refused(make_cpa(), reason, now=now))
+
+
+def test_validity_window_is_start_inclusive() -> None:
+    assert send(make_cpa(), now=START).cpaid == "cpa-a-b"
+    assert send(make_cpa(), now=END - timedelta(microseconds=1)).cpaid == "cpa-a-b"
+
+
+def test_status_proposed_is_refused_signed_is_in_force() -> None:
+    e = refused(make_cpa(status=Status.PROPOSED), RefusalReason.NOT_AGREED)
+    assert "Status 'proposed'" in str(e) and "ebMS2 §3.1.2" in str(e)
+    assert e.cpaid == "cpa-a-b"
+    assert send(make_cpa(status=Status.SIGNED)).retries == 3
+
+
+def test_parties_must_be_the_agreements_two_parties() -> None:
+    e = refused(make_cpa(), RefusalReason.UNKNOWN_PARTY, from_party=PartyId("555", "urn:duns"))
+    assert "the From party '555' (type 'urn:duns') is not a party of agreement cpa-a-b" in str(e)
+    assert "Alpha ['123456789' (type 'urn:duns')]" in str(e)
+    refused(make_cpa(), RefusalReason.UNKNOWN_PARTY, to_party=("987654321", "urn:other"))
+    # The type is part of the identity (CPP/A 2.0 §8.4.2): an untyped id does not match a typed one.
+    refused(make_cpa(), RefusalReason.UNKNOWN_PARTY, from_party=("123456789", None))
+    e = refused(make_cpa(), RefusalReason.UNKNOWN_PARTY, to_party=A_ID)
+    assert "name the same party" in str(e)
+
+
+def test_party_may_be_given_in_any_form() -> None:
+    cpa = make_cpa(a_ids=(A_ID, PartyId("urn:alpha")))
+    forms: list[object] = [
+        A_ID,
+        ("123456789", "urn:duns"),
+        [("123456789", "urn:duns")],
+        m.PartyId("123456789", "urn:duns"),
+        m.Party((m.PartyId("urn:alpha"),), "Buyer"),
+        (PartyId("unknown", "x"), PartyId("urn:alpha")),
+        ("urn:alpha", None),
+    ]
+    for form in forms:
+        assert send(cpa, from_party=form).from_party_name == "Alpha", form
+    assert party_keys(m.Party((m.PartyId("1", "t"), m.PartyId("urn:x")))) == (("1", "t"), ("urn:x", None))
+
+
+def test_roles() -> None:
+    assert send(make_cpa(), from_role="Buyer", to_role="Seller").from_role == "Buyer"
+    e = refused(make_cpa(), RefusalReason.UNKNOWN_ROLE, from_role="Seller")
+    assert "'Seller' is not a role of Alpha" in str(e) and "its roles: Buyer" in str(e)
+    refused(make_cpa(), RefusalReason.UNKNOWN_ROLE, to_role="Carrier")
+
+
+def test_from_must_can_send_and_to_must_can_receive() -> None:
+    e = refused(make_cpa(), RefusalReason.CANNOT_SEND, action="OrderResponse")
+    assert "Alpha has no CanSend binding for service 'urn:example:services:ordering' action 'OrderResponse'" in str(e)
+    assert "it can send: urn:example:services:ordering/NewOrder" in str(e)
+    refused(make_cpa(), RefusalReason.CANNOT_SEND, service="urn:example:other")
+    refused(make_cpa(), RefusalReason.CANNOT_SEND, service_type="urn:types:x")
+    e = refused(make_cpa(b_receives=()), RefusalReason.CANNOT_RECEIVE)
+    assert "Beta has no CanReceive binding" in str(e)
+
+
+def test_several_service_types_are_ambiguous_unless_one_is_named() -> None:
+    def typed_role(prefix: str, role: str, stype: str, send: bool) -> CollaborationRole:
+        ch = channel(prefix, channel_id=f"{prefix}_{stype}", retries=9)
+        ab = (ActionBinding(f"{prefix}_{stype}", "NewOrder", "pkg", (ch,)),)
+        sb = ServiceBinding(SERVICE, stype, can_send=ab if send else (), can_receive=() if send else ab)
+        return CollaborationRole("urn:example:process", "1.0", role, sb)
+
+    cpa = make_cpa(
+        service_type="urn:types:plain",
+        a_extra_roles=(typed_role("A", "Buyer", "urn:types:rm", True),),
+        b_extra_roles=(typed_role("B", "Seller", "urn:types:rm", False),),
+    )
+    e = refused(cpa, RefusalReason.AMBIGUOUS)
+    assert "'urn:types:plain', 'urn:types:rm'" in str(e) and "pass service_type=" in str(e)
+    rm = send(cpa, service_type="urn:types:rm")
+    assert (rm.service_type, rm.retries, rm.sending_channel_id, rm.receiving_channel_id) == (
+        "urn:types:rm",
+        9,
+        "A_urn:types:rm",
+        "B_urn:types:rm",
+    )
+    assert send(cpa, service_type="urn:types:plain").sending_channel_id == "A_channel"
+
+
+@pytest.mark.parametrize(
+    ("action", "endpoint"),
+    [("Acknowledgment", "resp"), ("MessageError", "err"), ("Ping", "req"), ("StatusResponse", "resp")],
+)
+def test_msh_signals_use_the_default_msh_channels(action: str, endpoint: str) -> None:
+    eps = tuple(
+        Endpoint(f"http://b.example/{n}", t)
+        for n, t in (("err", EndpointType.ERROR), ("resp", EndpointType.RESPONSE), ("req", EndpointType.REQUEST))
+    )
+    cpa = make_cpa(b_msh=channel("B", channel_id="B_msh", endpoints=eps, retries=None))
+    p = send(cpa, service=SERVICE_MSH, action=action, from_role="Anything")
+    assert p.msh_signal
+    assert (p.sending_channel_id, p.receiving_channel_id) == ("A_msh", "B_msh")
+    assert p.endpoint_url == f"http://b.example/{endpoint}"
+    assert (p.from_role, p.to_role, p.retries) == (None, None, 0)
+    assert p.ack_requested is PerMessage.NEVER
+    refused(cpa, RefusalReason.CANNOT_SEND, service=SERVICE_MSH, action="Dance")
+
+
+def test_results_are_cached_per_agreement_object() -> None:
+    clear_cache()
+    cpa = make_cpa()
+    first = send(cpa)
+    assert send(cpa) is first
+    assert send(cpa, from_party=[A_ID]) is first  # the same key, whatever form the party is given in
+    # Another agreement object with the same CPAId is not served from the first one's cache entry.
+    renewed = make_cpa(retries=8)
+    assert send(renewed).retries == 8
+    assert send(cpa).retries == 3
+    # Refusals are cached too, and still raise each time.
+    for _ in range(2):
+        refused(cpa, RefusalReason.CANNOT_SEND, action="Nope")
+    # The validity window is checked on every call, also on a cached entry.
+    refused(cpa, RefusalReason.EXPIRED, now=END)
+
+
+def test_now_must_be_timezone_aware() -> None:
+    with pytest.raises(ValueError, match="timezone-aware"):
+        send(make_cpa(), now=datetime(2026, 6, 1))
+
+
+def test_registry_resolve() -> None:
+    registry = CpaRegistry([make_cpa()], first_resend_timeouts={"A_channel": timedelta(seconds=5)})
+    p = registry.resolve("cpa-a-b", from_party=A_ID, to_party=B_ID, service=SERVICE, action="NewOrder", now=NOW)
+    assert (p.endpoint_url, p.first_resend_timeout) == ("http://b.example:8443/msh", xs(timedelta(seconds=5)))
+    with pytest.raises(AgreementRefused, match="no agreement with CPAId 'other' is registered") as info:
+        registry.resolve("other", from_party=A_ID, to_party=B_ID, service=SERVICE, action="NewOrder", now=NOW)
+    assert info.value.reason is RefusalReason.NOT_REGISTERED
+    registry.add(replace(make_cpa(), end=NOW))
+    with pytest.raises(AgreementRefused) as info:
+        registry.resolve("cpa-a-b", from_party=A_ID, to_party=B_ID, service=SERVICE, action="NewOrder", now=NOW)
+    assert info.value.reason is RefusalReason.EXPIRED
+
+
+def test_refusal_is_a_configuration_error() -> None:
+    from msh.errors import ConfigurationError, MshError
+
+    assert issubclass(AgreementRefused, ConfigurationError)
+    assert issubclass(AgreementRefused, MshError)

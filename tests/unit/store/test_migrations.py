@@ -1,0 +1,386 @@
+"""Versioned migrations: an empty database upgrades to head, reopening is a no-op, downgrade round-trips."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import threading
+from collections.abc import Callable, Iterator
+from dataclasses import replace
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+from alembic.autogenerate import compare_metadata
+from alembic.runtime.migration import MigrationContext
+from sqlalchemy import Boolean, Engine, Float, Integer, Text, column, create_engine, event, inspect, table, text
+
+from cpa.duration import XsDuration
+from msh.errors import ConfigurationError
+from msh.store import SqlStore, Store, migrations
+from msh.store.schema import UtcDateTime, metadata
+from msh.store.sql import resolve_url
+from tests.support.store import RELIABILITY, T0, add_outbound
+
+ROOT = Path(__file__).resolve().parents[3]
+
+STORE_TABLES = {
+    "blobs",
+    "blob_chunks",
+    "outbound_messages",
+    "inbound_messages",
+    "inbox",
+    "timers",
+    "events",
+}
+
+
+@pytest.fixture
+def raw_engine(store_url: str) -> Iterator[Engine]:
+    """A plain engine on the test database, for looking at it from outside the store."""
+    engine = create_engine(resolve_url(store_url))
+    yield engine
+    engine.dispose()
+
+
+@pytest.fixture
+def statements() -> Iterator[list[str]]:
+    """Every SQL statement any engine executes while the test runs."""
+    seen: list[str] = []
+
+    def record(conn: Any, cursor: Any, statement: str, *args: Any) -> None:
+        seen.append(statement)
+
+    event.listen(Engine, "before_cursor_execute", record)
+    yield seen
+    event.remove(Engine, "before_cursor_execute", record)
+
+
+def _tables(engine: Engine) -> set[str]:
+    return set(inspect(engine).get_table_names())
+
+
+def _revision(engine: Engine) -> str | None:
+    with engine.connect() as conn:
+        return migrations.current_revision(conn)
+
+
+def _differences(engine: Engine) -> list[Any]:
+    with engine.connect() as conn:
+        context = MigrationContext.configure(conn, opts={"version_table": migrations.VERSION_TABLE})
+        return list(compare_metadata(context, metadata))
+
+
+def test_an_empty_database_upgrades_to_head(
+    store_url: str, raw_engine: Engine, open_store: Callable[..., Store]
+) -> None:
+    assert _tables(raw_engine) == set()
+    assert _revision(raw_engine) is None
+    open_store(store_url)
+    assert _tables(raw_engine) == STORE_TABLES | {migrations.VERSION_TABLE}
+    assert _revision(raw_engine) == migrations.head_revision() == "0003"
+
+
+def test_the_migrated_schema_is_what_the_store_queries(
+    store_url: str, raw_engine: Engine, open_store: Callable[..., Store]
+) -> None:
+    open_store(store_url)
+    assert _differences(raw_engine) == []
+
+
+def test_the_comparison_would_see_a_difference(
+    store_url: str, raw_engine: Engine, open_store: Callable[..., Store]
+) -> None:
+    open_store(store_url)
+    with raw_engine.begin() as conn:
+        conn.execute(text("DROP INDEX ix_timers_due_at"))
+    assert [d[0] for d in _differences(raw_engine)] == ["add_index"]
+
+
+def test_a_second_open_is_a_no_op(
+    store_url: str, raw_engine: Engine, open_store: Callable[..., Store], statements: list[str]
+) -> None:
+    first = open_store(store_url)
+    with first.transaction() as tx:
+        add_outbound(tx, "kept@example.com")
+    first.close()
+    created = [s for s in statements if s.lstrip().upper().startswith("CREATE")]
+    assert len(created) >= len(STORE_TABLES)  # the listener does see DDL
+    statements.clear()
+    second = open_store(store_url)
+    ddl = [s for s in statements if s.lstrip().upper().startswith(("CREATE", "ALTER", "DROP", "INSERT", "UPDATE"))]
+    assert ddl == []
+    assert _revision(raw_engine) == migrations.head_revision()
+    with second.transaction(readonly=True) as tx:
+        assert tx.get_outbound("kept@example.com") is not None
+
+
+def test_downgrade_and_upgrade_round_trip(store_url: str, raw_engine: Engine, open_store: Callable[..., Store]) -> None:
+    store = open_store(store_url)
+    assert isinstance(store, SqlStore)
+    with store.transaction() as tx:
+        add_outbound(tx, "gone@example.com")
+    migrations.downgrade(store.engine, "base")
+    assert _tables(raw_engine) <= {migrations.VERSION_TABLE}
+    assert _revision(raw_engine) is None
+    migrations.upgrade(store.engine)
+    assert _tables(raw_engine) == STORE_TABLES | {migrations.VERSION_TABLE}
+    assert _revision(raw_engine) == migrations.head_revision()
+    assert _differences(raw_engine) == []
+    with store.transaction() as tx:
+        assert tx.get_outbound("gone@example.com") is None
+        add_outbound(tx, "new@example.com")
+
+
+def test_messages_received_before_revision_0003_keep_no_digest(
+    store_url: str, raw_engine: Engine, open_store: Callable[..., Store]
+) -> None:
+    """Upgrading from 0001 adds inbound_messages.content_digest, NULL for the rows already there (the
+    engine takes a later copy of them as identical); downgrading to 0001 drops it and keeps the rows."""
+    store = open_store(store_url)
+    assert isinstance(store, SqlStore)
+    migrations.downgrade(store.engine, "0001")
+    assert "content_digest" not in {c["name"] for c in inspect(raw_engine).get_columns("inbound_messages")}
+    with raw_engine.begin() as conn:
+        blob = conn.execute(
+            text("INSERT INTO blobs (size, chunk_count, created_at) VALUES (0, 0, :t) RETURNING id"),
+            {"t": "2025-01-01 00:00:00"},
+        ).scalar_one()
+        conn.execute(
+            text(
+                "INSERT INTO inbound_messages (message_id, duplicate_elimination, from_party, cpaid, "
+                "conversation_id, service, action, received_at, content_type, body_blob_id, duplicate_count) "
+                "VALUES ('old@example.com', :de, 'a', 'cpa', 'conv', 'svc', 'act', :t, 'text/xml', :blob, 0)"
+            ),
+            {"de": True, "t": "2025-01-01 00:00:00", "blob": blob},
+        )
+    migrations.upgrade(store.engine)
+    assert _revision(raw_engine) == "0003" and _differences(raw_engine) == []
+    with store.transaction(readonly=True) as tx:
+        old = tx.find_inbound("old@example.com")
+    assert old is not None and old.content_digest is None
+    migrations.downgrade(store.engine, "0001")
+    with raw_engine.connect() as conn:
+        assert conn.execute(text("SELECT message_id FROM inbound_messages")).scalars().all() == ["old@example.com"]
+    migrations.upgrade(store.engine)
+
+
+def test_without_migrate_an_old_schema_is_a_configuration_error(
+    store_url: str, raw_engine: Engine, open_store: Callable[..., Store]
+) -> None:
+    with pytest.raises(ConfigurationError, match="migrate=True"):
+        open_store(store_url, migrate=False)
+    assert _tables(raw_engine) == set()
+    open_store(store_url)
+    open_store(store_url, migrate=False)  # at head: fine
+
+
+def test_a_schema_from_a_newer_msh_is_a_configuration_error(
+    store_url: str, raw_engine: Engine, open_store: Callable[..., Store]
+) -> None:
+    open_store(store_url).close()
+    with raw_engine.begin() as conn:
+        conn.execute(text(f"UPDATE {migrations.VERSION_TABLE} SET version_num = '9999'"))
+    with pytest.raises(ConfigurationError, match="'9999', which this version of the MSH does not know"):
+        open_store(store_url)
+    assert _revision(raw_engine) == "9999"  # left as it was
+
+
+def test_a_failed_upgrade_leaves_the_database_untouched(
+    store_url: str, raw_engine: Engine, open_store: Callable[..., Store]
+) -> None:
+    """DDL runs in one transaction: a table in the way makes the upgrade fail and leaves nothing half done."""
+    with raw_engine.begin() as conn:
+        conn.execute(text("CREATE TABLE events (id INTEGER PRIMARY KEY)"))
+    with pytest.raises(ConfigurationError, match=r"failed: .*nothing was changed"):
+        open_store(store_url)
+    assert _tables(raw_engine) == {"events"}
+    assert _revision(raw_engine) is None
+
+
+CHILD = """
+import sys
+from msh.store import open_store
+print("ready", flush=True)
+sys.stdin.readline()  # all children start opening at once, when the parent says so
+open_store(sys.argv[1]).close()
+print("opened", flush=True)
+"""
+
+
+def test_processes_starting_together_upgrade_one_after_the_other(store_url: str, raw_engine: Engine) -> None:
+    """Several MSH processes opening an empty database at once: one creates the schema, the others wait
+    and find it done (PostgreSQL: advisory lock; SQLite: BEGIN IMMEDIATE)."""
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    children = [
+        subprocess.Popen(
+            [sys.executable, "-c", CHILD, store_url],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            env=env,
+            text=True,
+        )
+        for _ in range(3)
+    ]
+    try:
+        for child in children:
+            assert child.stdout is not None and child.stdout.readline() == "ready\n"
+        for child in children:
+            assert child.stdin is not None
+            child.stdin.write("go\n")
+            child.stdin.flush()
+        results = [child.communicate(timeout=60) for child in children]
+    finally:
+        for child in children:
+            if child.poll() is None:
+                child.kill()
+                child.wait(timeout=10)
+    assert [(child.returncode, out) for child, (out, _) in zip(children, results, strict=True)] == [
+        (0, "opened\n")
+    ] * 3, [err for _, err in results]
+    assert _revision(raw_engine) == migrations.head_revision()
+
+
+def test_threads_starting_together_upgrade_one_after_the_other(store_url: str, raw_engine: Engine) -> None:
+    """The same within one process (Alembic's module-wide context is used by one thread at a time)."""
+    barrier = threading.Barrier(3)
+    outcomes: list[str] = []
+
+    def start() -> None:
+        barrier.wait(timeout=10)
+        try:
+            SqlStore.open(store_url).close()
+            outcomes.append("ok")
+        except BaseException as exc:
+            outcomes.append(repr(exc))
+
+    threads = [threading.Thread(target=start) for _ in range(3)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=60)
+    assert outcomes == ["ok", "ok", "ok"]
+    assert _revision(raw_engine) == migrations.head_revision()
+
+
+# Revision 0002: durations as xs:duration text (an agreement's RetryInterval may count months).
+
+OUTBOUND_0001 = table(
+    "outbound_messages",
+    *(
+        column(name, type_)
+        for name, type_ in {
+            "message_id": Text(),
+            "cpaid": Text(),
+            "conversation_id": Text(),
+            "service": Text(),
+            "action": Text(),
+            "to_party": Text(),
+            "endpoint_url": Text(),
+            "content_type": Text(),
+            "body_blob_id": Integer(),
+            "retries": Integer(),
+            "retry_interval_s": Float(),
+            "first_resend_timeout_s": Float(),
+            "persist_duration_s": Float(),
+            "ack_requested": Boolean(),
+            "status": Text(),
+            "attempts": Integer(),
+            "reached_peer": Boolean(),
+            "created_at": UtcDateTime(),
+            "updated_at": UtcDateTime(),
+        }.items()
+    ),
+)
+BLOBS = table("blobs", column("id", Integer()), column("size", Integer()), column("chunk_count", Integer()))
+BLOBS.append_column(column("created_at", UtcDateTime()))
+
+# (retry_interval_s, first_resend_timeout_s, persist_duration_s) as revision 0001 kept them, and the text 0002 makes.
+OLD_ROWS = {
+    "a@x": ((30.0, 60.0, 86400.0), ("PT30S", "PT1M", "P1D")),
+    "b@x": ((0.3, 1.5, None), ("PT0.3S", "PT1.5S", None)),
+    "c@x": ((90061.25, 0.0, 3600.0), ("P1DT1H1M1.25S", "PT0S", "PT1H")),
+}
+
+
+def _rows_of_revision_0001(engine: Engine) -> None:
+    migrations.upgrade(engine, "0001")
+    with engine.begin() as conn:
+        conn.execute(BLOBS.insert().values(id=1, size=0, chunk_count=0, created_at=T0))
+        for message_id, ((retry, first, persist), _) in OLD_ROWS.items():
+            conn.execute(
+                OUTBOUND_0001.insert().values(
+                    message_id=message_id,
+                    cpaid="cpa",
+                    conversation_id="c",
+                    service="s",
+                    action="a",
+                    to_party="p",
+                    endpoint_url="https://p.example/",
+                    content_type="text/xml",
+                    body_blob_id=1,
+                    retries=3,
+                    retry_interval_s=retry,
+                    first_resend_timeout_s=first,
+                    persist_duration_s=persist,
+                    ack_requested=True,
+                    status="pending",
+                    attempts=0,
+                    reached_peer=False,
+                    created_at=T0,
+                    updated_at=T0,
+                )
+            )
+
+
+def test_revision_0002_carries_stored_durations_forward_and_back(
+    store_url: str, raw_engine: Engine, open_store: Callable[..., Store]
+) -> None:
+    _rows_of_revision_0001(raw_engine)
+    store = open_store(store_url)  # upgrades to head
+    assert _revision(raw_engine) == migrations.head_revision()
+    assert _differences(raw_engine) == []
+    with raw_engine.connect() as conn:
+        stored = conn.execute(
+            text("SELECT message_id, retry_interval, first_resend_timeout, persist_duration FROM outbound_messages")
+        ).all()
+    assert {row[0]: tuple(row[1:]) for row in stored} == {m: new for m, (_, new) in OLD_ROWS.items()}
+    with store.transaction(readonly=True) as tx:
+        message = tx.get_outbound("c@x")
+    assert message is not None
+    assert message.state.reliability.retry_interval.to_timedelta() == timedelta(seconds=90061.25)
+    # Back to 0001: the seconds come back as they were.
+    assert isinstance(store, SqlStore)
+    migrations.downgrade(store.engine, "0001")
+    with raw_engine.connect() as conn:
+        old = conn.execute(
+            text(
+                "SELECT message_id, retry_interval_s, first_resend_timeout_s, persist_duration_s FROM outbound_messages"
+            )
+        ).all()
+    assert {row[0]: tuple(row[1:]) for row in old} == {m: before for m, (before, _) in OLD_ROWS.items()}
+
+
+def test_downgrading_below_0002_refuses_month_durations_and_changes_nothing(
+    store_url: str, raw_engine: Engine, open_store: Callable[..., Store]
+) -> None:
+    store = open_store(store_url)
+    assert isinstance(store, SqlStore)
+    with store.transaction() as tx:
+        add_outbound(tx, "seconds@x")
+        add_outbound(tx, "months@x", reliability=replace(RELIABILITY, persist_duration=XsDuration(months=1)))
+    with pytest.raises(ConfigurationError) as caught:
+        migrations.downgrade(store.engine, "0001")
+    assert str(caught.value) == (
+        "the store cannot go back to revision 0001: outbound message 'months@x' keeps persist_duration P1M, which "
+        "counts months, and revision 0001 keeps durations in seconds only; let such messages finish (or delete "
+        "them) before downgrading. Nothing was changed."
+    )
+    assert _revision(raw_engine) == migrations.head_revision()  # the whole downgrade was rolled back
+    assert _differences(raw_engine) == []
+    with store.transaction(readonly=True) as tx:
+        kept = tx.get_outbound("months@x")
+    assert kept is not None and kept.state.reliability.persist_duration == XsDuration(months=1)
