@@ -190,9 +190,7 @@ class Builder:
         return Certificate(cert_id, tuple(ders))
 
     def build_security_details(self, element: etree._Element) -> SecurityDetails:
-        anchors = [
-            self.certificate_ref(ref) for ref in element.iterfind("tp:TrustAnchors/tp:AnchorCertificateRef", NS)
-        ]
+        anchors = [self.certificate_ref(ref) for ref in element.iterfind("tp:TrustAnchors/tp:AnchorCertificateRef", NS)]
         return SecurityDetails(tp_attr(element, "securityId") or "", tuple(a for a in anchors if a is not None))
 
     # -- transports (CPP/A 2.0 §8.4.23-§8.4.31) ----------------------------------------------------

@@ -95,7 +95,6 @@ def load(source: str | os.PathLike[str] | bytes, *, verify_signature: bool = Tru
     return Builder(name, root, data, verify_signature, warnings).build()
 
 
-
 # --------------------------------------------------------------------------------------------------
 # Step 1: parsing
 # --------------------------------------------------------------------------------------------------
@@ -149,4 +148,3 @@ def _check_root(name: str, root: etree._Element) -> None:
             "check that this is an agreement file"
         )
     raise CpaError([CpaProblem(name, source_line(root), "/" + qname.localname, message)])
-

@@ -72,9 +72,7 @@ def set_aside_templates(name: str, root: etree._Element) -> list[CpaProblem]:
 
 
 # CPP/A 2.0 §9, Signature element; XML-DSig enveloped.
-def verify(
-    root: etree._Element, data: bytes, party_certificates: Iterable[Certificate], problem: ProblemSink
-) -> bool:
+def verify(root: etree._Element, data: bytes, party_certificates: Iterable[Certificate], problem: ProblemSink) -> bool:
     """Verify the agreement's ds:Signature, if any; True when one was present and verified (unfilled
     templates were set aside before, see :func:`set_aside_templates`). ``root`` is the agreement as parsed
     from ``data``; what stops the signature from verifying goes to ``problem``."""

@@ -128,20 +128,12 @@ def small_package_rate(rounds: int, per_round: int) -> tuple[int, list[float]]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--size-mb", type=int, default=200, help="payload size in MiB (default 200)")
-    parser.add_argument(
-        "--max-rss-mb", type=float, default=100.0, help="peak RSS target in MiB (default 100)"
-    )
+    parser.add_argument("--max-rss-mb", type=float, default=100.0, help="peak RSS target in MiB (default 100)")
     parser.add_argument("--rounds", type=int, default=7, help="rounds of the 2 KB benchmark (default 7)")
-    parser.add_argument(
-        "--per-round", type=int, default=2000, help="2 KB packages parsed per round (default 2000)"
-    )
-    parser.add_argument(
-        "--tmpdir", type=Path, default=None, help="where to write the package (default: system temp)"
-    )
+    parser.add_argument("--per-round", type=int, default=2000, help="2 KB packages parsed per round (default 2000)")
+    parser.add_argument("--tmpdir", type=Path, default=None, help="where to write the package (default: system temp)")
     parser.add_argument("--keep", action="store_true", help="keep the generated package file")
     parser.add_argument(
         "--encoding",
@@ -149,9 +141,7 @@ def main(argv: list[str] | None = None) -> int:
         default="binary",
         help="Content-Transfer-Encoding of the large payload (default binary)",
     )
-    parser.add_argument(
-        "--child", nargs=3, metavar=("PATH", "CONTENT_TYPE", "SHA256"), help=argparse.SUPPRESS
-    )
+    parser.add_argument("--child", nargs=3, metavar=("PATH", "CONTENT_TYPE", "SHA256"), help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.child:
         child(*args.child)

@@ -139,4 +139,3 @@ def make_store(request: pytest.FixtureRequest, open_store: Callable[..., Store])
 def store(make_store: Callable[..., Store]) -> Store:
     """A fresh store of every kind: SQLite, PostgreSQL, and the in-memory twin."""
     return make_store()
-

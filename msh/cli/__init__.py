@@ -135,4 +135,3 @@ def main(argv: Sequence[str] | None = None) -> int:
         hint = "" if getattr(args, "debug", False) else "; run it again with --debug for the traceback"
         _say(args, f"internal error: {type(exc).__name__}: {exc}{hint} and report it")
         return EXIT_INTERNAL
-

@@ -193,9 +193,7 @@ def _resolve_node_path(root: etree._Element, path: str, locator: Locator) -> etr
         if match is None:
             return None
         prefix, name, index = match.group("prefix"), match.group("name"), int(match.group("index") or 1)
-        candidates = (
-            locator.element_children(current) if name == "*" else locator.named_children(current, prefix, name)
-        )
+        candidates = locator.element_children(current) if name == "*" else locator.named_children(current, prefix, name)
         if len(candidates) < index:
             return None
         current = candidates[index - 1]

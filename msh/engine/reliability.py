@@ -95,5 +95,3 @@ class Reliability:
             ack_requested=ack_requested,
             ack_actor=effective_actor(params.actor),
         )
-
-

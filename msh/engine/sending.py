@@ -90,6 +90,7 @@ __all__ = [
     "step",
 ]
 
+
 class EngineError(MshError):
     """An event the state machine has no transition for: a bug in the caller, not a protocol error."""
 

@@ -31,6 +31,7 @@ __all__ = ["Sender"]
 
 log = logging.getLogger("msh.runtime")
 
+
 class Sender:
     """Transmits our messages and carries their outcomes into the store (see the module docs)."""
 

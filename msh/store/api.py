@@ -191,7 +191,6 @@ class Store(ABC):
     def _release(self) -> None:
         """Release what the store holds (connections); called once, by :meth:`close`."""
 
-
     def __enter__(self) -> Store:
         return self
 
@@ -199,4 +198,3 @@ class Store(ABC):
         self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> None:
         self.close()
-

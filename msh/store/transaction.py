@@ -473,4 +473,3 @@ class Transaction(ABC):
     @abstractmethod
     def _message_events(self, message_id: str, direction: records.Direction | None, limit: int) -> list[records.Event]:
         """The newest ``limit`` events of the message (of ``direction``, if given), oldest first."""
-

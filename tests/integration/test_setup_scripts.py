@@ -94,4 +94,3 @@ def test_a_folder_that_is_not_an_environment_is_reported(tmp_path: Path) -> None
     folder.mkdir()
     (folder / "notes.txt").write_text("mine\n", encoding="utf-8")
     assert "no pyvenv.cfg" in problem(folder)
-

@@ -281,24 +281,33 @@ MUTATIONS: dict[str, tuple[Mutation, bool, bool | None]] = {
     "Status-surrounding-space": (set_attr("tp:Status", tp("value"), " agreed "), True, None),
     "MessageOrderSemantics-bad": (set_text(f"{RELIABLE}/tp:MessageOrderSemantics", "guaranteed"), False, None),
     "MessageOrderSemantics-Guaranteed": (
-        set_text(f"{RELIABLE}/tp:MessageOrderSemantics", "\n  Guaranteed\n"), True, None,
+        set_text(f"{RELIABLE}/tp:MessageOrderSemantics", "\n  Guaranteed\n"),
+        True,
+        None,
     ),
     "Endpoint-login": (set_attr(ENDPOINT, tp("type"), "login"), True, None),
     "Endpoint-bad": (set_attr(ENDPOINT, tp("type"), "everything"), False, None),
     "isConfidential-bad": (set_attr(BTC, tp("isConfidential"), "yes"), False, None),
     # order and unknown content
     "End-before-Start": (move_before("tp:End", "tp:Start"), False, None),
-    "Transport-before-DeliveryChannel": (move_before(f"{PARTY}/tp:Transport", f"{PARTY}/tp:DeliveryChannel[1]"),
-                                         False, None),
+    "Transport-before-DeliveryChannel": (
+        move_before(f"{PARTY}/tp:Transport", f"{PARTY}/tp:DeliveryChannel[1]"),
+        False,
+        None,
+    ),
     "unknown-tp-element": (insert_after(f"{PARTY}/tp:PartyRef", element(tp("Nickname"), "x")), False, None),
     "foreign-element-after-ChannelId": (
-        insert_after(f"{BINDING}/tp:ChannelId", element(f"{{{FOREIGN}}}Extra", "x")), True, None,
+        insert_after(f"{BINDING}/tp:ChannelId", element(f"{{{FOREIGN}}}Extra", "x")),
+        True,
+        None,
     ),
     # the libxml2 flaw with "element maxOccurs=unbounded, then wildcard" (see test_schema_equivalence):
     # it takes a ChannelId after an extension element; both schemas have that content model
     "ChannelId-after-foreign-element": (channel_id_after_extension, False, True),
     "foreign-element-before-ChannelId": (
-        insert_before(f"{BINDING}/tp:ChannelId", element(f"{{{FOREIGN}}}Extra", "x")), False, None,
+        insert_before(f"{BINDING}/tp:ChannelId", element(f"{{{FOREIGN}}}Extra", "x")),
+        False,
+        None,
     ),
     "text-in-empty-element": (set_text(f"{PARTY}/tp:PartyRef", "words"), False, None),
     "two-constituents-in-Encapsulation": (two_constituents_in_encapsulation, False, None),
@@ -308,13 +317,17 @@ MUTATIONS: dict[str, tuple[Mutation, bool, bool | None]] = {
     "dangling-ChannelId": (set_text(f"{BINDING}/tp:ChannelId", "NoSuchChannel"), False, True),
     "dangling-certId": (
         set_attr(f"{PARTY}/tp:SecurityDetails[1]/tp:TrustAnchors/tp:AnchorCertificateRef", tp("certId"), "Nope"),
-        False, True,
+        False,
+        True,
     ),
     "IDREF-not-a-name": (set_text(f"{BINDING}/tp:ChannelId", "two words"), False, None),
     # simple types
     "RetryInterval-bad-duration": (set_text(f"{RELIABLE}/tp:RetryInterval", "5 minutes"), False, None),
-    "PersistDuration-bad": (set_text(f"{PARTY}/tp:DocExchange[2]/tp:ebXMLSenderBinding/tp:PersistDuration",
-                                     "P1Y2X"), False, None),
+    "PersistDuration-bad": (
+        set_text(f"{PARTY}/tp:DocExchange[2]/tp:ebXMLSenderBinding/tp:PersistDuration", "P1Y2X"),
+        False,
+        None,
+    ),
     "Start-bad-dateTime": (set_text("tp:Start", "2016-01-01"), False, None),
     "End-bad-dateTime": (set_text("tp:End", "2031-13-01T00:00:00Z"), False, None),
     "Retries-not-integer": (set_text(f"{RELIABLE}/tp:Retries", "five"), False, None),
@@ -322,13 +335,18 @@ MUTATIONS: dict[str, tuple[Mutation, bool, bool | None]] = {
     "Retries-negative": (set_text(f"{RELIABLE}/tp:Retries", "-1"), True, None),
     "timeToPerform-bad": (set_attr(BTC, tp("timeToPerform"), "2 days"), False, None),
     "minimumStrength-bad": (
-        set_attr(f"{PARTY}/tp:DocExchange[1]/tp:ebXMLSenderBinding/tp:SenderDigitalEnvelope/tp:EncryptionAlgorithm",
-                 tp("minimumStrength"), "strong"),
-        False, None,
+        set_attr(
+            f"{PARTY}/tp:DocExchange[1]/tp:ebXMLSenderBinding/tp:SenderDigitalEnvelope/tp:EncryptionAlgorithm",
+            tp("minimumStrength"),
+            "strong",
+        ),
+        False,
+        None,
     ),
     "empty-HashFunction": (
         set_text(f"{PARTY}/tp:DocExchange[1]/tp:ebXMLSenderBinding/tp:SenderNonRepudiation/tp:HashFunction", ""),
-        False, None,
+        False,
+        None,
     ),
     # attributes
     "no-cpaid": (set_attr(".", tp("cpaid"), None), False, None),
@@ -343,17 +361,20 @@ MUTATIONS: dict[str, tuple[Mutation, bool, bool | None]] = {
     "xlink-type-not-simple": (set_attr(f"{PARTY}/tp:PartyRef", f"{{{XLINK}}}type", "extended"), False, True),
     # additions
     "ConversationConstraints": (
-        insert_after("tp:End", element(tp("ConversationConstraints"), **{tp("invocationLimit"): "10"})), True, None,
+        insert_after("tp:End", element(tp("ConversationConstraints"), **{tp("invocationLimit"): "10"})),
+        True,
+        None,
     ),
     "ConversationConstraints-overflow": (
         insert_after("tp:End", element(tp("ConversationConstraints"), **{tp("invocationLimit"): "9999999999"})),
-        False, None,
+        False,
+        None,
     ),
-    "Comment": (lambda root: root.append(element(tp("Comment"), "note", **{f"{{{XML_NS}}}lang": "en"})()),
-                True, None),
+    "Comment": (lambda root: root.append(element(tp("Comment"), "note", **{f"{{{XML_NS}}}lang": "en"})()), True, None),
     "Comment-bad-lang": (
         lambda root: root.append(element(tp("Comment"), "note", **{f"{{{XML_NS}}}lang": "not a language"})()),
-        False, None,
+        False,
+        None,
     ),
     "Comment-before-Packaging": (insert_before("tp:Packaging[1]", element(tp("Comment"), "note")), False, None),
     # other document roots
@@ -400,7 +421,8 @@ def test_mutation_verdicts_agree(
 # --------------------------------------------------------------------------------------------------
 
 PHINMS_CPAS = [
-    p for p in _files(PHINMS, "*/*.xml")
+    p
+    for p in _files(PHINMS, "*/*.xml")
     if not p.is_file() or b"CollaborationProtocolAgreement" in p.read_bytes()[:2000]
 ]
 
@@ -448,7 +470,9 @@ def _simple(simple: Any, top: bool = False) -> Any:
     item = getattr(simple, "item_type", None)
     members = getattr(simple, "member_types", None) or ()
     return (
-        "simple", simple.name, getattr(simple, "variety", None),
+        "simple",
+        simple.name,
+        getattr(simple, "variety", None),
         _simple(base) if base is not None else None,
         _simple(item) if item is not None else None,
         tuple(sorted(repr(_simple(m)) for m in members)),
@@ -461,12 +485,23 @@ def _particle(particle: Any) -> Any:
         if particle.ref is not None:
             return ("ref", particle.name, particle.min_occurs, particle.max_occurs)
         return (
-            "local", particle.name, particle.min_occurs, particle.max_occurs,
-            _type(particle.type), particle.default, particle.fixed, particle.nillable,
+            "local",
+            particle.name,
+            particle.min_occurs,
+            particle.max_occurs,
+            _type(particle.type),
+            particle.default,
+            particle.fixed,
+            particle.nillable,
         )
     if isinstance(particle, XsdAnyElement):
-        return ("any", tuple(sorted(particle.namespace)), particle.process_contents,
-                particle.min_occurs, particle.max_occurs)
+        return (
+            "any",
+            tuple(sorted(particle.namespace)),
+            particle.process_contents,
+            particle.min_occurs,
+            particle.max_occurs,
+        )
     if isinstance(particle, XsdGroup):
         children: list[Any] = []
         for child in particle:
@@ -488,8 +523,16 @@ def _attributes(group: Any) -> tuple[Any, ...]:
         if name is None:
             out.append(("anyAttribute", tuple(sorted(attribute.namespace)), attribute.process_contents))
         else:
-            out.append((name, attribute.ref is not None, _type(attribute.type), attribute.use,
-                        attribute.default, attribute.fixed))
+            out.append(
+                (
+                    name,
+                    attribute.ref is not None,
+                    _type(attribute.type),
+                    attribute.use,
+                    attribute.default,
+                    attribute.fixed,
+                )
+            )
     return tuple(sorted(out, key=repr))
 
 
@@ -506,8 +549,16 @@ def _type(xsd_type: Any, top: bool = False) -> Any:
         content = ("complex", xsd_type.mixed, _particle(xsd_type.content))
     base = xsd_type.base_type
     derivation = xsd_type.derivation if base is not None and base.name != f"{{{XSD}}}anyType" else None
-    return ("complex", xsd_type.name, content, _attributes(xsd_type.attributes), derivation,
-            xsd_type.block, xsd_type.final, xsd_type.abstract)
+    return (
+        "complex",
+        xsd_type.name,
+        content,
+        _attributes(xsd_type.attributes),
+        derivation,
+        xsd_type.block,
+        xsd_type.final,
+        xsd_type.abstract,
+    )
 
 
 def components(path: Path) -> dict[str, Any]:
@@ -515,8 +566,16 @@ def components(path: Path) -> dict[str, Any]:
     schema = xmlschema.XMLSchema10(str(path))
     out: dict[str, Any] = {}
     for name, decl in schema.maps.elements.items():
-        out[f"element {name}"] = (_type(decl.type), decl.default, decl.fixed, decl.nillable, decl.abstract,
-                                  decl.block, decl.final, decl.substitution_group)
+        out[f"element {name}"] = (
+            _type(decl.type),
+            decl.default,
+            decl.fixed,
+            decl.nillable,
+            decl.abstract,
+            decl.block,
+            decl.final,
+            decl.substitution_group,
+        )
     for name, xsd_type in schema.maps.types.items():
         if not name.startswith(f"{{{XSD}}}"):
             out[f"type {name}"] = _type(xsd_type, top=True)

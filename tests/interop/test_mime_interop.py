@@ -213,9 +213,7 @@ def test_nhs_binary_8bit_and_multibyte_payloads_keep_their_bytes() -> None:
 
 def test_nhs_compressed_payloads_decode_to_gzip() -> None:
     require_shared()
-    data, _ = nhs_message(
-        "common-test_messages/ebxml_request_one_attachment_text_plain_content_compressed.msg"
-    )
+    data, _ = nhs_message("common-test_messages/ebxml_request_one_attachment_text_plain_content_compressed.msg")
     with parse_package(data, NHS_CT, lenient=True) as pkg:
         text = gzip.decompress(pkg.attachments[-1].body.read_bytes())
         assert text.startswith(b"There must be some kind of way outta here")
@@ -261,9 +259,7 @@ def test_nhs_full_header_and_sniffed_boundary(name: str) -> None:
         assert "the start parameter is not in <...> Content-ID form (RFC 2387 §3.2)" in warning_texts(full)
         assert any("no Content-Type" in w for w in warning_texts(sniffed))
         assert sniffed.boundary == "--=_MIME-Boundary"
-        assert [a.body.read_bytes() for a in full.attachments] == [
-            a.body.read_bytes() for a in sniffed.attachments
-        ]
+        assert [a.body.read_bytes() for a in full.attachments] == [a.body.read_bytes() for a in sniffed.attachments]
 
 
 # ------------------------------------------------------------------------------------------- PHIN-MS

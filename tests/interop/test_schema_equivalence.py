@@ -71,8 +71,7 @@ FOREIGN = "urn:example:foreign"
 
 def _lxml_driver(files: dict[str, Path]) -> etree.XMLSchema:
     imports = "".join(
-        f'<xs:import namespace="{ns}" schemaLocation="{path.resolve().as_uri()}"/>'
-        for ns, path in files.items()
+        f'<xs:import namespace="{ns}" schemaLocation="{path.resolve().as_uri()}"/>' for ns, path in files.items()
     )
     return etree.XMLSchema(etree.fromstring(f'<xs:schema xmlns:xs="{XSD}">{imports}</xs:schema>'.encode()))
 
@@ -205,9 +204,7 @@ def extract_envelope(path: Path) -> tuple[bytes | None, str]:
     parts = [part for part in message.get_payload() if isinstance(part, email.message.Message)]
     start = (message.get_param("start") or "") if isinstance(message.get_param("start"), str) else ""
     start = str(start).strip("<>")
-    chosen = next(
-        (part for part in parts if (part.get("Content-ID") or "").strip().strip("<>") == start), None
-    )
+    chosen = next((part for part in parts if (part.get("Content-ID") or "").strip().strip("<>") == start), None)
     if chosen is None and parts:
         chosen = parts[0]
     if chosen is None:
@@ -257,18 +254,14 @@ def test_interop_message(relative: str) -> None:
     try:
         root = parse_xml(data, what=relative)
     except EnvelopeError as exc:
-        assert status in (None, "notwf", "template"), (
-            f"{relative}: not XML ({exc}) but MANIFEST says {status}"
-        )
+        assert status in (None, "notwf", "template"), f"{relative}: not XML ({exc}) but MANIFEST says {status}"
         pytest.skip(f"not well-formed: {exc.description[:120]}")
     result = verdicts(root)
     problem = disagreement(result, root)
     assert problem is None, f"{relative} ({how}): {problem}"
     if status in ("xsd-valid", "xsd-INVALID"):
         valid = status == "xsd-valid"
-        assert official_verdict(result) is valid, (
-            f"{relative}: official schemas disagree with MANIFEST {status}"
-        )
+        assert official_verdict(result) is valid, f"{relative}: official schemas disagree with MANIFEST {status}"
         assert result["project-lxml"] is valid, f"{relative}: project schemas disagree with MANIFEST {status}"
         if root.tag == ENVELOPE:
             assert result["validate_envelope"] is valid
@@ -612,9 +605,7 @@ KNOWN_ONLY_OFFICIAL = {f"{{{XLINK}}}root"}
 def _component_maps(schema: xmlschema.XMLSchemaBase) -> dict[str, dict[str, Any]]:
     namespaces = set(SCHEMA_FILES)
     return {
-        kind: {
-            name: comp for name, comp in getattr(schema.maps, kind).items() if _namespace(name) in namespaces
-        }
+        kind: {name: comp for name, comp in getattr(schema.maps, kind).items() if _namespace(name) in namespaces}
         for kind in ("elements", "attributes", "types")
     }
 

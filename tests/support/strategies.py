@@ -12,9 +12,7 @@ from msh.ebms.namespaces import ACTOR_NEXT_MSH, ACTOR_TO_PARTY_MSH
 from msh.errors import Severity
 
 # XML 1.0 characters, no control characters, no surrogates; values are stripped by the codec.
-_chars = st.characters(
-    codec="utf-8", exclude_categories=("Cc", "Cs", "Zl", "Zp"), exclude_characters="\ufffe\uffff"
-)
+_chars = st.characters(codec="utf-8", exclude_categories=("Cc", "Cs", "Zl", "Zp"), exclude_characters="\ufffe\uffff")
 token = st.text(_chars, min_size=1, max_size=30).map(str.strip).filter(bool)
 opt_token = st.none() | token
 uri = st.from_regex(r"urn:[a-z]{1,8}:[A-Za-z0-9.\-]{1,20}", fullmatch=True)

@@ -83,4 +83,3 @@ class MimePackage(Closing):
         """Release every part's content."""
         for part in self.parts:
             part.body.close()
-

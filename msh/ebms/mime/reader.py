@@ -188,9 +188,7 @@ def _read_parts(
                     fail(f"duplicate Content-ID <{info.content_id}>", info.location)
                 seen_ids.add(info.content_id)
             # RFC 2387 §3.2: the root is the part named by start, else the first part.
-            is_root = root_index is None and (
-                info.content_id == start_cid if start_cid is not None else not parts
-            )
+            is_root = root_index is None and (info.content_id == start_cid if start_cid is not None else not parts)
             if is_root:
                 _check_soap_part(info, report)
             decoder = decoder_for(info.transfer_encoding, report, info.location)

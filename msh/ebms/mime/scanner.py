@@ -36,9 +36,7 @@ class Scanner:
     :meth:`read_headers` reads the headers of the part that follows.
     """
 
-    def __init__(
-        self, stream: BinaryIO, boundary: bytes, report: Report, limits: MimeLimits, chunk_size: int
-    ) -> None:
+    def __init__(self, stream: BinaryIO, boundary: bytes, report: Report, limits: MimeLimits, chunk_size: int) -> None:
         self._stream = stream
         self._report = report
         self._limits = limits
@@ -234,8 +232,7 @@ class Scanner:
                     # RFC 2046 §5.1.1: headers end with an empty line; the email package (and partners
                     # built on it) take a non-header line as the start of the body instead.
                     self._report.deviation(
-                        "part headers not followed by an empty line: the body starts at a line that is "
-                        "not a header",
+                        "part headers not followed by an empty line: the body starts at a line that is not a header",
                         _location_of(headers),
                     )
                     return headers

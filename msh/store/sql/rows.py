@@ -145,9 +145,7 @@ def outbound_values(record: records.OutboundMessage) -> dict[str, object]:
 
 
 def outbound_from_row(row: Row) -> records.OutboundMessage:
-    return _record(
-        records.OutboundMessage, row, body_blob_id=int(row["body_blob_id"]), state=state_from_row(row)
-    )
+    return _record(records.OutboundMessage, row, body_blob_id=int(row["body_blob_id"]), state=state_from_row(row))
 
 
 # ------------------------------------------------------------------------------------ inbound and inbox

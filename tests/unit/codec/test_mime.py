@@ -45,9 +45,7 @@ def parse_chunked(
     lenient: bool = False,
     limits: MimeLimits | None = None,
 ) -> MimePackage:
-    return _parse_package(
-        data, content_type, lenient=lenient, limits=limits or MimeLimits(), chunk_size=chunk_size
-    )
+    return _parse_package(data, content_type, lenient=lenient, limits=limits or MimeLimits(), chunk_size=chunk_size)
 
 
 class Trickle(io.RawIOBase):
@@ -93,9 +91,7 @@ def raw_package(
 SOAP_HEADERS = ("Content-ID: <soap@example.com>", 'Content-Type: text/xml; charset="UTF-8"')
 
 
-def att_headers(
-    cid: str = "payload@example.com", cte: str = "binary", ctype: str = "text/plain"
-) -> tuple[str, ...]:
+def att_headers(cid: str = "payload@example.com", cte: str = "binary", ctype: str = "text/plain") -> tuple[str, ...]:
     return (f"Content-ID: <{cid}>", f"Content-Type: {ctype}", f"Content-Transfer-Encoding: {cte}")
 
 
@@ -341,9 +337,7 @@ def test_property_build_then_parse_gives_the_same_bytes(
         if encoding == "7bit":
             data = bytes(b & 0x7F or 0x20 for b in data)
         specs.append(
-            AttachmentSpec(
-                f"p{i}@example.com", "application/octet-stream", PartBody.from_bytes(data), encoding
-            )
+            AttachmentSpec(f"p{i}@example.com", "application/octet-stream", PartBody.from_bytes(data), encoding)
         )
     content_type, package = build_package(SOAP, specs, start_id="soap@example.com")
     limits = MimeLimits(spool_threshold=threshold, max_memory_bytes=threshold * 2)
@@ -402,9 +396,7 @@ def test_one_byte_at_a_time_stream(encoding: str) -> None:
 def test_delimiter_split_at_every_position_of_the_read_chunks() -> None:
     # Bodies ending in CR, LF, "-" and boundary prefixes put the delimiter at every offset of a chunk edge.
     bodies = [b"", b"\r", b"\n", b"\r\n", b"-", b"--", b"--Bound", b"x" * 37, b"\r\n--BoundarZ"]
-    package = raw_package(
-        [(SOAP_HEADERS, SOAP)] + [(att_headers(f"p{i}@x"), b) for i, b in enumerate(bodies)]
-    )
+    package = raw_package([(SOAP_HEADERS, SOAP)] + [(att_headers(f"p{i}@x"), b) for i, b in enumerate(bodies)])
     for chunk_size in range(1, 40):
         with parse_chunked(package, CT, chunk_size=chunk_size) as pkg:
             assert [a.body.read_bytes() for a in pkg.attachments] == bodies, chunk_size
@@ -503,9 +495,7 @@ def test_truncated_inside_headers_is_an_error_in_both_modes(lenient: bool) -> No
 
 @pytest.mark.parametrize("lenient", [False, True])
 def test_truncated_base64_is_an_error_in_both_modes(lenient: bool) -> None:
-    package = raw_package(
-        [(SOAP_HEADERS, SOAP), (att_headers(cte="base64"), b"aGVsbG8gd29ybGQ=")], close=False
-    )
+    package = raw_package([(SOAP_HEADERS, SOAP), (att_headers(cte="base64"), b"aGVsbG8gd29ybGQ=")], close=False)
     exc = problem(package[:-5], CT, lenient=lenient)
     assert "truncated" in exc.description
     assert exc.location == "cid:payload@example.com"
@@ -631,9 +621,7 @@ def open_fds() -> int:
 
 def test_errors_close_the_parts_already_read() -> None:
     big = b"z" * 5000
-    package = raw_package(
-        [(SOAP_HEADERS, SOAP), (att_headers("a@x"), big), (att_headers("b@x", "bogus"), b"")]
-    )
+    package = raw_package([(SOAP_HEADERS, SOAP), (att_headers("a@x"), big), (att_headers("b@x", "bogus"), b"")])
     before = open_fds()
     with pytest.raises(MimeProblemError):
         parse_package(package, CT, limits=MimeLimits(spool_threshold=10))
@@ -682,9 +670,7 @@ LENIENT_CASES: dict[str, tuple[bytes, str | None, str]] = {
         "boundary parameter not as RFC 2046",
     ),
     "application/soap+xml": (
-        raw_package(
-            [(("Content-ID: <soap@example.com>", "Content-Type: application/soap+xml; charset=utf-8"), SOAP)]
-        ),
+        raw_package([(("Content-ID: <soap@example.com>", "Content-Type: application/soap+xml; charset=utf-8"), SOAP)]),
         CT,
         "SOAP part is application/soap+xml",
     ),
@@ -727,9 +713,7 @@ def test_lenient_deviation_is_a_warning_and_strict_an_error(case: str) -> None:
         assert pkg.start.body.read_bytes() == SOAP
         matching = [w for w in pkg.warnings if expected in w.description]
         assert matching, descriptions(pkg)
-        assert all(
-            w.severity is Severity.WARNING and w.error_code is ErrorCode.MIME_PROBLEM for w in pkg.warnings
-        )
+        assert all(w.severity is Severity.WARNING and w.error_code is ErrorCode.MIME_PROBLEM for w in pkg.warnings)
 
 
 def test_lenient_results_of_the_repairs() -> None:
@@ -768,9 +752,7 @@ def test_boundary_sniffing_skips_blank_lines_and_padding() -> None:
 
 
 def test_bare_lf_is_reported_once() -> None:
-    package = raw_package(
-        [(SOAP_HEADERS, SOAP)] + [(att_headers(f"p{i}@x"), b"x\ny") for i in range(20)], eol=b"\n"
-    )
+    package = raw_package([(SOAP_HEADERS, SOAP)] + [(att_headers(f"p{i}@x"), b"x\ny") for i in range(20)], eol=b"\n")
     with parse_package(package, CT, lenient=True) as pkg:
         assert descriptions(pkg) == ["bare LF line endings instead of CRLF"]
         assert [a.body.read_bytes() for a in pkg.attachments] == [b"x\ny"] * 20
@@ -867,10 +849,7 @@ def test_part_body_from_path_is_streamed_and_not_owned(tmp_path: Path) -> None:
 
 def test_spilled_parts_live_in_one_temporary_file_with_independent_readers() -> None:
     data = [bytes([i]) * (5000 + i) for i in range(5)]
-    specs = [
-        AttachmentSpec(f"p{i}@x", "application/octet-stream", PartBody.from_bytes(d))
-        for i, d in enumerate(data)
-    ]
+    specs = [AttachmentSpec(f"p{i}@x", "application/octet-stream", PartBody.from_bytes(d)) for i, d in enumerate(data)]
     content_type, package = build_package(SOAP, specs, start_id="s@x")
     pkg = parse_package(package, content_type, limits=MimeLimits(spool_threshold=1000))
     assert pkg.start.body.in_memory
@@ -939,9 +918,7 @@ def test_writer_refuses_a_boundary_found_in_the_content() -> None:
     with pytest.raises(ValueError, match="SOAP part"):
         build_package(b"<x>--bnd</x>", [], start_id="s@x", boundary="bnd")
     for encoding in ("binary", "8bit", "7bit", "quoted-printable"):
-        spec = AttachmentSpec(
-            "a@x", "text/plain", PartBody.from_bytes(b"x" * 70000 + b"\r\n--bnd\r\n"), encoding
-        )
+        spec = AttachmentSpec("a@x", "text/plain", PartBody.from_bytes(b"x" * 70000 + b"\r\n--bnd\r\n"), encoding)
         with pytest.raises(ValueError, match="boundary occurs"):
             build_package(SOAP, [spec], start_id="s@x", boundary="bnd")
     # base64 text never contains "--": the same content is fine there.

@@ -253,10 +253,7 @@ def test_must_understand_is_required_on_header_entries() -> None:
 
 
 def test_body_entries_need_no_must_understand() -> None:
-    assert (
-        judge(envelope(body=MANIFEST.replace('eb:version="2.0"', 'eb:version="2.0" SOAP:mustUnderstand="1"')))
-        == ()
-    )
+    assert judge(envelope(body=MANIFEST.replace('eb:version="2.0"', 'eb:version="2.0" SOAP:mustUnderstand="1"'))) == ()
 
 
 def test_version_is_required_and_must_be_qualified() -> None:
@@ -360,10 +357,7 @@ def test_bad_sequence_number_is_invalid(number: str, status: str) -> None:
 
 def test_duplicate_ids_are_invalid() -> None:
     header = HEADER.replace('eb:version="2.0">', 'eb:version="2.0" eb:id="dup">', 1)
-    assert (
-        judge(envelope(header, MANIFEST.replace('eb:version="2.0">', 'eb:version="2.0" eb:id="dup">', 1)))
-        != ()
-    )
+    assert judge(envelope(header, MANIFEST.replace('eb:version="2.0">', 'eb:version="2.0" eb:id="dup">', 1))) != ()
 
 
 def test_signature_without_signature_value_is_invalid() -> None:
@@ -380,9 +374,7 @@ def test_signature_reference_without_digest_is_invalid() -> None:
 
 
 def test_fault_without_faultstring_is_invalid() -> None:
-    assert (
-        judge(envelope(header="", body="<SOAP:Fault><faultcode>SOAP:Client</faultcode></SOAP:Fault>")) != ()
-    )
+    assert judge(envelope(header="", body="<SOAP:Fault><faultcode>SOAP:Client</faultcode></SOAP:Fault>")) != ()
 
 
 def test_body_is_required() -> None:
@@ -457,9 +449,7 @@ def test_schema_imports_are_local_relative_paths() -> None:
     """No schemaLocation may point at the network or outside schemas/."""
     for path in schema_files().values():
         tree = etree.parse(str(path))
-        for imp in tree.iter(
-            "{http://www.w3.org/2001/XMLSchema}import", "{http://www.w3.org/2001/XMLSchema}include"
-        ):
+        for imp in tree.iter("{http://www.w3.org/2001/XMLSchema}import", "{http://www.w3.org/2001/XMLSchema}include"):
             location = imp.get("schemaLocation")
             assert location is not None
             assert "/" not in location and ":" not in location
@@ -482,9 +472,7 @@ def test_validation_is_thread_safe() -> None:
     def work() -> None:
         try:
             for _ in range(200):
-                results.append(
-                    (validate_envelope(parse_xml(good)) == (), validate_envelope(parse_xml(bad)) == ())
-                )
+                results.append((validate_envelope(parse_xml(good)) == (), validate_envelope(parse_xml(bad)) == ()))
         except BaseException as exc:  # pragma: no cover - reported below
             failures.append(exc)
 

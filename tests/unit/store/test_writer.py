@@ -30,9 +30,9 @@ def writer(store: Store) -> Iterator[GroupCommitWriter]:
 
 def _outbound_ids(store: Store) -> set[str]:
     with store.transaction(readonly=True) as tx:
-        return {
-            mid for mid in ("a@x", "b@x", "c@x", "d@x", "e@x", "f@x") if tx.get_outbound(mid) is not None
-        } | {f"m{i}@x" for i in range(100) if tx.get_outbound(f"m{i}@x") is not None}
+        return {mid for mid in ("a@x", "b@x", "c@x", "d@x", "e@x", "f@x") if tx.get_outbound(mid) is not None} | {
+            f"m{i}@x" for i in range(100) if tx.get_outbound(f"m{i}@x") is not None
+        }
 
 
 def _hold(writer: GroupCommitWriter) -> threading.Event:
