@@ -34,7 +34,9 @@ class Reliability:
     to the instant they start from), and never negative. ``ack_requested`` says whether the message
     carries AckRequested, aimed at ``ack_actor``; None accepts an acknowledgment of either actor (on a
     single hop the To Party MSH is also the next MSH, ebMS2 §6.3.1.1), so a state stored without it still
-    behaves.
+    behaves. ``hop_ack`` says the message also carries an AckRequested aimed at the next MSH (ebMS2
+    §10.1.3: two AckRequested elements, the other aimed at the To Party MSH): the next MSH's acknowledgment
+    then stops the resends and the To Party MSH's delivers the message.
     """
 
     retries: int
@@ -44,8 +46,14 @@ class Reliability:
     time_to_live: datetime | None
     ack_requested: bool
     ack_actor: str | None = None
+    hop_ack: bool = False
 
     def __post_init__(self) -> None:
+        if self.hop_ack and (not self.ack_requested or effective_actor(self.ack_actor) != ACTOR_TO_PARTY_MSH):
+            raise ValueError(
+                "hop_ack (an AckRequested aimed at the next MSH as well) goes with an acknowledgment requested "
+                f"of the To Party MSH; got ack_requested={self.ack_requested}, ack_actor={self.ack_actor!r}"
+            )
         if self.retries < 0:
             raise ValueError(f"retries must be 0 or more, got {self.retries}")
         for name in ("retry_interval", "first_resend_timeout", "persist_duration"):
@@ -67,12 +75,14 @@ class Reliability:
         ack_requested: bool,
         time_to_live: datetime | None,
         no_retry_wait: XsDuration = DEFAULT_ACK_WAIT,
+        hop_ack: bool = False,
     ) -> Reliability:
         """The reliability of a message sent with ``params`` (from :func:`cpa.resolve.resolve`).
 
         ``ack_requested`` and ``time_to_live`` are the header's (after :mod:`cpa.precedence`). Without
         ReliableMessaging in the agreement there is no resend: ``retries`` is 0 and an acknowledgment, if
-        requested, is awaited ``no_retry_wait``.
+        requested, is awaited ``no_retry_wait``. ``hop_ack``: the message also asks the next MSH for an
+        acknowledgment (see the class docs).
         """
         if params.retry_interval is None:
             return cls(
@@ -83,6 +93,7 @@ class Reliability:
                 time_to_live,
                 ack_requested,
                 effective_actor(params.actor),
+                hop_ack,
             )
         return cls(
             retries=params.retries,
@@ -94,4 +105,5 @@ class Reliability:
             time_to_live=time_to_live,
             ack_requested=ack_requested,
             ack_actor=effective_actor(params.actor),
+            hop_ack=hop_ack,
         )

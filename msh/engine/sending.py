@@ -17,6 +17,9 @@ Statuses (:class:`OutboundStatus`):
 ``awaiting-ack``
     at least one transmission outcome recorded; waiting for the acknowledgment or for the timer (for a
     best-effort message: waiting to resend after a transport failure).
+``forwarded``
+    the next MSH (an intermediary) acknowledged the message (ebMS2 §10.1.3): no more resends; waiting for
+    the To Party MSH's acknowledgment, or a DeliveryFailure, until the end-to-end deadline.
 ``delivered``
     acknowledged (or, best effort, handed to the peer's HTTP server). Final.
 ``failed``
@@ -39,9 +42,16 @@ Decisions where the specifications are silent:
 * An ErrorList from the peer whose highestSeverity is Error fails the message (severity Error: the peer
   refused it). A DeliveryFailure of severity Warning (an intermediary gave up after transmitting) fails it
   with severity Warning. Warnings alone do not change anything (ebMS2 §4.2.3.2.4: processing went on).
-* When :attr:`Reliability.ack_actor` records the actor asked, an acknowledgment of the other actor (an
-  intermediate nextMSH acknowledgment of a toPartyMSH request, §10.1.3) is ignored here; intermediaries
-  are another state machine. Without it either actor's acknowledgment counts (single hop, §6.3.1.1).
+* When :attr:`Reliability.ack_actor` records the actor asked, an acknowledgment of the other actor is
+  ignored, unless :attr:`Reliability.hop_ack` says the message asked the next MSH too (§10.1.3): then the
+  next MSH's acknowledgment makes it ``forwarded`` (the resends stop: the intermediary now resends on its
+  hop) and only the To Party MSH's makes it ``delivered``. Without ``ack_actor`` either actor's
+  acknowledgment counts (single hop, §6.3.1.1).
+* A forwarded message waits for the end-to-end acknowledgment until its *end-to-end deadline*: the time the
+  retry schedule would have given up had no acknowledgment come at all
+  (:func:`msh.engine.timers.end_to_end_deadline`), so an intermediary changes nothing about how long the
+  application waits for an answer. Then it fails with severity Warning (it was transmitted, §6.5.7). A
+  DeliveryFailure from the intermediary fails it with the severity the intermediary gave.
 * Late transmission outcomes and stale timers after a final status are explicit no-ops: they race with
   acknowledgments by nature. An early timer (before ``next_due_at``) re-arms itself.
 * An acknowledgment after a failure is ignored (the failure was reported; its severity Warning already
@@ -59,7 +69,7 @@ from types import MappingProxyType
 from typing import Any, Final, TypeAlias
 
 from msh.ebms.model import ErrorList
-from msh.ebms.namespaces import ACTOR_TO_PARTY_MSH
+from msh.ebms.namespaces import ACTOR_NEXT_MSH, ACTOR_TO_PARTY_MSH
 from msh.engine import timers
 from msh.engine.reliability import DEFAULT_ACK_WAIT, Reliability, effective_actor
 from msh.errors import ErrorCode, Issue, MshError, Severity
@@ -75,6 +85,7 @@ __all__ = [
     "Event",
     "NotifyDelivered",
     "NotifyFailed",
+    "NotifyForwarded",
     "OutboundState",
     "OutboundStatus",
     "Reliability",
@@ -104,6 +115,7 @@ class OutboundStatus(StrEnum):
 
     PENDING = "pending"
     AWAITING_ACK = "awaiting-ack"
+    FORWARDED = "forwarded"
     DELIVERED = "delivered"
     FAILED = "failed"
 
@@ -218,6 +230,13 @@ class NotifyDelivered:
 
 
 @dataclass(frozen=True, slots=True)
+class NotifyForwarded:
+    """Record that the next MSH acknowledged the message (ebMS2 §10.1.3): it is on its way, not delivered."""
+
+    message_id: str
+
+
+@dataclass(frozen=True, slots=True)
 class NotifyFailed:
     """Tell the sending application the message was not delivered: a DeliveryFailure (ebMS2 §6.5.7)."""
 
@@ -225,7 +244,7 @@ class NotifyFailed:
     issue: Issue
 
 
-Action: TypeAlias = Transmit | ScheduleTimer | CancelTimer | NotifyDelivered | NotifyFailed
+Action: TypeAlias = Transmit | ScheduleTimer | CancelTimer | NotifyDelivered | NotifyForwarded | NotifyFailed
 Step: TypeAlias = tuple[OutboundState, tuple[Action, ...]]
 Handler: TypeAlias = Callable[[OutboundState | None, Any, datetime], Step]
 
@@ -300,14 +319,28 @@ def _transmit_failed(state: OutboundState | None, event: TransmitFailed, now: da
     return s, ()
 
 
+def _forward(state: OutboundState) -> Step:
+    r = state.reliability
+    first = state.first_sent_at
+    assert first is not None  # a message with an acknowledgment was transmitted
+    due = timers.end_to_end_deadline(r, first)
+    forwarded = replace(state, status=OutboundStatus.FORWARDED, next_due_at=due, reached_peer=True)
+    return forwarded, (ScheduleTimer(state.message_id, due), NotifyForwarded(state.message_id))
+
+
 def _acknowledged(state: OutboundState | None, event: AcknowledgmentReceived, now: datetime) -> Step:
     s = _known(state)
     if event.ref_to_message_id != s.message_id:
         raise EngineError(f"acknowledgment of {event.ref_to_message_id} routed to message {s.message_id}")
+    r = s.reliability
+    actor = effective_actor(event.actor)
+    if r.ack_requested and r.hop_ack and actor == ACTOR_NEXT_MSH:
+        # ebMS2 §10.1.3: the next MSH has it (stored): stop resending; the To Party MSH's acknowledgment is due.
+        return (s, ()) if s.status is OutboundStatus.FORWARDED else _forward(s)
     # ebMS2 §6.5.2: an unexpected Acknowledgment is ignored, no error sent.
-    wanted = s.reliability.ack_actor
-    other_actor = wanted is not None and effective_actor(event.actor) != effective_actor(wanted)
-    if not s.reliability.ack_requested or other_actor:
+    wanted = r.ack_actor
+    other_actor = wanted is not None and actor != effective_actor(wanted)
+    if not r.ack_requested or other_actor:
         return s, ()
     # ebMS2 §6.5.2: mark the persisted message as delivered; §6.3.2.5: the application MAY be told.
     return _deliver(s)
@@ -338,6 +371,11 @@ def _timer_due(state: OutboundState | None, event: TimerDue, now: datetime) -> S
     s = _known(state)
     if s.next_due_at is not None and now < s.next_due_at:
         return s, (ScheduleTimer(s.message_id, s.next_due_at),)
+    if s.status is OutboundStatus.FORWARDED:
+        # ebMS2 §6.5.7: transmitted (the next MSH has it) but no Acknowledgment from the To Party MSH: Warning.
+        when = s.next_due_at.isoformat() if s.next_due_at is not None else now.isoformat()
+        what = "forwarded (the next MSH acknowledged it) but no end-to-end Acknowledgment came by"
+        return _fail(s, _failure(s, f"{what} {when}", Severity.WARNING))
     r = s.reliability
     first = s.first_sent_at if s.first_sent_at is not None else now
     reason = timers.give_up(r, attempts=s.attempts, first_sent_at=first, now=now)
@@ -383,13 +421,14 @@ class Transition:
 
 
 _P, _W, _D, _F = OutboundStatus.PENDING, OutboundStatus.AWAITING_ACK, OutboundStatus.DELIVERED, OutboundStatus.FAILED
+_FW = OutboundStatus.FORWARDED
 
 
 def _live(status: OutboundStatus) -> dict[tuple[OutboundStatus | None, type[Any]], Transition]:
     return {
         (status, TransmitSucceeded): Transition(_transmit_succeeded, (_W, _D, _F), "ebMS2 §6.5.1 step 5"),
         (status, TransmitFailed): Transition(_transmit_failed, (_W, _F), "ebMS2 §6.5.4 communications error"),
-        (status, AcknowledgmentReceived): Transition(_acknowledged, (_D, status), "ebMS2 §6.5.2"),
+        (status, AcknowledgmentReceived): Transition(_acknowledged, (_D, _FW, status), "ebMS2 §6.5.2, §10.1.3"),
         (status, ErrorReceived): Transition(_error_received, (_F, status), "ebMS2 §6.5.7, §4.2.3.2.4"),
         (status, TimerDue): Transition(_timer_due, (_W, _F, status), "ebMS2 §6.5.4, §6.4.6, §3.1.6.4"),
     }
@@ -410,6 +449,13 @@ TRANSITIONS: Final[Mapping[tuple[OutboundStatus | None, type[Any]], Transition]]
         (None, Submit): Transition(_submit, (_P, _F), "ebMS2 §6.5.1 steps 3-4, §3.1.6.4"),
         **_live(_P),
         **_live(_W),
+        # ebMS2 §10.1.3: forwarded; only the To Party MSH's acknowledgment, a DeliveryFailure or the
+        # end-to-end deadline move it on.
+        (_FW, AcknowledgmentReceived): Transition(_acknowledged, (_D, _FW), "ebMS2 §6.5.2, §10.1.3"),
+        (_FW, ErrorReceived): Transition(_error_received, (_F, _FW), "ebMS2 §6.5.7, §4.2.3.2.4"),
+        (_FW, TimerDue): Transition(_timer_due, (_F, _FW), "ebMS2 §6.5.7: end-to-end deadline"),
+        (_FW, TransmitSucceeded): Transition(_ignore, (_FW,), "late outcome of a resend: ignored"),
+        (_FW, TransmitFailed): Transition(_ignore, (_FW,), "late outcome of a resend: ignored"),
         **_final(_D),
         **_final(_F),
     }

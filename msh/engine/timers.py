@@ -27,7 +27,7 @@ if TYPE_CHECKING:
     from cpa.duration import XsDuration
     from msh.engine.reliability import Reliability
 
-__all__ = ["GiveUp", "deadline", "give_up", "next_due", "nominal_schedule", "resend_wait"]
+__all__ = ["GiveUp", "deadline", "end_to_end_deadline", "give_up", "next_due", "nominal_schedule", "resend_wait"]
 
 
 class GiveUp(StrEnum):
@@ -97,3 +97,10 @@ def nominal_schedule(
         if reason is not None:
             return tuple(sends), due, reason
         sends.append(due)
+
+
+def end_to_end_deadline(reliability: Reliability, first_sent_at: datetime) -> datetime:
+    """How long a message the next MSH acknowledged waits for the To Party MSH's acknowledgment: until the
+    time its retry schedule would have given up had no acknowledgment come at all (ebMS2 §10.1.3: the
+    intermediary resends on its hop; the sender's promise to the application keeps its length)."""
+    return nominal_schedule(reliability, first_sent_at)[1]
