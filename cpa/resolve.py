@@ -50,7 +50,7 @@ from cpa.model import (
     Status,
     SyncReplyMode,
 )
-from msh.ebms.namespaces import SERVICE_MSH
+from msh.ebms.namespaces import ACTOR_NEXT_MSH, SERVICE_MSH
 from msh.errors import ConfigurationError
 
 __all__ = [
@@ -249,6 +249,10 @@ class SendingParameters:
     Durations are :class:`~cpa.duration.XsDuration` as the agreement wrote them (months included).
     ``ack_requested``, ``ack_signature_requested``, ``duplicate_elimination`` and ``sync_reply_mode`` are
     the sending channel's MessagingCharacteristics; :mod:`cpa.precedence` tells how they bind the header.
+    ``next_msh_ack_requested`` and ``next_msh_ack_signature_requested`` are those of a further channel of
+    the same CanSend binding whose actor is nextMSH, when the first channel's actor is toPartyMSH: the
+    message then asks for both acknowledgments, the intermediary's and the To party's (ebMS2 §10.1.3,
+    §6.6 rows 1 and 5); ``never`` otherwise.
     """
 
     cpaid: str
@@ -287,6 +291,8 @@ class SendingParameters:
     sending_channel_id: str
     receiving_channel_id: str
     msh_signal: bool = False
+    next_msh_ack_requested: PerMessage = PerMessage.NEVER
+    next_msh_ack_signature_requested: PerMessage = PerMessage.NEVER
 
     @property
     def uses_tls(self) -> bool:
@@ -331,6 +337,8 @@ def _parameters(cpa: CollaborationProtocolAgreement, route: Route, signal: bool)
     if encryption is None and sender_binding is not None:
         encryption = sender_binding.digital_envelope
     mc = sending.messaging_characteristics
+    hop = _next_msh_channel(route) if mc.actor != ACTOR_NEXT_MSH else None
+    hop_mc = hop.messaging_characteristics if hop is not None else None
     return SendingParameters(
         cpaid=cpa.cpaid,
         from_party_name=route.from_party.party_name,
@@ -370,7 +378,20 @@ def _parameters(cpa: CollaborationProtocolAgreement, route: Route, signal: bool)
         sending_channel_id=sending.channel_id,
         receiving_channel_id=receiving.channel_id,
         msh_signal=signal,
+        next_msh_ack_requested=hop_mc.ack_requested if hop_mc is not None else PerMessage.NEVER,
+        next_msh_ack_signature_requested=(hop_mc.ack_signature_requested if hop_mc is not None else PerMessage.NEVER),
     )
+
+
+def _next_msh_channel(route: Route) -> DeliveryChannel | None:
+    # CPP/A 2.0 §8.4.8: a binding may name several channels; one whose actor is nextMSH asks the next MSH
+    # for an acknowledgment too (ebMS2 §10.1.3).
+    if route.send_binding is None:
+        return None
+    for channel in route.send_binding.channels[1:]:
+        if channel.messaging_characteristics.actor == ACTOR_NEXT_MSH:
+            return channel
+    return None
 
 
 @dataclass(frozen=True, slots=True)

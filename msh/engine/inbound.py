@@ -13,6 +13,8 @@ from datetime import datetime
 from typing import TypeAlias
 
 from msh.ebms.model import Envelope, MessageStatus, Party
+from msh.engine.reliability import Reliability
+from msh.engine.routing import Route
 from msh.engine.sending import AcknowledgmentReceived, ErrorReceived
 from msh.errors import Issue
 
@@ -30,6 +32,7 @@ __all__ = [
     "SendAsync",
     "SignalReceived",
     "StatusAnswer",
+    "StoreForward",
     "StoreInbound",
     "StoredAck",
     "StoredInbound",
@@ -177,12 +180,15 @@ class Reject:
 class OutboundEvent:
     """An event for the sending state machine of our message ``message_id`` (ebMS2 §6.5.2: acknowledgment;
     §4.2.4: error). ``from_party`` and ``cpa_id`` are those of the message that carried it: the runtime
-    checks them against the outbound message's To party and agreement before stepping."""
+    checks them against the outbound message's To party and agreement before stepping. ``relay``: it came
+    from an intermediary on the message's path, which the runtime trusts to speak for that hop
+    (:func:`msh.engine.signals.foreign_signal`)."""
 
     message_id: str
     event: AcknowledgmentReceived | ErrorReceived
     from_party: Party | None = None
     cpa_id: str | None = None
+    relay: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -199,6 +205,20 @@ class Discard:
     """Nothing is done with (this part of) the message; ``reason`` says why, for the log."""
 
     reason: str
+
+
+@dataclass(frozen=True, slots=True)
+class StoreForward:
+    """Store the received message as it came and start (or, for a resent copy, restart) its forward along
+    ``route``: a sending machine with ``reliability``, sending the message with the next-MSH elements
+    replaced by ``insert`` (complete XML elements). ``signal``: the message is an MSH signal."""
+
+    message_id: str
+    route: Route
+    reliability: Reliability
+    insert: tuple[str, ...]
+    signal: bool
+    received_at: datetime
 
 
 @dataclass(frozen=True, slots=True)
@@ -223,6 +243,7 @@ InboundAction: TypeAlias = (
     | SignalReceived
     | Discard
     | ConflictingDuplicate
+    | StoreForward
 )
 
 

@@ -52,9 +52,18 @@ Decisions where the specifications leave room:
 * Asynchronous replies name where they go as an :class:`EndpointRef` (CPAId, parties, Service, Action): the
   runtime resolves the URL with :func:`cpa.resolve.resolve` (the agreement's endpoint for that signal,
   ebMS2 §4.2.4.2); where it cannot, it logs (no error is sent, §4.2.4.2).
-* One Acknowledgment element is built per AckRequested present (toPartyMSH and/or nextMSH: without an
-  intermediary this MSH is both, §6.3.1.1), each with the same actor (§6.3.2.1); one toPartyMSH element
-  when the agreement asks for an acknowledgment the header did not.
+* Each Acknowledgment carries the actor of the AckRequested it answers (§6.3.2.1, §10.1.3); one toPartyMSH
+  element when the agreement asks for an acknowledgment the header did not. When the agreement's channel
+  aims acknowledgments at nextMSH, the acknowledgment asked for is the next MSH's (§6.6 rows 3 and 7).
+* The acknowledgment aimed at nextMSH goes back on the connection, always (§10.1.1 allows it when there
+  is no SyncReply, and SyncReply with it is refused): the next MSH along the reverse path is the MSH that
+  sent us the message, and the connection is the only address of it we have (the header names the From
+  party, not the previous hop). When both are asked for (this MSH is the To party and the next MSH,
+  §10.1.3) and the toPartyMSH one goes back asynchronously, they are two messages: the toPartyMSH one is
+  the stored first response (resent for duplicates), the nextMSH one is made afresh for every copy. When
+  both go back on the connection they are one message with both elements. A message with SyncReply and an
+  AckRequested aimed at nextMSH, or with two AckRequested elements aimed at the same actor, is refused
+  (Inconsistent, §10.1.1). MessageOrder is not looked at here at all.
 * Signing is the signing adapter's: :attr:`InboundDecision.sign_reply` says the acknowledgment must be
   signed (AckRequested@signed, §6.3.1.2). The message's own ds:Reference elements are copied into it when
   it was signed (§6.3.2.5); when it was not, :attr:`InboundDecision.derive_references` asks the adapter to
@@ -69,7 +78,7 @@ Decisions where the specifications leave room:
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import replace
 from datetime import datetime
 from enum import StrEnum
@@ -77,7 +86,7 @@ from types import MappingProxyType
 from typing import Final
 
 from cpa.check import CheckResult
-from cpa.model import SyncReplyMode
+from cpa.model import DeliveryChannel, SyncReplyMode
 from cpa.precedence import Parameter
 from msh.ebms.errorlist import ACTION_MESSAGE_ERROR, error_message, soap_fault
 from msh.ebms.model import Envelope, MessageHeader
@@ -100,6 +109,7 @@ from msh.engine.inbound import (
     StoredInbound,
     StoreInbound,
 )
+from msh.engine.reliability import effective_actor
 from msh.engine.replies import (
     ACTION_ACKNOWLEDGMENT,
     ACTION_PING,
@@ -186,15 +196,20 @@ _SIGNALS_SYNC: Final = frozenset(
 )
 
 
-def _sync_reply_mode(check_result: CheckResult) -> SyncReplyMode | None:
+def _sending_channel(check_result: CheckResult) -> DeliveryChannel | None:
     cpa, channel_id = check_result.cpa, check_result.sending_channel_id
     if cpa is None or channel_id is None:
         return None
     for info in cpa.party_infos:
         for channel in (*info.delivery_channels, info.default_msh_channel):
             if channel.channel_id == channel_id:
-                return channel.messaging_characteristics.sync_reply_mode
+                return channel
     return None
+
+
+def _sync_reply_mode(check_result: CheckResult) -> SyncReplyMode | None:
+    channel = _sending_channel(check_result)
+    return channel.messaging_characteristics.sync_reply_mode if channel is not None else None
 
 
 def _signals_sync(envelope: Envelope, check_result: CheckResult, override: bool | None, *, settled: bool) -> bool:
@@ -217,19 +232,20 @@ def _ack_endpoint(header: MessageHeader) -> EndpointRef:
     return EndpointRef(header.cpa_id, header.to_party, header.from_party, SERVICE_MSH, ACTION_ACKNOWLEDGMENT)
 
 
-def _routed(envelope: Envelope, header: MessageHeader) -> list[InboundAction]:
+def _routed(envelope: Envelope, header: MessageHeader, relay: bool) -> list[InboundAction]:
     out: list[InboundAction] = []
     # ebMS2 §6.5.2: an Acknowledgment marks the message it names as delivered (the sending machine decides).
     for ack in envelope.acknowledgments:
         event = AcknowledgmentReceived(ack.ref_to_message_id, ack.actor)
-        out.append(OutboundEvent(ack.ref_to_message_id, event, header.from_party, header.cpa_id))
+        out.append(OutboundEvent(ack.ref_to_message_id, event, header.from_party, header.cpa_id, relay))
     if envelope.error_list is not None:
         ref = header.message_data.ref_to_message_id
         if ref is None:
             # ebMS2 §4.2.4.2: an ErrorList names the message in error by RefToMessageId.
             out.append(Discard("ErrorList without MessageData/RefToMessageId: no message to attach it to"))
         else:
-            out.append(OutboundEvent(ref, ErrorReceived(envelope.error_list), header.from_party, header.cpa_id))
+            error = ErrorReceived(envelope.error_list)
+            out.append(OutboundEvent(ref, error, header.from_party, header.cpa_id, relay))
     return out
 
 
@@ -267,6 +283,29 @@ _ACK_REQUESTED_ACTORS: Final = frozenset({None, ACTOR_TO_PARTY_MSH, ACTOR_NEXT_M
 def _actor_issues(envelope: Envelope) -> tuple[Issue, ...]:
     """Header elements aimed at an actor the specification does not allow them (Inconsistent, Error)."""
     out: list[Issue] = []
+    actors = [effective_actor(a.actor) for a in envelope.ack_requested]
+    if envelope.sync_reply is not None and ACTOR_NEXT_MSH in actors:
+        # ebMS2 §10.1.1: with SyncReply present, an AckRequested aimed at the next MSH MUST NOT be.
+        out.append(
+            Issue(
+                ErrorCode.INCONSISTENT,
+                Severity.ERROR,
+                "the message has SyncReply and an AckRequested aimed at the next MSH; ebMS2 §10.1.1 forbids "
+                "the two together",
+                "//Header/AckRequested/@actor",
+            )
+        )
+    for actor in sorted({a for a in actors if actors.count(a) > 1}):
+        # ebMS2 §10.1.1, §10.1.3: at most one AckRequested per actor (one for the next MSH, one end to end).
+        out.append(
+            Issue(
+                ErrorCode.INCONSISTENT,
+                Severity.ERROR,
+                f"the message has {actors.count(actor)} AckRequested elements aimed at {actor}; ebMS2 §10.1.1 "
+                "allows one per actor",
+                "//Header/AckRequested",
+            )
+        )
     sync_reply = envelope.sync_reply
     if sync_reply is not None and sync_reply.actor != SOAP_ACTOR_NEXT:
         # ebMS2 §4.3.1: SyncReply's SOAP actor has the REQUIRED value of SOAP's "next".
@@ -333,6 +372,8 @@ def receive(
     sync_reply_requested: bool | None = None,
     message_status: StatusAnswer | None = None,
     digest: str | None = None,
+    next_id: Callable[[], str] | None = None,
+    relayed: bool = False,
 ) -> InboundDecision:
     """Decide what to do with the received ``envelope`` (see the module docs).
 
@@ -340,7 +381,10 @@ def receive(
     MessageId (None: never seen); ``new_message_id`` the MessageId of the reply, if one is built;
     ``sync_reply_requested`` overrides the synchronous/asynchronous choice; ``message_status`` answers a
     StatusRequest (None: NotRecognized); ``digest`` is the message's content digest
-    (:func:`msh.ebms.digest.content_digest`), stored with it and compared with the stored copy's.
+    (:func:`msh.ebms.digest.content_digest`), stored with it and compared with the stored copy's;
+    ``next_id`` makes the MessageId of a second reply when one is due (a hop acknowledgment apart from the
+    end-to-end one); ``relayed``: the message comes from a trusted intermediary on the path of the messages
+    it reports on (its acknowledgments and errors are routed as :attr:`OutboundEvent.relay`).
     """
     if now.tzinfo is None:
         raise ValueError(f"now must be timezone-aware (UTC), got {now!r}")
@@ -363,12 +407,22 @@ def receive(
             return InboundDecision((Discard(f"signal refused: {errors[0]}"),), issues)
         if not _duplicate_despite_ttl(envelope, header, check_result, duplicate):
             return _refuse(envelope, header, check_result, new_message_id, now, sync_reply_requested)
-    actions = _routed(envelope, header)
+    actions = _routed(envelope, header, relayed)
     sync = _signals_sync(envelope, check_result, sync_reply_requested, settled=True)
     if header.service.value == SERVICE_MSH:
         return _signal(envelope, header, check_result, actions, sync, new_message_id, now, message_status)
     return _business(
-        envelope, header, check_result, duplicate, actions, sync, new_message_id, now, sync_reply_requested, digest
+        envelope,
+        header,
+        check_result,
+        duplicate,
+        actions,
+        sync,
+        new_message_id,
+        now,
+        sync_reply_requested,
+        digest,
+        next_id,
     )
 
 
@@ -431,9 +485,19 @@ def _business(
     now: datetime,
     override: bool | None,
     digest: str | None,
+    next_id: Callable[[], str] | None,
 ) -> InboundDecision:
     de = _effective(check_result, Parameter.DUPLICATE_ELIMINATION, header.duplicate_elimination)
-    ack_wanted = _effective(check_result, Parameter.ACK_REQUESTED, bool(envelope.ack_requested))
+    asked = _effective(check_result, Parameter.ACK_REQUESTED, bool(envelope.ack_requested))
+    present = {effective_actor(a.actor) for a in envelope.ack_requested}
+    channel = _sending_channel(check_result)
+    if channel is not None and channel.messaging_characteristics.actor == ACTOR_NEXT_MSH:
+        # ebMS2 §6.6 rows 3 and 7: the agreement asks only the next MSH (this MSH) for an acknowledgment.
+        end_to_end, hop = False, asked
+    else:
+        # ebMS2 §10.1.3: the To Party MSH acknowledges end to end, and as the next MSH when asked to.
+        end_to_end, hop = asked, ACTOR_NEXT_MSH in present
+    ack_wanted = end_to_end or hop
     signed = ack_wanted and _effective(
         check_result, Parameter.ACK_SIGNATURE_REQUESTED, any(a.signed for a in envelope.ack_requested)
     )
@@ -446,12 +510,30 @@ def _business(
     references = signed_references(envelope) if signed else ()
     derive = signed and not references
 
-    def new_ack() -> Envelope:
-        # ebMS2 §6.3.2.1: each Acknowledgment carries the actor of the AckRequested it answers.
-        actors = tuple(a.actor for a in envelope.ack_requested) or (ACTOR_TO_PARTY_MSH,)
+    # ebMS2 §10.1.1: the next MSH's acknowledgment goes back on the connection (see the module docs).
+    hop_sync = override is not False
+    apart = hop and end_to_end and not (sync and hop_sync)
+
+    def ack_message(actors: tuple[str, ...], message_id: str) -> Envelope:
+        # ebMS2 §6.3.2.1, §10.1.3: each Acknowledgment carries the actor of the AckRequested it answers.
         return acknowledgment_message(
-            envelope, message_id=new_message_id, now=now, actors=actors, references=references, warnings=warnings
+            envelope, message_id=message_id, now=now, actors=actors, references=references, warnings=warnings
         )
+
+    def first_ack() -> Envelope:
+        # The first response, stored and resent for duplicates (ebMS2 §6.5.6): end to end when asked for.
+        actors = (ACTOR_TO_PARTY_MSH,) if apart else (*end_to_end * (ACTOR_TO_PARTY_MSH,), *hop * (ACTOR_NEXT_MSH,))
+        return ack_message(actors, new_message_id)
+
+    def first_sync() -> bool:
+        return sync if end_to_end else hop_sync
+
+    def hop_reply() -> tuple[InboundAction, ...]:
+        if not apart:
+            return ()
+        if next_id is None:
+            raise ValueError("two acknowledgment messages are due: receive() needs next_id for the second MessageId")
+        return (_reply(ack_message((ACTOR_NEXT_MSH,), next_id()), hop_sync),)
 
     def decided(*more: InboundAction, reply_signed: bool = signed) -> InboundDecision:
         return InboundDecision((*more, *actions), check_result.issues, seen, reply_signed, reply_signed and derive)
@@ -462,16 +544,16 @@ def _business(
     if outcome is InboundOutcome.RESEND_ACK and duplicate is not None:
         if duplicate.acknowledgment is not None:
             # ebMS2 §6.5.6 2: the acknowledgment identical to the first response, never a second delivery.
-            stored = ResendStoredAck(header.message_id, duplicate.acknowledgment, sync, _ack_endpoint(header))
-            return decided(stored, reply_signed=False)
+            again = ResendStoredAck(header.message_id, duplicate.acknowledgment, first_sync(), _ack_endpoint(header))
+            return decided(again, *hop_reply(), reply_signed=False)
         # ebMS2 §6.5.5 (2): no response in the store: generate one (and keep it as the first response).
-        first = new_ack()
-        return decided(RecordAcknowledgment(header.message_id, first), _reply(first, sync))
-    ack = new_ack() if outcome is InboundOutcome.DELIVER_AND_ACK else None
-    # ebMS2 §6.5.2 2a-2b: persist (and deliver) before any acknowledgment leaves.
+        first = first_ack()
+        return decided(RecordAcknowledgment(header.message_id, first), _reply(first, first_sync()), *hop_reply())
+    ack = first_ack() if outcome is InboundOutcome.DELIVER_AND_ACK else None
+    # ebMS2 §6.5.2 2a-2b, §10.1.3: persist (and deliver) before any acknowledgment leaves.
     store = StoreInbound(header.message_id, ack, deliver=True, duplicate_elimination=de, received_at=now, digest=digest)
     if ack is not None:
-        return decided(store, _reply(ack, sync))
+        return decided(store, _reply(ack, first_sync()), *hop_reply())
     if warnings:
         # ebMS2 §4.2.4.1, §4.2.4.3: report Warnings in an independent MessageError message.
         report = error_message(warnings, in_reply_to=header, message_id=new_message_id, timestamp=now)

@@ -30,6 +30,7 @@ from msh.ebms.model import (
     Service,
     SyncReply,
 )
+from msh.ebms.namespaces import ACTOR_NEXT_MSH
 from msh.errors import ConfigurationError
 
 __all__ = ["Composed", "Payload", "Submission", "compose", "new_message_id"]
@@ -98,12 +99,14 @@ class Submission:
 
 @dataclass(frozen=True, slots=True)
 class Composed:
-    """The message to send: its envelope, attachments, and whether it asks for an acknowledgment."""
+    """The message to send: its envelope, attachments, whether it asks for an acknowledgment, and whether it
+    asks the next MSH (an intermediary) for one too (``hop_ack``, ebMS2 §10.1.3)."""
 
     envelope: Envelope
     attachments: tuple[AttachmentSpec, ...]
     ack_requested: bool
     duplicate_elimination: bool
+    hop_ack: bool = False
 
 
 def _choose(name: str, cpa_value: PerMessage, asked: bool | None, default: bool, cpaid: str) -> bool:
@@ -167,15 +170,29 @@ def compose(
         # ebMS2 §3.2.1: each payload is named in the Manifest by a cid: reference.
         references.append(Reference(href=f"cid:{cid.strip('<>')}"))
     signed = ack and params.ack_signature_requested is PerMessage.ALWAYS
+    requested = (AckRequested(signed=signed, actor=params.actor or AckRequested().actor),) if ack else ()
+    # ebMS2 §10.1.3, §6.6 rows 1 and 5: the agreement's nextMSH channel asks the intermediary as well
+    # (perMessage follows the end-to-end choice; without an end-to-end request there is no second one).
+    hop = ack and params.next_msh_ack_requested is not PerMessage.NEVER
+    if hop and params.sync_reply_mode is not SyncReplyMode.NONE:
+        # ebMS2 §10.1.1: SyncReply and an AckRequested aimed at the next MSH never go together.
+        raise ConfigurationError(
+            f"agreement {params.cpaid} asks for SyncReply (syncReplyMode {params.sync_reply_mode.value}) and, "
+            f"through its nextMSH channel, for an intermediary's acknowledgment of {params.action}: ebMS2 "
+            "§10.1.1 forbids both on one message; set syncReplyMode none on the sending channel"
+        )
+    if hop:
+        hop_signed = params.next_msh_ack_signature_requested is PerMessage.ALWAYS
+        requested = (*requested, AckRequested(signed=hop_signed, actor=ACTOR_NEXT_MSH))
     envelope = Envelope(
         message_header=header,
         # ebMS2 §4.3: SyncReply asks for the signals on the same connection (CPP/A 2.0 §8.4.8.1).
         sync_reply=SyncReply() if params.sync_reply_mode is not SyncReplyMode.NONE else None,
         # ebMS2 §6.3.1: AckRequested, aimed at the agreement's actor (To Party MSH by default).
-        ack_requested=(AckRequested(signed=signed, actor=params.actor or AckRequested().actor),) if ack else (),
+        ack_requested=requested,
         manifest=Manifest(tuple(references)) if references else None,
     )
-    return Composed(envelope, tuple(attachments), ack, de)
+    return Composed(envelope, tuple(attachments), ack, de, hop)
 
 
 def new_message_id(domain: str) -> str:

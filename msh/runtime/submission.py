@@ -106,7 +106,10 @@ class Submissions:
             duplicate_elimination_default=sending.duplicate_elimination,
         )
         reliability = Reliability.from_parameters(
-            params, ack_requested=composed.ack_requested, time_to_live=submission.time_to_live
+            params,
+            ack_requested=composed.ack_requested,
+            time_to_live=submission.time_to_live,
+            hop_ack=composed.hop_ack,
         )
         state, actions = step(None, Submit(message_id, reliability), now)
         spool = tempfile.SpooledTemporaryFile(max_size=KEEP_FOR_FIRST_SEND)  # noqa: SIM115 (closed by Prepared.close)
