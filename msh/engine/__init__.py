@@ -26,6 +26,7 @@ from msh.engine.inbound import (
     StatusAnswer,
     StoredAck,
     StoredInbound,
+    StoreForward,
     StoreInbound,
 )
 from msh.engine.receiving import BUSINESS_RULES, InboundOutcome, receive
@@ -91,6 +92,7 @@ __all__ = [
     "SignalReceived",
     "StatusAnswer",
     "StoreInbound",
+    "StoreForward",
     "StoredAck",
     "StoredInbound",
     "Submit",

@@ -85,7 +85,7 @@ def transmission_outcome(status: int, fault: Fault | None) -> Event:
             Severity.ERROR,
             f"the peer answered with a SOAP Fault: {fault.faultcode} {fault.faultstring}",
         )
-        return ErrorReceived(error_list(issue))
+        return ErrorReceived(error_list(issue), fault=True)
     if 200 <= status < 300:
         # ebMS2 B.2.3: a 2xx code is returned when the posted message was received.
         return TransmitSucceeded(reached_peer=True)

@@ -52,6 +52,11 @@ Decisions where the specifications are silent:
   (:func:`msh.engine.timers.end_to_end_deadline`), so an intermediary changes nothing about how long the
   application waits for an answer. Then it fails with severity Warning (it was transmitted, §6.5.7). A
   DeliveryFailure from the intermediary fails it with the severity the intermediary gave.
+* A message that asks only the next MSH for an acknowledgment (§6.6 rows 3 and 7: no end-to-end
+  notification) is delivered by that acknowledgment when the To party itself sent it (a single hop); from
+  an intermediary (:attr:`AcknowledgmentReceived.by_intermediary`) it is ``forwarded``, and ``delivered``
+  at the end-to-end deadline unless a DeliveryFailure came from the path first (§6.5.7: the intermediaries
+  report what they cannot deliver; only the To party's acknowledgment makes a later one moot).
 * Late transmission outcomes and stale timers after a final status are explicit no-ops: they race with
   acknowledgments by nature. An early timer (before ``next_due_at``) re-arms itself.
 * An acknowledgment after a failure is ignored (the failure was reported; its severity Warning already
@@ -176,17 +181,21 @@ class TransmitFailed:
 
 @dataclass(frozen=True, slots=True)
 class AcknowledgmentReceived:
-    """An Acknowledgment element for this message arrived (ebMS2 §6.5.2, §6.3.2)."""
+    """An Acknowledgment element for this message arrived (ebMS2 §6.5.2, §6.3.2); ``by_intermediary``: it
+    came from an intermediary on the path, not from the To party (ebMS2 §10.1.3)."""
 
     ref_to_message_id: str
     actor: str | None = ACTOR_TO_PARTY_MSH
+    by_intermediary: bool = False
 
 
 @dataclass(frozen=True, slots=True)
 class ErrorReceived:
-    """An ErrorList referring to this message arrived (ebMS2 §4.2.4, §6.5.7)."""
+    """An ErrorList referring to this message arrived (ebMS2 §4.2.4, §6.5.7); ``fault``: made from a SOAP
+    Fault the peer answered with (no ebXML error message came: nobody else will report it)."""
 
     error_list: ErrorList
+    fault: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -334,8 +343,10 @@ def _acknowledged(state: OutboundState | None, event: AcknowledgmentReceived, no
         raise EngineError(f"acknowledgment of {event.ref_to_message_id} routed to message {s.message_id}")
     r = s.reliability
     actor = effective_actor(event.actor)
-    if r.ack_requested and r.hop_ack and actor == ACTOR_NEXT_MSH:
-        # ebMS2 §10.1.3: the next MSH has it (stored): stop resending; the To Party MSH's acknowledgment is due.
+    hop_only = effective_actor(r.ack_actor) == ACTOR_NEXT_MSH
+    if r.ack_requested and actor == ACTOR_NEXT_MSH and (r.hop_ack or (hop_only and event.by_intermediary)):
+        # ebMS2 §10.1.3: the next MSH has it (stored): stop resending; the To Party MSH's acknowledgment (or,
+        # asking only the next MSH, §6.6 rows 3 and 7: no DeliveryFailure until the deadline) is due.
         return (s, ()) if s.status is OutboundStatus.FORWARDED else _forward(s)
     # ebMS2 §6.5.2: an unexpected Acknowledgment is ignored, no error sent.
     wanted = r.ack_actor
@@ -371,6 +382,9 @@ def _timer_due(state: OutboundState | None, event: TimerDue, now: datetime) -> S
     s = _known(state)
     if s.next_due_at is not None and now < s.next_due_at:
         return s, (ScheduleTimer(s.message_id, s.next_due_at),)
+    if s.status is OutboundStatus.FORWARDED and effective_actor(s.reliability.ack_actor) == ACTOR_NEXT_MSH:
+        # ebMS2 §6.6 rows 3 and 7: no end-to-end notification; no DeliveryFailure came from the path.
+        return _deliver(s)
     if s.status is OutboundStatus.FORWARDED:
         # ebMS2 §6.5.7: transmitted (the next MSH has it) but no Acknowledgment from the To Party MSH: Warning.
         when = s.next_due_at.isoformat() if s.next_due_at is not None else now.isoformat()

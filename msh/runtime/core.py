@@ -22,6 +22,7 @@ from typing import Any, Final, TypeVar
 
 from cpa.registry import CpaRegistry
 from cpa.resolve import PartyKey
+from msh.engine.routing import Route
 from msh.errors import Issue
 from msh.runtime.config import Settings
 from msh.store.api import Store
@@ -60,7 +61,8 @@ def _owner() -> str:
 @dataclass
 class Core:
     """The MSH's shared parts (see the module docs); ``offload`` False runs parsing and reads on the event
-    loop instead of the work pool (the deterministic test network)."""
+    loop instead of the work pool (the deterministic test network); ``routes`` is the routing table
+    (:mod:`msh.engine.routing`)."""
 
     settings: Settings
     clock: Callable[[], datetime]
@@ -73,6 +75,7 @@ class Core:
     tls: ClientContexts
     callbacks: Callbacks
     offload: bool = True
+    routes: tuple[Route, ...] = ()
     counters: Counter[str] = field(default_factory=Counter)
     owner: str = field(default_factory=_owner)
     loop: asyncio.AbstractEventLoop | None = None

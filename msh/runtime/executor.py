@@ -20,9 +20,10 @@ from datetime import datetime
 from typing import BinaryIO
 
 from msh.ebms.envelope import serialise_envelope
-from msh.ebms.message import EbxmlMessage
-from msh.ebms.model import Envelope, Party
+from msh.ebms.message import EbxmlMessage, ParseMode, parse_message
+from msh.ebms.model import Envelope, MessageHeader, Party
 from msh.engine import (
+    AcknowledgmentReceived,
     CancelTimer,
     ConflictingDuplicate,
     Discard,
@@ -32,24 +33,33 @@ from msh.engine import (
     InboundDecision,
     NotifyDelivered,
     NotifyFailed,
+    NotifyForwarded,
     OutboundEvent,
     OutboundStatus,
     RecordAcknowledgment,
     Reject,
+    Reliability,
     ReplySync,
     ResendStoredAck,
     ScheduleTimer,
     SendAsync,
     SignalReceived,
+    StoredAck,
+    StoreForward,
     StoreInbound,
+    Submit,
     Transmit,
     UnknownMessage,
     step,
 )
+from msh.engine.intermediary import delivery_failure
 from msh.engine.signals import foreign_signal, party_text
+from msh.errors import EbmsError, Issue
 from msh.runtime import attempts
 from msh.runtime.core import Core
-from msh.store.api import Direction, DuplicateMessage, OutboundMessage, TimerKind, Transaction
+from msh.runtime.forwarding import Forwarding
+from msh.store.api import Direction, DuplicateMessage, OutboundKind, OutboundMessage, TimerKind, Transaction
+from msh.transport.port import SOAP_CONTENT_TYPE
 
 __all__ = ["AfterCommit", "Executor", "RaceLost"]
 
@@ -59,12 +69,14 @@ log = logging.getLogger("msh.runtime")
 @dataclass
 class AfterCommit:
     """Work decided in a unit of work, done once its transaction has committed; and the outbound rows
-    the unit has read or written (so a second step of the same message in the unit reads no row)."""
+    the unit has read or written (so a second step of the same message in the unit reads no row), with the
+    bodies of the new ones that are small enough to be sent the first time without reading them back."""
 
     transmits: list[tuple[str, int]] = field(default_factory=list)
     notices: list[Callable[[], object]] = field(default_factory=list)
     async_replies: list[tuple[bytes, EndpointRef]] = field(default_factory=list)
     rows: dict[str, OutboundMessage] = field(default_factory=dict)
+    bodies: dict[str, tuple[str, bytes]] = field(default_factory=dict)
 
 
 class RaceLost(Exception):
@@ -81,6 +93,7 @@ class Executor:
 
     def __init__(self, core: Core) -> None:
         self.core = core
+        self.forwarding = Forwarding(core)
 
     # -- the sending machine
 
@@ -94,10 +107,13 @@ class Executor:
         *,
         queue_transmit: bool = False,
         fresh: bool = False,
+        kind: OutboundKind = OutboundKind.OWN,
     ) -> None:
         """Execute the sending machine's actions in ``tx`` (``fresh``: a new message, which has no timers;
-        ``queue_transmit``: another process serves this store, so a transmission becomes a timer row)."""
+        ``queue_transmit``: another process serves this store, so a transmission becomes a timer row;
+        ``kind``: a forward or a routed signal of ours notifies no application, it is journaled)."""
         counters, callbacks = self.core.counters, self.core.callbacks
+        own = kind is OutboundKind.OWN
         for action in actions:
             if isinstance(action, ScheduleTimer):
                 tx.schedule_timer(message_id, TimerKind.RETRY, action.due_at, replace_existing=not fresh)
@@ -119,16 +135,25 @@ class Executor:
                         detail={"attempt": action.attempt},
                     )
             elif isinstance(action, NotifyDelivered):
-                counters["acknowledged"] += 1
-                tx.append_event(at=now, kind="delivered", message_id=message_id, direction=Direction.OUTBOUND)
-                if callbacks.on_delivered is not None:
+                counters["acknowledged" if own else f"{kind.value}-delivered"] += 1
+                tx.append_event(
+                    at=now,
+                    kind="delivered" if own else f"{kind.value}-delivered",
+                    message_id=message_id,
+                    direction=Direction.OUTBOUND,
+                )
+                if own and callbacks.on_delivered is not None:
                     after.notices.append(functools.partial(callbacks.on_delivered, message_id))
+            elif isinstance(action, NotifyForwarded):
+                # ebMS2 §10.1.3: the next MSH has it; the end-to-end acknowledgment is still to come.
+                counters["hop-acknowledged"] += 1
+                tx.append_event(at=now, kind="hop-acknowledged", message_id=message_id, direction=Direction.OUTBOUND)
             elif isinstance(action, NotifyFailed):
-                counters["failed"] += 1
+                counters["failed" if own else f"{kind.value}-failed"] += 1
                 issue = action.issue
                 tx.append_event(
                     at=now,
-                    kind="failed",
+                    kind="failed" if own else f"{kind.value}-failed",
                     message_id=message_id,
                     direction=Direction.OUTBOUND,
                     detail={
@@ -137,8 +162,8 @@ class Executor:
                         "description": issue.description,
                     },
                 )
-                log.warning("message %s failed: %s", message_id, issue)
-                if callbacks.on_failed is not None:
+                log.warning("%s %s failed: %s", "message" if own else kind.value, message_id, issue)
+                if own and callbacks.on_failed is not None:
                     after.notices.append(functools.partial(callbacks.on_failed, message_id, issue))
 
     def step_outbound(
@@ -176,7 +201,13 @@ class Executor:
             tx.update_outbound_state(new)
             stored = replace(stored, state=new)
         after.rows[message_id] = stored
-        self.apply_sending_actions(tx, message_id, actions, now, after)
+        self.apply_sending_actions(tx, message_id, actions, now, after, kind=stored.kind)
+        gave_up = new.status is OutboundStatus.FAILED and state.status is not OutboundStatus.FAILED
+        relayed_error = isinstance(event, ErrorReceived) and not event.fault
+        if stored.kind is OutboundKind.FORWARD and gave_up and new.failure is not None and not relayed_error:
+            # ebMS2 §6.5.7: the intermediary that cannot deliver tells the From party (unless the next
+            # hop's own error message, forwarded to it, already does).
+            self.report_delivery_failure(tx, stored, new.failure, now, after)
         return new.status
 
     def route_to_outbound(self, tx: Transaction, routed: OutboundEvent, now: datetime, after: AfterCommit) -> None:
@@ -194,7 +225,11 @@ class Executor:
             counters["foreign-signals"] += 1
             log.warning("signal about %s ignored: %s", routed.message_id, reason)
             return
-        self.step_outbound(tx, routed.message_id, routed.event, now, after, stored)
+        event = routed.event
+        if routed.relay and isinstance(event, AcknowledgmentReceived):
+            # ebMS2 §10.1.3: the next MSH's acknowledgment, from an intermediary on the path.
+            event = replace(event, by_intermediary=True)
+        self.step_outbound(tx, routed.message_id, event, now, after, stored)
 
     def record_transmission(self, tx: Transaction, message_id: str, detail: dict[str, object]) -> None:
         """Journal the outcome of one transmission (why it failed, what came back), in the transaction
@@ -207,6 +242,143 @@ class Executor:
             detail=detail,
         )
 
+    # -- forwards and routed signals (ebMS2 §10)
+
+    def start_job(
+        self,
+        tx: Transaction,
+        kind: OutboundKind,
+        header: MessageHeader,
+        reliability: Reliability,
+        body: BinaryIO | bytes,
+        content_type: str,
+        endpoint_url: str,
+        now: datetime,
+        after: AfterCommit,
+    ) -> OutboundMessage | None:
+        """Store a forward (or a routed signal of ours) and start its sending machine; a copy of one
+        already stored restarts it with the new bytes (an intermediary forwards every copy, ebMS2 §10.1).
+        None when the MessageId is one of the application's own messages (a loop: nothing is stored)."""
+        message_id = header.message_id
+        existing = after.rows.get(message_id) or tx.get_outbound(message_id, for_update=True)
+        if existing is not None and existing.kind is OutboundKind.OWN:
+            log.warning("%s %s not stored: the MessageId is one of our own messages", kind.value, message_id)
+            return None
+        state, actions = step(None, Submit(message_id, reliability), now)
+        if not isinstance(body, bytes):
+            body.seek(0)
+        blob = tx.put_blob(body)
+        if existing is None:
+            record = tx.insert_outbound(
+                state=state,
+                cpaid=header.cpa_id,
+                conversation_id=header.conversation_id,
+                service=header.service.value,
+                action=header.action,
+                from_party=_party_text(header.from_party),
+                to_party=_party_text(header.to_party),
+                endpoint_url=endpoint_url,
+                content_type=content_type,
+                body_blob_id=blob,
+                kind=kind,
+            )
+        else:
+            record = tx.requeue_outbound(
+                state=state, body_blob_id=blob, content_type=content_type, endpoint_url=endpoint_url
+            )
+        after.rows[message_id] = record
+        if isinstance(body, bytes):
+            after.bodies[message_id] = (content_type, body)
+        self.apply_sending_actions(
+            tx,
+            message_id,
+            actions,
+            now,
+            after,
+            queue_transmit=not self.core.running,
+            fresh=existing is None,
+            kind=kind,
+        )
+        return record
+
+    def send_signal(self, tx: Transaction, envelope: Envelope, body: bytes, now: datetime, after: AfterCommit) -> bool:
+        """Send a signal of ours (acknowledgment, error message, DeliveryFailure) along the route to its
+        To party, stored and resent until the next hop takes it; False when no route matches (it then
+        goes to the agreement's endpoint, unstored, as before)."""
+        header = envelope.message_header
+        if header is None:
+            return False
+        route = self.forwarding.route(header.to_party, header.cpa_id, header.service.value, header.action)
+        if route is None:
+            return False
+        # ebMS2 §6.3.1.4: a signal asks for no acknowledgment: resent until the next hop answers at all.
+        reliability = Reliability(
+            retries=route.retries,
+            retry_interval=route.retry_interval,
+            first_resend_timeout=route.retry_interval,
+            persist_duration=route.persist_duration,
+            time_to_live=header.message_data.time_to_live,
+            ack_requested=False,
+        )
+        started = self.start_job(
+            tx, OutboundKind.SIGNAL, header, reliability, body, SOAP_CONTENT_TYPE, route.next_hop, now, after
+        )
+        if started is not None:
+            self.core.counters["signals-routed"] += 1
+        return started is not None
+
+    def report_delivery_failure(
+        self, tx: Transaction, stored: OutboundMessage, issue: Issue, now: datetime, after: AfterCommit
+    ) -> None:
+        """Send the From party of a forward we gave up on its DeliveryFailure (ebMS2 §6.5.7), by the
+        reverse route (or the agreement's endpoint for it); journaled either way."""
+        with tx.open_blob(stored.body_blob_id) as blob:
+            forwarded = parse_message(blob, stored.content_type, mode=ParseMode.LENIENT)
+        try:
+            envelope = forwarded.envelope
+        finally:
+            forwarded.close()
+        failure = delivery_failure(
+            envelope, issue, own_party=self.forwarding.own_party, message_id=self.core.ids(), now=now
+        )
+        if failure is None:
+            # ebMS2 §6.5.7: no AckRequested (or a signal): the journal's forward-failed is all there is.
+            return
+        body = serialise_envelope(failure)
+        routed = self.send_signal(tx, failure, body, now, after)
+        if not routed:
+            after.async_replies.append((body, EndpointRef.of(failure)))
+        self.core.counters["delivery-failures-sent"] += 1
+        tx.append_event(
+            at=now,
+            kind="delivery-failure-sent",
+            message_id=stored.message_id,
+            direction=Direction.OUTBOUND,
+            detail={
+                "to": stored.from_party,
+                "severity": issue.severity.value,
+                "description": issue.description,
+                "routed": routed,
+            },
+        )
+
+    def _envelope_of(self, stored: StoredAck) -> Envelope | None:
+        if isinstance(stored, Envelope):
+            return stored
+        try:
+            parsed = parse_message(stored, SOAP_CONTENT_TYPE, mode=ParseMode.LENIENT)
+        except EbmsError:
+            return None
+        parsed.close()
+        return parsed.envelope
+
+    def _reply_async(
+        self, tx: Transaction, stored: StoredAck, body: bytes, ref: EndpointRef, now: datetime, after: AfterCommit
+    ) -> None:
+        envelope = self._envelope_of(stored) if self.forwarding.routes else None
+        if envelope is None or not self.send_signal(tx, envelope, body, now, after):
+            after.async_replies.append((body, ref))
+
     # -- a received message
 
     def apply_inbound(
@@ -217,9 +389,12 @@ class Executor:
         decision: InboundDecision,
         now: datetime,
         after: AfterCommit,
+        *,
+        forwarded: tuple[BinaryIO | bytes, str] | None = None,
     ) -> bytes | None:
         """Carry out the receiving decision for ``message`` (whose body as received is ``raw``) in ``tx``;
-        return the reply to put on the connection (None: nothing)."""
+        return the reply to put on the connection (None: nothing). ``forwarded`` is the body to forward
+        and its Content-Type, for a decision that forwards the message (:class:`StoreForward`)."""
         header = message.envelope.message_header
         counters, callbacks = self.core.counters, self.core.callbacks
         serialised: dict[int, bytes] = {}
@@ -291,11 +466,13 @@ class Executor:
                 if action.sync:
                     sync_reply = wire(action.acknowledgment)
                 else:
-                    after.async_replies.append((wire(action.acknowledgment), action.to_endpoint))
+                    self._reply_async(
+                        tx, action.acknowledgment, wire(action.acknowledgment), action.to_endpoint, now, after
+                    )
             elif isinstance(action, ReplySync):
                 sync_reply = wire(action.envelope)
             elif isinstance(action, SendAsync):
-                after.async_replies.append((wire(action.envelope), action.to_endpoint))
+                self._reply_async(tx, action.envelope, wire(action.envelope), action.to_endpoint, now, after)
             elif isinstance(action, Reject):
                 counters["rejected"] += 1
                 tx.append_event(
@@ -309,7 +486,8 @@ class Executor:
                 if action.sync:
                     sync_reply = wire(action.error_message)
                 elif action.to_endpoint is not None:
-                    after.async_replies.append((wire(action.error_message), action.to_endpoint))
+                    body = wire(action.error_message)
+                    self._reply_async(tx, action.error_message, body, action.to_endpoint, now, after)
             elif isinstance(action, OutboundEvent):
                 self.route_to_outbound(tx, action, now, after)
             elif isinstance(action, SignalReceived):
@@ -335,6 +513,40 @@ class Executor:
                     action.received_digest,
                     action.stored_digest,
                 )
+            elif isinstance(action, StoreForward):
+                assert header is not None
+                if forwarded is None:
+                    raise ValueError("a decision to forward needs the forwarded body (apply_inbound(forwarded=))")
+                forward_body, forward_type = forwarded
+                route = action.route
+                job = self.start_job(
+                    tx,
+                    OutboundKind.FORWARD,
+                    header,
+                    action.reliability,
+                    forward_body,
+                    forward_type,
+                    route.next_hop,
+                    now,
+                    after,
+                )
+                if job is not None:
+                    counters["forwards"] += 1
+                    tx.append_event(
+                        at=now,
+                        kind="forward",
+                        message_id=action.message_id,
+                        direction=Direction.INBOUND,
+                        detail={
+                            "route": route.name,
+                            "next_hop": route.next_hop,
+                            "from": _party_text(header.from_party),
+                            "to": _party_text(header.to_party),
+                            "cpaid": header.cpa_id,
+                            "action": header.action,
+                            "hop_ack": action.reliability.ack_requested,
+                        },
+                    )
             elif isinstance(action, Discard):
                 if decision.duplicate:
                     counters["duplicates"] += 1

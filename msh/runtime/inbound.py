@@ -35,11 +35,12 @@ from msh.ebms.model import Envelope, MessageStatus, ReplyAddress
 from msh.ebms.namespaces import SERVICE_MSH
 from msh.engine import Event, InboundDecision, StatusAnswer, StoredInbound, receive
 from msh.engine.binding import refusal, reply_status, transmission_outcome
+from msh.engine.intermediary import StoreForward, forward
 from msh.errors import ConfigurationError, EbmsError, EnvelopeError
 from msh.runtime.core import PARSE_ON_LOOP, Core
 from msh.runtime.executor import AfterCommit, Executor, RaceLost
 from msh.safexml import parse_xml
-from msh.store.api import InboxState, Transaction
+from msh.store.api import InboxState, OutboundKind, Transaction
 from msh.transport.asgi import server_fault
 from msh.transport.port import SOAP_CONTENT_TYPE, HttpReply
 from msh.transport.tls import client_certificate_issue
@@ -60,13 +61,24 @@ _ENVELOPE_END = re.compile(rb"</(?:[A-Za-z_][\w.-]*:)?Envelope\s*>")
 class Inbound:
     """A received message, parsed and checked against the agreements, ready for its unit of work;
     ``raw`` the body as received (stored as it is), ``digest`` its content digest (business messages
-    only: what duplicate elimination compares)."""
+    only: what duplicate elimination compares). ``forward``: it is addressed to another party, and
+    ``forwarded`` is the body to forward with its Content-Type (ebMS2 §10; None when it will be refused);
+    ``relayed``: a signal from an intermediary trusted to report on our messages it carries."""
 
     message: EbxmlMessage
     raw: BinaryIO | bytes
     result: CheckResult
     now: datetime
     digest: str | None = None
+    forward: bool = False
+    forwarded: tuple[BinaryIO | bytes, str] | None = None
+    relayed: bool = False
+
+    def close(self) -> None:
+        """Release the spooled payloads and the spooled forwarded body."""
+        self.message.close()
+        if self.forwarded is not None and not isinstance(self.forwarded[0], bytes):
+            self.forwarded[0].close()
 
 
 def _salvage_header(body: bytes) -> ReplyAddress | None:
@@ -92,6 +104,7 @@ class InboundPipeline:
         self.core = core
         self.executor = executor
         self.done = done
+        self.forwarding = executor.forwarding
 
     # -- 1. parse
 
@@ -140,24 +153,60 @@ class InboundPipeline:
 
     # -- 2. check
 
-    def check(self, message: EbxmlMessage, raw: BinaryIO | bytes, peer_certificate: bytes | None = None) -> Inbound:
+    def check(
+        self,
+        message: EbxmlMessage,
+        raw: BinaryIO | bytes,
+        peer_certificate: bytes | None = None,
+        *,
+        on_connection: bool = False,
+    ) -> Inbound:
         """Check a parsed message against the agreements (no store access: done outside the writer), and
-        the TLS client certificate it came with (DER) against the party it claims to come from."""
+        the TLS client certificate it came with (DER) against the party it claims to come from; a message
+        addressed to another party is prepared for forwarding instead (ebMS2 §10). ``on_connection``: it
+        came back on the connection of one of our transmissions."""
         core = self.core
         now = core.clock()
+        header = message.envelope.message_header
+        if header is not None and not self.forwarding.addressed_here(header):
+            return self._elsewhere(message, raw, now)
         s = core.settings.agreements
         result = check(message.envelope, core.registry, now=now, reading=s.reading, msh_time_accuracy=s.time_accuracy)
-        header = message.envelope.message_header
-        if peer_certificate is not None and result.cpa is not None and header is not None:
+        relayed = False
+        if header is not None:
+            trusted = self.forwarding.relayed(
+                header, result, peer_certificate=peer_certificate, on_connection=on_connection
+            )
+            if trusted is not None:
+                result, relayed = trusted, True
+        if peer_certificate is not None and result.cpa is not None and header is not None and not relayed:
             # DESIGN.md §7: the certificate presented must belong to the party the header claims.
-            issue = client_certificate_issue(result.cpa, header.from_party, peer_certificate)
+            issue = client_certificate_issue(result.cpa, header.from_party, peer_certificate, to_party=header.to_party)
             if issue is not None:
                 core.counters["certificate-mismatches"] += 1
                 log.warning("message %s refused: %s", header.message_id, issue.description)
                 result = replace(result, issues=(*result.issues, issue))
         # Computed here, off the store transaction: the unit of work only compares it (ebMS2 §6.5.6).
         digest = content_digest(message) if header is not None and header.service.value != SERVICE_MSH else None
-        return Inbound(message, raw, result, now, digest)
+        return Inbound(message, raw, result, now, digest, relayed=relayed)
+
+    def _elsewhere(self, message: EbxmlMessage, raw: BinaryIO | bytes, now: datetime) -> Inbound:
+        """A message for another party: the body to forward, if it will be (the unit of work decides again,
+        with what the store knows; the elements inserted come out the same)."""
+        forwarding = self.forwarding
+        preview = forward(
+            message.envelope,
+            routes=forwarding.routes,
+            own_party=forwarding.own_party,
+            own_id=forwarding.own_id,
+            now=now,
+            new_message_id="preview",
+        )
+        store = next((a for a in preview.actions if isinstance(a, StoreForward)), None)
+        forwarded = None
+        if store is not None:
+            forwarded = forwarding.rewrite(raw, message.content_type, store.insert)
+        return Inbound(message, raw, CheckResult(()), now, forward=True, forwarded=forwarded)
 
     # -- 3. decide and commit
 
@@ -191,26 +240,50 @@ class InboundPipeline:
         envelope = inbound.message.envelope
         header = envelope.message_header
 
+        def decide(tx: Transaction) -> InboundDecision:
+            if inbound.forward and header is not None:
+                # ebMS2 §10: addressed to another party: forwarded (never a duplicate, §10.1).
+                mine = tx.get_outbound(header.message_id)
+                return forward(
+                    envelope,
+                    routes=self.forwarding.routes,
+                    own_party=self.forwarding.own_party,
+                    own_id=self.forwarding.own_id,
+                    now=inbound.now,
+                    new_message_id=self.core.ids(),
+                    own_message=mine is not None and mine.kind is not OutboundKind.FORWARD,
+                    sync_reply_requested=sync_override,
+                )
+            duplicate = None
+            if header is not None and header.service.value != SERVICE_MSH:
+                duplicate = self._stored_inbound(tx, header.message_id)
+            return receive(
+                envelope,
+                check_result=inbound.result,
+                duplicate=duplicate,
+                now=inbound.now,
+                new_message_id=self.core.ids(),
+                sync_reply_requested=sync_override,
+                message_status=self._status_answer(tx, envelope),
+                digest=inbound.digest,
+                next_id=self.core.ids,
+                relayed=inbound.relayed,
+            )
+
         def unit(tx: Transaction) -> tuple[InboundDecision, bytes | None, AfterCommit]:
             for _attempt in range(3):
                 after = AfterCommit()
                 try:
                     with tx.savepoint():
-                        duplicate = None
-                        if header is not None and header.service.value != SERVICE_MSH:
-                            duplicate = self._stored_inbound(tx, header.message_id)
-                        decision = receive(
-                            envelope,
-                            check_result=inbound.result,
-                            duplicate=duplicate,
-                            now=inbound.now,
-                            new_message_id=self.core.ids(),
-                            sync_reply_requested=sync_override,
-                            message_status=self._status_answer(tx, envelope),
-                            digest=inbound.digest,
-                        )
+                        decision = decide(tx)
                         reply = self.executor.apply_inbound(
-                            tx, inbound.message, inbound.raw, decision, inbound.now, after
+                            tx,
+                            inbound.message,
+                            inbound.raw,
+                            decision,
+                            inbound.now,
+                            after,
+                            forwarded=inbound.forwarded,
                         )
                         if then is not None:
                             then(tx, after)
@@ -253,7 +326,7 @@ class InboundPipeline:
             try:
                 decision, reply, after = await core.writer.run(self.unit(parsed, sync_override=None))
             finally:
-                parsed.message.close()
+                parsed.close()
         except Exception as exc:
             log.exception("could not process a received message")
             return server_fault(f"the receiving MSH could not process the message: {exc}")
@@ -271,7 +344,7 @@ class InboundPipeline:
         try:
             decision, reply, after = self.core.writer.call(self.unit(parsed, sync_override=None))
         finally:
-            parsed.message.close()
+            parsed.close()
         return self.reply(decision, reply), after
 
     # -- answers to our own transmissions
@@ -294,7 +367,7 @@ class InboundPipeline:
                 if message is not None:
                     message.close()
                 return None, event
-            return self.check(message, body), event
+            return self.check(message, body, on_connection=True), event
         except BaseException:
             if message is not None:
                 message.close()

@@ -41,6 +41,7 @@ from cpa.registry import CpaRegistry
 from cpa.resolve import PartyKey
 from msh.ebms.message import EbxmlMessage, ParseMode, parse_message
 from msh.ebms.model import Envelope
+from msh.engine.routing import Route
 from msh.runtime import attempts as attempts_
 from msh.runtime.agreements import agreement_registry, load_agreements
 from msh.runtime.compose import Submission, new_message_id
@@ -98,11 +99,13 @@ class Msh:
         writer: Writer | None = None,
         ids: Callable[[], str] | None = None,
         offload: bool = True,
+        routes: Iterable[Route] | None = None,
     ) -> None:
         """``store``, ``agreements``, ``transport`` and ``writer`` default to what ``settings`` say (the
         store at ``store.url``, the agreement files, HTTP(S), a group-commit writer); ``clock`` and ``ids``
         (the source of new MessageIds) to the real ones; ``offload`` False parses and reads on the event
-        loop, never on a thread (the deterministic test network, :mod:`msh.testing.network`)."""
+        loop, never on a thread (the deterministic test network, :mod:`msh.testing.network`); ``routes``
+        (the routing table, :mod:`msh.engine.routing`) to the settings' ``routing.routes``."""
         party: PartyKey = (settings.identity.party_id, settings.identity.party_id_type)
         loaded = (
             list(agreements)
@@ -133,6 +136,7 @@ class Msh:
             ),
             callbacks=Callbacks(on_delivered, on_failed, on_message),
             offload=offload,
+            routes=tuple(routes) if routes is not None else settings.routing.routes,
         )
         self.executor = Executor(self.core)
         self.inbound = InboundPipeline(self.core, self.executor, done=self._done)
@@ -225,7 +229,13 @@ class Msh:
 
     def _submitted(self, prepared: Prepared, after: AfterCommit) -> str:
         if self.core.running and isinstance(prepared.body, bytes) and after.transmits:
-            self.sender.keep_for_first_send(prepared.message_id, prepared.content_type, prepared.body, prepared.params)
+            self.sender.keep_for_first_send(
+                prepared.message_id,
+                prepared.content_type,
+                prepared.body,
+                prepared.params,
+                endpoint_url=prepared.endpoint_url,
+            )
         self.core.counters["submitted"] += 1
         self.sender.after_commit(after)
         return prepared.message_id

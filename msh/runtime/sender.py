@@ -19,12 +19,13 @@ import logging
 
 from cpa.resolve import AgreementRefused, SendingParameters, party_keys
 from msh.engine import EndpointRef, ErrorReceived, Event, TransmitFailed, UnknownMessage
+from msh.engine.intermediary import hop_answer
 from msh.engine.signals import party_text
 from msh.runtime import attempts
 from msh.runtime.core import PARSE_ON_LOOP, Core
 from msh.runtime.executor import AfterCommit, Executor
 from msh.runtime.inbound import InboundPipeline
-from msh.store.api import OutboundMessage, Transaction
+from msh.store.api import OutboundKind, OutboundMessage, Transaction
 from msh.transport.port import SOAP_CONTENT_TYPE, Request, TransportFailure
 
 __all__ = ["Sender"]
@@ -40,12 +41,21 @@ class Sender:
         self.executor = executor
         self.inbound = inbound
         self._routes: dict[tuple[str, str, str, str], SendingParameters] = {}
-        self._first_send: dict[str, tuple[str, str, bytes, SendingParameters]] = {}
+        self._first_send: dict[str, tuple[str, str, bytes, SendingParameters | None, OutboundKind]] = {}
 
-    def keep_for_first_send(self, message_id: str, content_type: str, body: bytes, params: SendingParameters) -> None:
+    def keep_for_first_send(
+        self,
+        message_id: str,
+        content_type: str,
+        body: bytes,
+        params: SendingParameters | None,
+        *,
+        endpoint_url: str,
+        kind: OutboundKind = OutboundKind.OWN,
+    ) -> None:
         """The first transmission of ``message_id`` sends these bytes, identical to the stored ones,
         without reading them back."""
-        self._first_send[message_id] = (content_type, params.endpoint_url, body, params)
+        self._first_send[message_id] = (content_type, endpoint_url, body, params, kind)
 
     # -- after a commit
 
@@ -56,6 +66,13 @@ class Sender:
                 notice()
             except Exception:
                 log.exception("an application callback raised")
+        if self.core.running:
+            for message_id, (content_type, body) in after.bodies.items():
+                row = after.rows.get(message_id)
+                if row is not None and (message_id, 1) in after.transmits:
+                    self.keep_for_first_send(
+                        message_id, content_type, body, None, endpoint_url=row.endpoint_url, kind=row.kind
+                    )
         for message_id, attempt in after.transmits:
             self.core.spawn(functools.partial(self.transmit, message_id, attempt))
         for body, ref in after.async_replies:
@@ -74,6 +91,8 @@ class Sender:
 
     def _params_of(self, stored: OutboundMessage) -> SendingParameters | None:
         """The sending parameters of a stored message's route (resolved once per route, not per message)."""
+        if stored.kind is not OutboundKind.OWN:
+            return None
         route = (stored.cpaid, stored.to_party, stored.service, stored.action)
         params = self._routes.get(route)
         if params is not None:
@@ -105,15 +124,22 @@ class Sender:
         first = self._first_send.pop(message_id, None)
         params: SendingParameters | None
         if first is not None and attempt == 1:
-            content_type, endpoint_url, body, params = first
+            content_type, endpoint_url, body, params, kind = first
         else:
             loaded = await core.off_loop(self._load_for_send, message_id)
             if loaded is None:
                 return
             stored, body = loaded
-            content_type, endpoint_url = stored.content_type, stored.endpoint_url
+            content_type, endpoint_url, kind = stored.content_type, stored.endpoint_url, stored.kind
             params = self._params_of(stored)
-        ssl_context = core.tls.for_parameters(params) if params is not None else core.tls.for_url(endpoint_url)
+        route = self.inbound.forwarding.route_for_url(endpoint_url)
+        if route is not None:
+            # ebMS2 §10: the next hop of a route is reached with the route's TLS trust.
+            ssl_context = core.tls.for_route(route)
+        elif params is not None:
+            ssl_context = core.tls.for_parameters(params)
+        else:
+            ssl_context = core.tls.for_url(endpoint_url)
         core.counters["transmissions"] += 1
         try:
             response = await core.transport.send(Request(endpoint_url, content_type, body, ssl_context))
@@ -121,36 +147,56 @@ class Sender:
             core.counters["transmit-failures"] += 1
             log.warning("transmission %d of %s failed: %s", attempt, message_id, failure.reason)
             record = attempts.transmission_detail(attempt, endpoint_url, error=failure.reason)
-            await self.step(message_id, TransmitFailed(failure.reason), record)
+            await self.step(message_id, TransmitFailed(failure.reason), record=record)
             return
-        await self.outcome(message_id, attempt, endpoint_url, response.status, response.content_type, response.body)
+        await self.outcome(
+            message_id, attempt, endpoint_url, response.status, response.content_type, response.body, kind
+        )
 
-    async def step(self, message_id: str, event: Event, record: dict[str, object] | None = None) -> None:
-        """One step of the sending machine in a unit of work of its own; ``record`` (the detail of a
-        transmission's outcome) is journaled with it."""
+    async def step(self, message_id: str, *events: Event, record: dict[str, object] | None = None) -> None:
+        """Steps of the sending machine in a unit of work of their own; ``record`` (the detail of a
+        transmission's outcome) is journaled with them."""
 
         def unit(tx: Transaction) -> AfterCommit:
             after = AfterCommit()
             try:
                 if record is not None:
                     self.executor.record_transmission(tx, message_id, record)
-                self.executor.step_outbound(tx, message_id, event, self.core.clock(), after)
+                for event in events:
+                    self.executor.step_outbound(tx, message_id, event, self.core.clock(), after)
             except UnknownMessage:
-                log.warning("no outbound message %s to apply %s to", message_id, type(event).__name__)
+                log.warning("no outbound message %s to apply %s to", message_id, type(events[0]).__name__)
             return after
 
         self.after_commit(await self.core.writer.run(unit))
 
     async def outcome(
-        self, message_id: str, attempt: int, url: str, status: int, content_type: str | None, body: bytes
+        self,
+        message_id: str,
+        attempt: int,
+        url: str,
+        status: int,
+        content_type: str | None,
+        body: bytes,
+        kind: OutboundKind = OutboundKind.OWN,
     ) -> None:
         """Commit the outcome of a transmission whose answer came back (``status``, ``content_type``,
-        ``body``), with the signal it carries."""
+        ``body``), with the signal it carries; for a forward (``kind``), what the next hop answered means
+        for it and what in the answer is for another party (:func:`msh.engine.intermediary.hop_answer`)."""
         core = self.core
         if len(body) <= PARSE_ON_LOOP:
             inbound, event = self.inbound.read_answer(message_id, status, content_type, body)
         else:
             inbound, event = await core.off_loop(self.inbound.read_answer, message_id, status, content_type, body)
+        events: tuple[Event, ...] = (event,)
+        if inbound is not None and kind is not OutboundKind.OWN:
+            # ebMS2 §10.1.3: the next hop's acknowledgment ends a forward; the rest goes on to its party.
+            on_hop = hop_answer(inbound.message.envelope, message_id)
+            if on_hop.event is not None:
+                events = (event, on_hop.event)
+            if not on_hop.relay:
+                inbound.close()
+                inbound = None
         envelope = inbound.message.envelope if inbound is not None else None
         answer = (
             "SOAP Fault"
@@ -162,13 +208,14 @@ class Sender:
             log.warning("transmission %d of %s failed: %s (answer: %s)", attempt, message_id, error, answer)
         record = attempts.transmission_detail(attempt, url, http_status=status, error=error, answer=answer)
         if inbound is None:
-            await self.step(message_id, event, record)
+            await self.step(message_id, *events, record=record)
             return
 
         def outcome(tx: Transaction, after: AfterCommit) -> None:
             try:
                 self.executor.record_transmission(tx, message_id, record)
-                self.executor.step_outbound(tx, message_id, event, core.clock(), after)
+                for each in events:
+                    self.executor.step_outbound(tx, message_id, each, core.clock(), after)
             except UnknownMessage:
                 log.warning("no outbound message %s for the outcome of its transmission", message_id)
 
@@ -178,7 +225,7 @@ class Sender:
                 self.inbound.unit(inbound, sync_override=False, then=outcome)
             )
         finally:
-            inbound.message.close()
+            inbound.close()
         self.after_commit(after)
 
     async def send_async_reply(self, body: bytes, ref: EndpointRef) -> None:

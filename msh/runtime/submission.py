@@ -42,6 +42,7 @@ class Prepared:
     content_type: str
     body: bytes | BinaryIO
     unit: Callable[[Transaction], AfterCommit]
+    endpoint_url: str
 
     def close(self) -> None:
         if not isinstance(self.body, bytes):
@@ -60,6 +61,7 @@ class Submissions:
     def __init__(self, core: Core, executor: Executor) -> None:
         self.core = core
         self.executor = executor
+        self.forwarding = executor.forwarding
 
     def resolve(self, submission: Submission, now: datetime) -> SendingParameters:
         """The sending parameters of the one agreement in force that lets us send ``submission``."""
@@ -124,6 +126,10 @@ class Submissions:
         if small:
             spool.close()
         conversation_id = composed.envelope.message_header.conversation_id  # type: ignore[union-attr]
+        # ebMS2 §10: a route to the To party (through an intermediary) wins over the agreement's endpoint.
+        to_party = composed.envelope.message_header.to_party  # type: ignore[union-attr]
+        route = self.forwarding.route(to_party, params.cpaid, params.service, params.action)
+        endpoint_url = route.next_hop if route is not None else params.endpoint_url
 
         def unit(tx: Transaction) -> AfterCommit:
             after = AfterCommit()
@@ -138,7 +144,7 @@ class Submissions:
                 action=params.action,
                 from_party=party_text(params.from_party_ids[0].value, params.from_party_ids[0].type),
                 to_party=party_text(params.to_party_ids[0].value, params.to_party_ids[0].type),
-                endpoint_url=params.endpoint_url,
+                endpoint_url=endpoint_url,
                 content_type=content_type,
                 body_blob_id=blob,
             )
@@ -155,4 +161,4 @@ class Submissions:
             )
             return after
 
-        return Prepared(message_id, params, content_type, body, unit)
+        return Prepared(message_id, params, content_type, body, unit, endpoint_url)

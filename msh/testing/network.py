@@ -29,6 +29,7 @@ from datetime import UTC, datetime, timedelta
 
 from cpa.model import CollaborationProtocolAgreement
 from cpa.resolve import party_keys
+from msh.engine.routing import Route
 from msh.runtime.agreements import load_agreements
 from msh.runtime.config import Settings
 from msh.runtime.msh import Msh
@@ -86,6 +87,7 @@ class Node:
     ids: SequentialIds
     msh: Msh
     urls: tuple[str, ...]
+    routes: tuple[Route, ...] = ()
 
 
 def _endpoint_urls(agreements: Iterable[CollaborationProtocolAgreement], party: tuple[str, str | None]) -> set[str]:
@@ -125,9 +127,14 @@ class TestNetwork:
         *,
         agreements: Iterable[CollaborationProtocolAgreement] | None = None,
         store: Store | None = None,
+        urls: Iterable[str] | None = None,
+        routes: Iterable[Route] | None = None,
     ) -> Msh:
         """Add an MSH named ``name`` with ``settings`` (its store, server and TLS settings are not used):
-        on a memory store of its own, or on ``store`` (e.g. an SQLite file a command then reads)."""
+        on a memory store of its own, or on ``store`` (e.g. an SQLite file a command then reads). It is
+        attached at ``urls``, by default the endpoints its agreements give its party (an intermediary,
+        or a party reached through one, names its own); ``routes`` is its routing table (default: the
+        settings')."""
         if name in self.nodes:
             raise ValueError(f"the network already has an MSH named {name!r}")
         loaded = tuple(
@@ -143,7 +150,8 @@ class TestNetwork:
             store=store if store is not None else MemoryStore(clock=self.clock),
             ids=SequentialIds(name),
             msh=None,  # type: ignore[arg-type]  # made just below
-            urls=tuple(sorted(_endpoint_urls(loaded, party))),
+            urls=tuple(sorted(urls if urls is not None else _endpoint_urls(loaded, party))),
+            routes=tuple(routes) if routes is not None else settings.routing.routes,
         )
         node.msh = self._make(node)
         self.nodes[name] = node
@@ -159,6 +167,7 @@ class TestNetwork:
             writer=InlineWriter(node.store),
             ids=node.ids,
             offload=False,
+            routes=node.routes,
         )
         for url in node.urls:
             self.network.attach(url, msh)

@@ -28,10 +28,13 @@ class NetworkFaults:
     """What the network does wrong: each request is lost with probability ``lose_requests``, each answer
     with ``lose_answers``; the next ``lose_next_requests``/``lose_next_answers`` are lost for sure; every
     delivery waits ``delay`` on the network's clock; ``reorder`` delivers what is due in random order;
-    an endpoint URL in ``down`` refuses connections."""
+    an endpoint URL in ``down`` refuses connections; ``lose_requests_to`` / ``lose_answers_from`` map an
+    endpoint URL to the probability of losing a request to it / an answer from it (one hop of a path)."""
 
     lose_requests: float = 0.0
     lose_answers: float = 0.0
+    lose_requests_to: dict[str, float] = field(default_factory=dict)
+    lose_answers_from: dict[str, float] = field(default_factory=dict)
     lose_next_requests: int = 0
     lose_next_answers: int = 0
     delay: timedelta = timedelta(0)
@@ -104,12 +107,13 @@ class MemoryNetwork:
             self.rng.shuffle(ready)
         return ready
 
-    def _lose(self, what: str) -> bool:
+    def _lose(self, what: str, url: str) -> bool:
         forced = f"lose_next_{what}"
         if getattr(self.faults, forced) > 0:
             setattr(self.faults, forced, getattr(self.faults, forced) - 1)
             return True
-        probability: float = getattr(self.faults, f"lose_{what}")
+        per_url = self.faults.lose_requests_to if what == "requests" else self.faults.lose_answers_from
+        probability: float = per_url.get(url, getattr(self.faults, f"lose_{what}"))
         return probability > 0 and self.rng.random() < probability
 
     async def pump(self) -> int:
@@ -132,7 +136,7 @@ class MemoryNetwork:
             self.stats["refused"] += 1
             delivery.future.set_exception(TransportFailure(f"connection refused ({request.url})"))
             return
-        if self._lose("requests"):
+        if self._lose("requests", request.url):
             self.stats["requests-lost"] += 1
             delivery.future.set_exception(TransportFailure(f"the request to {request.url} was lost"))
             return
@@ -140,7 +144,7 @@ class MemoryNetwork:
         self.stats["delivered"] += 1
         if delivery.future.done():
             return
-        if self._lose("answers"):
+        if self._lose("answers", request.url):
             self.stats["answers-lost"] += 1
             delivery.future.set_exception(TransportFailure(f"the answer from {request.url} was lost"))
             return

@@ -27,9 +27,10 @@ from cryptography.hazmat.primitives.serialization import Encoding
 from cpa.model import Certificate, CollaborationProtocolAgreement
 from cpa.resolve import SendingParameters, party_keys
 from msh.ebms.model import Party
+from msh.engine.routing import Route
 from msh.errors import ConfigurationError, ErrorCode, Issue, Severity
 
-__all__ = ["ClientContexts", "client_certificate_issue", "server_context", "trust_anchors_pem"]
+__all__ = ["ClientContexts", "certificate_of", "client_certificate_issue", "server_context", "trust_anchors_pem"]
 
 FROM_PARTY_ID = "//Header/MessageHeader/From/PartyId"
 
@@ -138,6 +139,27 @@ class ClientContexts:
             self._cache[key] = context
         return context
 
+    def for_route(self, route: Route) -> ssl.SSLContext | None:
+        """The context for sending to a route's next hop (None for a plain http:// one): it trusts the
+        route's ``trusted`` certificates (``tls.trusted`` and the system CAs when it names none) and
+        authenticates with our certificate."""
+        if not route.next_hop.lower().startswith("https:"):
+            return None
+        key = ("route", f"{route.name}|{route.next_hop}")
+        context = self._cache.get(key)
+        if context is None:
+            context = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+            context.minimum_version = ssl.TLSVersion.TLSv1_2
+            if route.trusted:
+                _load_extra(context, tuple(Path(p) for p in route.trusted))
+            else:
+                _load_extra(context, self._trusted)
+                context.load_default_certs()
+            if self._certificate is not None and self._private_key is not None:
+                _load_own(context, self._certificate, self._private_key, "TLS client authentication")
+            self._cache[key] = context
+        return context
+
     def for_url(self, url: str) -> ssl.SSLContext | None:
         """A context for ``url`` without an agreement at hand (trusts ``tls.trusted`` and system CAs)."""
         if not url.lower().startswith("https:"):
@@ -170,26 +192,47 @@ def _issued_by(leaf: x509.Certificate, issuer: x509.Certificate) -> bool:
     return True
 
 
-def client_certificate_issue(cpa: CollaborationProtocolAgreement, from_party: Party, presented: bytes) -> Issue | None:
+def _party_certificates(cpa: CollaborationProtocolAgreement, party: Party) -> list[bytes]:
+    claimed = {(p.value, p.type) for p in party.party_ids}
+    infos = [info for info in cpa.party_infos if claimed & set(party_keys(info))]
+    return [der for info in infos for cert in info.certificates for der in cert.x509]
+
+
+def certificate_of(presented: bytes, owned: Iterable[bytes]) -> bool:
+    """Whether the certificate ``presented`` (DER) is one of ``owned`` (DER) or issued by one of them."""
+    owned = list(owned)
+    if presented in owned:
+        return True
+    leaf = _certificate(presented)
+    if leaf is None:
+        return False
+    for der in owned:
+        issuer = _certificate(der)
+        if issuer is not None and _issued_by(leaf, issuer):
+            return True
+    return False
+
+
+def client_certificate_issue(
+    cpa: CollaborationProtocolAgreement, from_party: Party, presented: bytes, *, to_party: Party | None = None
+) -> Issue | None:
     """The SecurityFailure to report when the TLS client certificate ``presented`` (DER) does not belong to
     ``from_party`` under ``cpa``; None when it does, or when the agreement gives no way to tell (the party
     is not in it, which the header check reports, or its PartyInfo names no certificate).
 
     DESIGN.md §7: the certificate a partner presents must belong to the party the header claims. It
     belongs when it is one of the certificates of that party's PartyInfo (CPP/A 2.0 §8.4.33), or is
-    issued by one of them (a CA certificate the party's PartyInfo names).
+    issued by one of them (a CA certificate the party's PartyInfo names). ebMS2 §10: a certificate of the
+    ``to_party``'s PartyInfo (ours) is taken too: the agreement names it for the intermediary that
+    forwards to us (the To party's endpoint is the intermediary's, and the intermediary presents the
+    certificate the agreement lists for that endpoint).
     """
-    claimed = {(p.value, p.type) for p in from_party.party_ids}
-    infos = [info for info in cpa.party_infos if claimed & set(party_keys(info))]
-    owned = [der for info in infos for cert in info.certificates for der in cert.x509]
-    if not owned or presented in owned:
+    owned = _party_certificates(cpa, from_party)
+    if not owned or certificate_of(presented, owned):
+        return None
+    if to_party is not None and certificate_of(presented, _party_certificates(cpa, to_party)):
         return None
     leaf = _certificate(presented)
-    if leaf is not None:
-        for der in owned:
-            issuer = _certificate(der)
-            if issuer is not None and _issued_by(leaf, issuer):
-                return None
     subject = leaf.subject.rfc4514_string() if leaf is not None else "unreadable"
     first = from_party.party_ids[0]
     return Issue(

@@ -611,3 +611,81 @@ def test_without_duplicate_elimination_other_content_is_simply_another_copy() ->
     receiver.get(message(duplicate_elimination=False), digest=D1)
     decision = receiver.get(message(duplicate_elimination=False), digest=D2)
     assert kinds(decision) == ["StoreInbound", "SendAsync"] and decision.delivers
+
+
+# --- the To party as the next MSH too (ebMS2 §10.1.3) -------------------------------------------------
+
+
+def both_asked(message_id: str = MID, **kw: object) -> m.Envelope:
+    env = message(message_id, **kw)
+    hop = m.AckRequested(actor=ACTOR_NEXT_MSH)
+    return replace(env, ack_requested=(*env.ack_requested, hop))
+
+
+def _counter_ids() -> object:
+    numbers = iter(range(1, 1000))
+    return lambda: f"extra-{next(numbers)}@b.example"
+
+
+def test_both_acknowledgments_go_apart_the_hop_one_on_the_connection() -> None:
+    receiver = Receiver()
+    decision = receiver.get(both_asked(), next_id=_counter_ids())
+    assert kinds(decision) == ["StoreInbound", "SendAsync", "ReplySync"]
+    store, e2e, hop = decision.actions
+    assert isinstance(store, StoreInbound) and isinstance(e2e, SendAsync) and isinstance(hop, ReplySync)
+    # The stored first response is the end-to-end acknowledgment; the hop one is made afresh.
+    assert store.record_ack is e2e.envelope
+    assert [a.actor for a in e2e.envelope.acknowledgments] == [ACTOR_TO_PARTY_MSH]
+    assert [a.actor for a in hop.envelope.acknowledgments] == [ACTOR_NEXT_MSH]
+    assert hop.envelope.message_id == "extra-1@b.example"
+    assert decision.sync_reply is hop.envelope
+    schema_valid(hop.envelope)
+
+
+def test_a_duplicate_gets_the_stored_end_to_end_acknowledgment_and_a_new_hop_one() -> None:
+    receiver = Receiver()
+    ids = _counter_ids()
+    first = receiver.get(both_asked(), next_id=ids)
+    again = receiver.get(both_asked(), next_id=ids)
+    assert receiver.delivered[MID] == 1
+    assert kinds(again) == ["ResendStoredAck", "ReplySync"]
+    resent, hop = again.actions
+    assert isinstance(resent, ResendStoredAck) and not resent.sync
+    assert resent.acknowledgment is first.stored_acknowledgment
+    assert isinstance(hop, ReplySync) and hop.envelope.acknowledgments[0].actor == ACTOR_NEXT_MSH
+
+
+def test_both_acknowledgments_on_the_connection_are_one_message() -> None:
+    receiver = Receiver(cpa=SYNC_CPA)
+    env = replace(both_asked(), sync_reply=None)
+    # The agreement asks for signals on the connection; under the header reading the header's absent
+    # SyncReply does not count against it, so both go back synchronously, in one message.
+    result = check(env, SYNC_CPA, now=NOW, reading=__import__("cpa.precedence").precedence.Reading.HEADER)
+    decision = receiver.take(env, result, sync_reply_requested=True)
+    sent = acknowledgments_sent(decision)
+    assert len(sent) == 1
+    assert sorted(a.actor or "" for a in sent[0].acknowledgments) == [ACTOR_NEXT_MSH, ACTOR_TO_PARTY_MSH]
+
+
+def test_sync_reply_with_a_next_msh_ack_requested_is_refused() -> None:
+    env = replace(both_asked(), sync_reply=m.SyncReply())
+    decision = Receiver().get(env)
+    _, errors = refusal(decision)
+    assert ("Inconsistent", "Error", "//Header/AckRequested/@actor") in errors
+
+
+def test_two_ack_requested_for_one_actor_are_refused() -> None:
+    env = message(ack_actor=None)
+    env = replace(env, ack_requested=(*env.ack_requested, m.AckRequested(actor=ACTOR_TO_PARTY_MSH)))
+    _, errors = refusal(Receiver().get(env))
+    assert ("Inconsistent", "Error", "//Header/AckRequested") in errors
+
+
+def test_a_relayed_signal_is_routed_as_relayed() -> None:
+    ack = m.Acknowledgment(NOW, MID, B, actor=ACTOR_NEXT_MSH)
+    env = signal("Acknowledgment", ref=MID, acknowledgments=(ack,))
+    decision = receive(
+        env, check_result=check(env, CPA, now=NOW), duplicate=None, now=NOW, new_message_id="x@b", relayed=True
+    )
+    routed = [a for a in decision.actions if isinstance(a, OutboundEvent)]
+    assert [r.relay for r in routed] == [True]

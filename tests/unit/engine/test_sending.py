@@ -23,6 +23,7 @@ from msh.engine.sending import (
     Event,
     NotifyDelivered,
     NotifyFailed,
+    NotifyForwarded,
     OutboundState,
     OutboundStatus,
     Reliability,
@@ -576,3 +577,105 @@ def test_a_wait_past_the_year_9999_never_comes() -> None:
     state, actions = step(None, Submit(MID, r), T0)
     assert state.next_due_at == datetime.max.replace(tzinfo=UTC)
     assert actions == (ScheduleTimer(MID, datetime.max.replace(tzinfo=UTC)), Transmit(MID, 1))
+
+
+# --- multi-hop: the next MSH's acknowledgment (ebMS2 §10.1.3) --------------------------------------------
+
+
+def both(**kw: object) -> Reliability:
+    """A Reliability asking the To Party MSH and, besides, the next MSH (ebMS2 §6.6 rows 1 and 5)."""
+    from dataclasses import replace as _replace
+
+    return _replace(rel(**kw), hop_ack=True)  # type: ignore[arg-type]
+
+
+def test_hop_ack_without_an_end_to_end_request_is_refused() -> None:
+    with pytest.raises(ValueError, match="hop_ack"):
+        Reliability(3, xs(MIN), xs(MIN), None, None, True, ACTOR_NEXT_MSH, True)
+    with pytest.raises(ValueError, match="hop_ack"):
+        Reliability(3, xs(MIN), xs(MIN), None, None, False, ACTOR_TO_PARTY_MSH, True)
+
+
+def test_the_next_msh_acknowledgment_stops_the_resends_and_the_end_to_end_one_delivers() -> None:
+    sender = Sender(both())
+    sender.submit()
+    sender.feed(TransmitSucceeded())
+    actions = sender.feed(AcknowledgmentReceived(MID, ACTOR_NEXT_MSH, by_intermediary=True))
+    deadline = timers.end_to_end_deadline(both(), T0)
+    assert sender.s.status is OutboundStatus.FORWARDED
+    assert actions == (ScheduleTimer(MID, deadline), NotifyForwarded(MID))
+    assert deadline == T0 + 5 * MIN + 3 * 10 * MIN  # when the schedule would have given up
+    # No resend while forwarded; a second hop acknowledgment changes nothing.
+    assert sender.advance(deadline - T0 - timedelta(seconds=1)) == ()
+    assert sender.feed(AcknowledgmentReceived(MID, ACTOR_NEXT_MSH, by_intermediary=True)) == ()
+    assert sender.feed(TransmitSucceeded()) == () and sender.feed(TransmitFailed("late")) == ()
+    actions = sender.feed(AcknowledgmentReceived(MID, ACTOR_TO_PARTY_MSH))
+    assert sender.s.status is OutboundStatus.DELIVERED
+    assert actions == (CancelTimer(MID), NotifyDelivered(MID))
+    assert len(sender.transmissions) == 1
+
+
+def test_a_forwarded_message_fails_with_warning_at_the_end_to_end_deadline() -> None:
+    sender = Sender(both())
+    sender.submit()
+    sender.feed(AcknowledgmentReceived(MID, ACTOR_NEXT_MSH, by_intermediary=True))
+    sender.run_out()
+    assert sender.s.status is OutboundStatus.FAILED
+    assert sender.failure.issue.severity is Severity.WARNING
+    assert "no end-to-end Acknowledgment" in sender.failure.issue.description
+
+
+@pytest.mark.parametrize("severity", [Severity.ERROR, Severity.WARNING])
+def test_a_delivery_failure_from_the_path_fails_a_forwarded_message_with_its_severity(severity: Severity) -> None:
+    sender = Sender(both())
+    sender.submit()
+    sender.feed(AcknowledgmentReceived(MID, ACTOR_NEXT_MSH, by_intermediary=True))
+    sender.feed(ErrorReceived(peer_errors(("DeliveryFailure", severity))))
+    assert sender.s.status is OutboundStatus.FAILED
+    assert sender.failure.issue.severity is severity
+
+
+def test_a_delivery_failure_after_the_end_to_end_acknowledgment_is_ignored() -> None:
+    sender = Sender(both())
+    sender.submit()
+    sender.feed(AcknowledgmentReceived(MID, ACTOR_NEXT_MSH, by_intermediary=True))
+    sender.feed(AcknowledgmentReceived(MID, ACTOR_TO_PARTY_MSH))
+    assert sender.feed(ErrorReceived(peer_errors(("DeliveryFailure", Severity.ERROR)))) == ()
+    assert sender.s.status is OutboundStatus.DELIVERED
+
+
+def test_the_end_to_end_acknowledgment_before_the_hop_one_delivers_and_the_hop_one_is_ignored() -> None:
+    sender = Sender(both())
+    sender.submit()
+    sender.feed(AcknowledgmentReceived(MID, ACTOR_TO_PARTY_MSH))
+    assert sender.feed(AcknowledgmentReceived(MID, ACTOR_NEXT_MSH, by_intermediary=True)) == ()
+    assert sender.s.status is OutboundStatus.DELIVERED
+
+
+def test_asking_only_the_next_msh_the_to_partys_own_hop_acknowledgment_delivers_at_once() -> None:
+    sender = Sender(rel(ack_actor=ACTOR_NEXT_MSH))
+    sender.submit()
+    sender.feed(AcknowledgmentReceived(MID, ACTOR_NEXT_MSH))
+    assert sender.s.status is OutboundStatus.DELIVERED
+
+
+def test_asking_only_the_next_msh_an_intermediarys_acknowledgment_forwards_until_the_deadline() -> None:
+    # ebMS2 §6.6 rows 3 and 7: no end-to-end notification; a DeliveryFailure from the path may still come.
+    sender = Sender(rel(ack_actor=ACTOR_NEXT_MSH))
+    sender.submit()
+    sender.feed(AcknowledgmentReceived(MID, ACTOR_NEXT_MSH, by_intermediary=True))
+    assert sender.s.status is OutboundStatus.FORWARDED
+    sender.run_out()
+    assert sender.s.status is OutboundStatus.DELIVERED
+    late = Sender(rel(ack_actor=ACTOR_NEXT_MSH))
+    late.submit()
+    late.feed(AcknowledgmentReceived(MID, ACTOR_NEXT_MSH, by_intermediary=True))
+    late.feed(ErrorReceived(peer_errors(("DeliveryFailure", Severity.WARNING))))
+    assert late.s.status is OutboundStatus.FAILED and late.failure.issue.severity is Severity.WARNING
+
+
+def test_without_hop_ack_a_next_msh_acknowledgment_of_an_end_to_end_request_is_ignored() -> None:
+    sender = Sender(rel())
+    sender.submit()
+    assert sender.feed(AcknowledgmentReceived(MID, ACTOR_NEXT_MSH, by_intermediary=True)) == ()
+    assert sender.s.status is OutboundStatus.PENDING

@@ -1,0 +1,381 @@
+"""Multi-hop scenarios on the test network (ebMS2 §10, §6.6, DESIGN.md §5 invariant 5): A sends to C
+through one or more intermediaries; memory stores, the in-memory transport, one fake clock.
+
+Each row of ebMS2 §6.6 is checked from the stores with losses on every hop: what A's application was
+told (delivered, forwarded, failed with which severity) and how often C's application got each message.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections import Counter
+from collections.abc import Awaitable, Callable
+from datetime import timedelta
+
+import pytest
+
+from msh.ebms.message import ParseMode, parse_message
+from msh.ebms.namespaces import ACTOR_NEXT_MSH
+from msh.ebms.via import ack_requested_element, via_element
+from msh.engine import OutboundStatus
+from msh.engine.routing import Route
+from msh.errors import Severity
+from msh.runtime.msh import Msh
+from msh.store.api import Direction, OutboundKind
+from msh.testing.network import TestNetwork
+from tests.support.multihop import (
+    A,
+    C,
+    C_URL,
+    Path3,
+    intermediary_id,
+    intermediary_url,
+    multihop,
+    order,
+    routed_cpa,
+)
+
+ROW_1 = {"de": True, "e2e": True, "hop": True}
+
+
+def run(scenario: Callable[[TestNetwork], Awaitable[None]], *, seed: int = 1) -> None:
+    async def main() -> None:
+        net = TestNetwork(seed=seed)
+        try:
+            await scenario(net)
+        finally:
+            await net.close()
+
+    asyncio.run(main())
+
+
+def status(msh: Msh, message_id: str) -> OutboundStatus:
+    stored = msh.status(message_id)
+    assert stored is not None
+    return stored.state.status
+
+
+def statuses(msh: Msh, ids: list[str]) -> Counter[OutboundStatus]:
+    return Counter(status(msh, m) for m in ids)
+
+
+def settled(msh: Msh, ids: list[str], *, accept: tuple[OutboundStatus, ...]) -> Callable[[], bool]:
+    return lambda: all(status(msh, m) in accept for m in ids)
+
+
+FINAL = (OutboundStatus.DELIVERED, OutboundStatus.FAILED)
+
+
+def received(c: Msh) -> Counter[str]:
+    return Counter(entry.message_id for entry in c.inbox(None, limit=100_000))
+
+
+def events(msh: Msh, message_id: str) -> list[str]:
+    with msh.store.transaction(readonly=True) as tx:
+        return [e.kind for e in tx.message_events(message_id, limit=1000)]
+
+
+def soap_of(body: bytes, content_type: str) -> bytes:
+    message = parse_message(body, content_type, mode=ParseMode.LENIENT)
+    message.close()
+    return message.soap
+
+
+def stored_outbound_soap(msh: Msh, message_id: str) -> bytes:
+    stored = msh.status(message_id)
+    assert stored is not None
+    with msh.store.open_blob(stored.body_blob_id) as blob:
+        return soap_of(blob.read(), stored.content_type)
+
+
+def stored_inbound_soap(msh: Msh, message_id: str) -> bytes:
+    with msh.store.transaction(readonly=True) as tx:
+        record = tx.find_inbound(message_id)
+    assert record is not None
+    with msh.store.open_blob(record.body_blob_id) as blob:
+        return soap_of(blob.read(), record.content_type)
+
+
+# --- one message, one intermediary --------------------------------------------------------------------
+
+
+def test_a_message_goes_through_the_intermediary_and_is_acknowledged_hop_by_hop_and_end_to_end() -> None:
+    async def scenario(net: TestNetwork) -> None:
+        p = multihop(net, routed_cpa(**ROW_1))
+        await net.start()
+        message_id = await p.a.submit_async(order(1))
+        await net.run_until(lambda: status(p.a, message_id) is OutboundStatus.DELIVERED)
+        assert received(p.c) == {message_id: 1}
+        # ebMS2 §10.1.3: A saw the hop acknowledgment (forwarded), then the end-to-end one (delivered).
+        kinds = events(p.a, message_id)
+        assert kinds.index("hop-acknowledged") < kinds.index("delivered")
+        # The intermediary stored and forwarded it, and the next MSH (C) acknowledged the hop.
+        i = p.hops[0]
+        forward = i.status(message_id)
+        assert forward is not None and forward.kind is OutboundKind.FORWARD
+        assert forward.state.status is OutboundStatus.DELIVERED
+        assert forward.endpoint_url == C_URL
+        assert "forward" in events(i, message_id) and "forward-delivered" in events(i, message_id)
+        assert i.inbox(None) == []  # never delivered to the intermediary's own application
+
+    run(scenario)
+
+
+def test_the_forwarded_soap_part_is_the_original_minus_the_next_msh_elements_plus_the_intermediarys() -> None:
+    async def scenario(net: TestNetwork) -> None:
+        p = multihop(net, routed_cpa(**ROW_1))
+        await net.start()
+        message_id = await p.a.submit_async(order(1))
+        await net.run_until(lambda: status(p.a, message_id) is OutboundStatus.DELIVERED)
+        sent = stored_outbound_soap(p.a, message_id).decode("utf-8")
+        arrived = stored_inbound_soap(p.c, message_id).decode("utf-8")
+        # A's own AckRequested aimed at nextMSH, exactly as A wrote it (ebMS2 §10.1.1: I removes it).
+        start = sent.index("<eb:AckRequested", sent.index(ACTOR_NEXT_MSH) - 400)
+        while ACTOR_NEXT_MSH not in sent[start : sent.index(">", start)]:
+            start = sent.index("<eb:AckRequested", start + 1)
+        end = sent.index(">", start) + 1
+        assert sent[end - 2 : end] == "/>"
+        original_minus_hop = sent[:start] + sent[end:]
+        # I inserted its AckRequested(nextMSH) and mh:Via right before the Header's end tag, nothing else.
+        inserted = ack_requested_element() + via_element((f"{intermediary_id(1).type}:{intermediary_id(1).value}",))
+        assert inserted in arrived
+        assert arrived.replace(inserted, "", 1) == original_minus_hop
+
+    run(scenario)
+
+
+# --- the rows of ebMS2 §6.6, with losses on both hops --------------------------------------------------
+
+ROWS = {
+    1: (True, True, True),
+    2: (True, True, False),
+    3: (True, False, True),
+    4: (True, False, False),
+    5: (False, True, True),
+    6: (False, True, False),
+    7: (False, False, True),
+    8: (False, False, False),
+}
+
+
+@pytest.mark.parametrize("row", sorted(ROWS))
+def test_each_row_of_the_reliable_messaging_combinations_holds_across_an_intermediary(row: int) -> None:
+    de, e2e, hop = ROWS[row]
+
+    async def scenario(net: TestNetwork) -> None:
+        p = multihop(net, routed_cpa(de=de, e2e=e2e, hop=hop))
+        await net.start()
+        net.faults.lose_requests = net.faults.lose_answers = 0.1
+        ids = [await p.a.submit_async(order(n)) for n in range(40)]
+        await net.run_until(settled(p.a, ids, accept=FINAL), limit=timedelta(days=2))
+        net.faults.lose_requests = net.faults.lose_answers = 0.0
+        await net.advance(timedelta(hours=2))  # let every hop finish (late resends, relayed signals)
+        got = received(p.c)
+        sent = statuses(p.a, ids)
+        assert net.network.stats["requests-lost"] > 0 and net.network.stats["answers-lost"] > 0
+        if e2e or hop:
+            # Acknowledged (end to end, or by the next MSH in rows 3 and 7): every message reported delivered.
+            assert sent == {OutboundStatus.DELIVERED: len(ids)}
+        if de and (e2e or hop):
+            # Rows 1-3: once and only once (row 3: the intermediary is reliable, C eliminates duplicates).
+            assert {m: got[m] for m in ids} == dict.fromkeys(ids, 1)
+        elif e2e or hop:
+            # Rows 5-7: at least once; duplicates possible at the To party.
+            assert all(got[m] >= 1 for m in ids)
+        elif de:
+            # Row 4: at most once.
+            assert all(got[m] <= 1 for m in ids)
+        else:
+            # Row 8: best effort: never more often than it was transmitted.
+            for m in ids:
+                stored = p.a.status(m)
+                assert stored is not None
+                assert got[m] <= stored.state.attempts * (1 + p.hops[0].counters["forwards"])
+        assert set(got) <= set(ids)
+        # ebMS2 §10.1: the intermediary eliminates no duplicate; every copy that reached it was forwarded.
+        assert p.hops[0].counters["forwards"] >= len({m for m in ids if got[m]})
+        assert p.hops[0].counters.get("duplicates", 0) == 0
+
+    run(scenario, seed=row)
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_a_hundred_messages_through_two_intermediaries_with_losses_are_delivered_exactly_once(seed: int) -> None:
+    async def scenario(net: TestNetwork) -> None:
+        p = multihop(net, routed_cpa(**ROW_1), intermediaries=2)
+        await net.start()
+        net.faults.lose_requests = net.faults.lose_answers = 0.1
+        ids = [await p.a.submit_async(order(n)) for n in range(100)]
+        await net.run_until(settled(p.a, ids, accept=FINAL), limit=timedelta(days=2))
+        assert statuses(p.a, ids) == {OutboundStatus.DELIVERED: 100}
+        got = received(p.c)
+        assert {m: got[m] for m in ids} == dict.fromkeys(ids, 1)
+        assert all(i.counters["forwards"] >= 100 for i in p.hops)
+        assert p.a.counters["hop-acknowledged"] >= 100
+
+    run(scenario, seed=seed)
+
+
+# --- failures along the path ----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("row", [1, 2, 3, 5, 6, 7])
+def test_when_c_is_down_the_intermediary_sends_a_to_a_delivery_failure_of_severity_error(row: int) -> None:
+    de, e2e, hop = ROWS[row]
+
+    async def scenario(net: TestNetwork) -> None:
+        p = multihop(net, routed_cpa(de=de, e2e=e2e, hop=hop))
+        await net.start()
+        net.faults.down.add(C_URL)
+        message_id = await p.a.submit_async(order(1))
+        await net.run_until(lambda: status(p.a, message_id) in FINAL, limit=timedelta(days=1))
+        stored = p.a.status(message_id)
+        assert stored is not None and stored.state.failure is not None
+        assert stored.state.status is OutboundStatus.FAILED
+        # ebMS2 §6.5.7: C never took it: Error; the DeliveryFailure came from the intermediary.
+        assert stored.state.failure.severity is Severity.ERROR
+        assert "DeliveryFailure" in stored.state.failure.description
+        assert p.hops[0].counters["delivery-failures-sent"] >= 1
+        assert "delivery-failure-sent" in events(p.hops[0], message_id)
+        assert received(p.c) == {}
+
+    run(scenario, seed=row)
+
+
+def test_a_forward_transmitted_but_never_acknowledged_fails_with_warning() -> None:
+    async def scenario(net: TestNetwork) -> None:
+        # Row 3: only the next MSH is asked; the intermediary's DeliveryFailure is all A can learn.
+        p = multihop(net, routed_cpa(de=True, e2e=False, hop=True))
+        await net.start()
+        # Every answer from C is lost: C gets the message, the intermediary never hears back.
+        net.faults.lose_answers_from[C_URL] = 1.0
+        message_id = await p.a.submit_async(order(1))
+        await net.run_until(lambda: status(p.a, message_id) in FINAL, limit=timedelta(days=1))
+        stored = p.a.status(message_id)
+        assert stored is not None and stored.state.failure is not None
+        # ebMS2 §6.5.7: transmitted but not acknowledged: the intermediary's DeliveryFailure, Warning.
+        assert stored.state.failure.severity is Severity.WARNING
+        assert "DeliveryFailure" in stored.state.failure.description
+        assert received(p.c) == {message_id: 1}
+
+    run(scenario)
+
+
+def test_a_later_delivery_failure_is_ignored_once_the_end_to_end_acknowledgment_came() -> None:
+    async def scenario(net: TestNetwork) -> None:
+        p = multihop(net, routed_cpa(**ROW_1))
+        await net.start()
+        message_id = await p.a.submit_async(order(1))
+        await net.run_until(lambda: status(p.a, message_id) is OutboundStatus.DELIVERED)
+        # The intermediary reports a failure afterwards (its own view was stale): A ignores it (§6.5.7 note).
+        from msh.ebms.envelope import serialise_envelope
+        from msh.ebms.model import Envelope, Party, PartyId
+        from msh.engine.intermediary import delivery_failure
+        from msh.errors import ErrorCode, Issue
+
+        with p.c.store.transaction(readonly=True) as tx:
+            record = tx.find_inbound(message_id)
+        assert record is not None
+        with p.c.store.open_blob(record.body_blob_id) as blob:
+            forwarded = parse_message(blob.read(), record.content_type, mode=ParseMode.LENIENT)
+        forwarded.close()
+        i = intermediary_id(1)
+        failure = delivery_failure(
+            forwarded.envelope,
+            Issue(ErrorCode.DELIVERY_FAILURE, Severity.ERROR, "late"),
+            own_party=Party((PartyId(i.value, i.type),)),
+            message_id="late-df@i1.example",
+            now=net.clock(),
+        )
+        assert isinstance(failure, Envelope)
+        reply = await p.a.handle_http(serialise_envelope(failure), "text/xml; charset=utf-8")
+        assert reply.status in (200, 202)
+        assert status(p.a, message_id) is OutboundStatus.DELIVERED
+
+    run(scenario)
+
+
+def test_a_message_stays_forwarded_until_the_end_to_end_acknowledgment() -> None:
+    async def scenario(net: TestNetwork) -> None:
+        p = multihop(net, routed_cpa(**ROW_1))
+        await net.start()
+        net.faults.down.add(C_URL)
+        message_id = await p.a.submit_async(order(1))
+        await net.settle()
+        # The intermediary acknowledged the hop: A stopped resending and waits (msh status: forwarded).
+        assert status(p.a, message_id) is OutboundStatus.FORWARDED
+        transmissions = p.a.counters["transmissions"]
+        await net.advance(timedelta(seconds=30))
+        assert p.a.counters["transmissions"] == transmissions
+        net.faults.down.discard(C_URL)
+        await net.run_until(lambda: status(p.a, message_id) is OutboundStatus.DELIVERED)
+        assert received(p.c) == {message_id: 1}
+
+    run(scenario)
+
+
+# --- refusals --------------------------------------------------------------------------------------------
+
+
+def test_no_route_to_the_to_party_is_reported_to_the_sender() -> None:
+    async def scenario(net: TestNetwork) -> None:
+        back = Route("i1-to-a", A.value, "http://a.example/msh", to_party_id_type=A.type)
+        p = multihop(net, routed_cpa(**ROW_1), intermediary_routes={1: (back,)})
+        await net.start()
+        message_id = await p.a.submit_async(order(1))
+        await net.run_until(lambda: status(p.a, message_id) in FINAL)
+        stored = p.a.status(message_id)
+        assert stored is not None and stored.state.failure is not None
+        assert stored.state.failure.severity is Severity.ERROR
+        assert "no route" in stored.state.failure.description
+        assert received(p.c) == {}
+
+    run(scenario)
+
+
+def test_a_routing_loop_is_detected_and_refused() -> None:
+    async def scenario(net: TestNetwork) -> None:
+        # i1 sends C's messages to i2, and i2 back to i1.
+        i1, i2 = intermediary_id(1), intermediary_id(2)
+        loop1 = (
+            Route("i1-to-c", C.value, intermediary_url(2), to_party_id_type=C.type, next_hop_party=(i2.value, i2.type)),
+            Route("i1-to-a", A.value, "http://a.example/msh", to_party_id_type=A.type),
+        )
+        loop2 = (
+            Route("i2-to-c", C.value, intermediary_url(1), to_party_id_type=C.type, next_hop_party=(i1.value, i1.type)),
+            Route("i2-to-a", A.value, intermediary_url(1), to_party_id_type=A.type, next_hop_party=(i1.value, i1.type)),
+        )
+        p = multihop(net, routed_cpa(**ROW_1), intermediaries=2, intermediary_routes={1: loop1, 2: loop2})
+        await net.start()
+        message_id = await p.a.submit_async(order(1))
+        await net.run_until(lambda: status(p.a, message_id) in FINAL)
+        stored = p.a.status(message_id)
+        assert stored is not None and stored.state.failure is not None
+        assert "routing loop" in stored.state.failure.description
+        assert received(p.c) == {}
+        assert p.hops[0].counters["forwards"] == 1  # not circling
+
+    run(scenario)
+
+
+def test_every_signal_from_c_travels_back_through_the_intermediary() -> None:
+    async def scenario(net: TestNetwork) -> None:
+        p = multihop(net, routed_cpa(**ROW_1))
+        await net.start()
+        message_id = await p.a.submit_async(order(1))
+        await net.run_until(lambda: status(p.a, message_id) is OutboundStatus.DELIVERED)
+        i = p.hops[0]
+        with i.store.transaction(readonly=True) as tx:
+            relayed = [r for r in tx.list_outbound(kind=OutboundKind.FORWARD, limit=100) if r.message_id != message_id]
+        # The end-to-end acknowledgment from C to A was stored and forwarded by the intermediary.
+        assert [r.action for r in relayed] == ["Acknowledgment"]
+        assert relayed[0].state.status is OutboundStatus.DELIVERED
+        # C sent it along its route, stored, as a signal of its own.
+        with p.c.store.transaction(readonly=True) as tx:
+            signals = tx.list_outbound(kind=OutboundKind.SIGNAL, limit=100)
+        assert [s.action for s in signals] == ["Acknowledgment"]
+        with p.a.store.transaction(readonly=True) as tx:
+            kinds = [e.kind for e in tx.message_events(message_id, direction=Direction.OUTBOUND, limit=100)]
+        assert "delivered" in kinds
+
+    run(scenario)
