@@ -16,6 +16,10 @@ Writing (:func:`write_package`)
     The package is streamed to a binary output; attachment bodies are copied from their
     :class:`PartBody` in chunks (encoded on the fly) and never loaded whole.
 
+Forwarding (:func:`replace_root_part`)
+    An intermediary's copy of a received package: the root part's content replaced, every other byte
+    (preamble, delimiters, other parts, epilogue) copied as received, in chunks.
+
 Non-multipart ebXML messages (a bare SOAP envelope, ebMS2 §2.1.2) are not MIME packages and are handled by
 the caller before this package is involved.
 
@@ -29,16 +33,18 @@ The modules, one concern each (import the names below from :mod:`msh.ebms.mime` 
 * :mod:`~msh.ebms.mime.transfer_encoding`: Content-Transfer-Encoding decoders and encoders;
 * :mod:`~msh.ebms.mime.scanner`: the streaming multipart scanner;
 * :mod:`~msh.ebms.mime.reader`: :func:`parse_package` (strict and lenient mode are described there);
-* :mod:`~msh.ebms.mime.writer`: :func:`write_package`, :func:`build_package` and :class:`AttachmentSpec`.
+* :mod:`~msh.ebms.mime.writer`: :func:`write_package`, :func:`build_package` and :class:`AttachmentSpec`;
+* :mod:`~msh.ebms.mime.splice`: :func:`replace_root_part`.
 """
 
 from __future__ import annotations
 
 from msh.ebms.mime.body import PartBody
-from msh.ebms.mime.headers import parse_content_type
+from msh.ebms.mime.headers import PartInfo, parse_content_type
 from msh.ebms.mime.limits import MimeLimits
 from msh.ebms.mime.parts import MimePackage, MimePart
 from msh.ebms.mime.reader import parse_package
+from msh.ebms.mime.splice import replace_root_part
 from msh.ebms.mime.writer import AttachmentSpec, build_package, write_package
 
 __all__ = [
@@ -46,9 +52,11 @@ __all__ = [
     "MimeLimits",
     "MimePackage",
     "MimePart",
+    "PartInfo",
     "PartBody",
     "build_package",
     "parse_content_type",
     "parse_package",
+    "replace_root_part",
     "write_package",
 ]

@@ -54,6 +54,13 @@ class Scanner:
         self._dash = b"--" + boundary
         self._pattern = b"\n" + self._dash
 
+    @property
+    def position(self) -> int:
+        """How many bytes of the stream are behind the scanner (handed on, skipped or read as framing),
+        counted from where the stream was when the scanner was made; the bytes read ahead into the buffer
+        are not counted."""
+        return self._total - len(self._buf) + self._pos
+
     # -- input
 
     def _fill(self) -> bool:
