@@ -71,11 +71,12 @@ from msh.runtime.config.model import (
     TimerSettings,
     TlsSettings,
 )
-from msh.runtime.config.routes import RouteKeys
+from msh.runtime.config.routes import ROUTE_KEYS, RouteKeys
 from msh.runtime.config.sources import CONFIG_ENV, load_settings, settings_from_mapping
 
 __all__ = [
     "CONFIG_ENV",
+    "ROUTE_KEYS",
     "SETTINGS",
     "AgreementSettings",
     "IdentitySettings",
