@@ -60,6 +60,8 @@ def _list(args: argparse.Namespace) -> int:
 
     with running_msh(args) as msh:
         now = datetime.now(UTC)
+        if len(msh.registry) == 0:
+            print("no agreements (agreements.paths names none: this MSH only forwards along its routes)")
         for cpa in msh.registry:
             other = [p for p in cpa.party_infos if not any(pid.value == msh.party[0] for pid in p.party_ids)]
             partner = other[0].party_name if other else "?"

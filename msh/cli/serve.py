@@ -55,12 +55,14 @@ def _serve(args: argparse.Namespace) -> int:
             print("msh: stopped while starting (nothing was served)", flush=True)
             return 0
     scheme = "https" if settings.server.tls else "http"
-    agreements = ", ".join(c.cpaid for c in msh.registry)
+    agreements = ", ".join(c.cpaid for c in msh.registry) or "none"
+    routes = len(settings.routing.routes)
+    routing = f"; {routes} route{'' if routes == 1 else 's'}" if routes else ""
 
     def ready(port: int) -> None:
         print(
             f"msh: party {settings.identity.party_id} listening on {scheme}://{settings.server.host}:{port}"
-            f"{settings.server.path} (store {msh.store.url}; agreements {agreements})",
+            f"{settings.server.path} (store {msh.store.url}; agreements {agreements}{routing})",
             flush=True,
         )
 

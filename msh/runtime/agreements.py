@@ -1,7 +1,8 @@
 """The agreements an MSH works under: read from the files its settings name, kept where its party is in them.
 
 :func:`load_agreements` reads the agreement files (a problem in one stops the start, naming the file; a
-warning, such as an unfilled signature template, is logged); :func:`agreement_registry` keeps the
+warning, such as an unfilled signature template, is logged; no file at all is no agreement, for a pure
+intermediary); :func:`agreement_registry` keeps the
 agreements this party is in, with the first-resend timeout of the settings on their channels.
 """
 
@@ -26,8 +27,8 @@ log = logging.getLogger("msh.runtime")
 
 
 def load_agreements(files: Iterable[Path], *, verify_signatures: bool = True) -> list[CollaborationProtocolAgreement]:
-    """Load every agreement file of ``files`` (:meth:`AgreementSettings.files` expands folders); log each
-    agreement's warnings (e.g. an unfilled signature template: it loads as unsigned)."""
+    """Load every agreement file of ``files`` (:meth:`AgreementSettings.files` expands folders; none: an empty
+    list); log each agreement's warnings (e.g. an unfilled signature template: it loads as unsigned)."""
     agreements = []
     for f in files:
         try:
@@ -37,15 +38,19 @@ def load_agreements(files: Iterable[Path], *, verify_signatures: bool = True) ->
         for warning in agreement.warnings:
             log.warning("agreements.paths: %s", warning)
         agreements.append(agreement)
-    if not agreements:
-        raise ConfigurationError("agreements.paths names no agreement file; add the CPA files this MSH works under")
     return agreements
 
 
 def agreement_registry(
     settings: Settings, loaded: list[CollaborationProtocolAgreement], party: PartyKey
 ) -> CpaRegistry:
-    """The agreements this party is in, with the first-resend timeout of the settings on their channels."""
+    """The agreements this party is in, with the first-resend timeout of the settings on their channels.
+
+    No agreement loaded gives an empty registry (a pure intermediary: the settings then have routes); loaded
+    agreements none of which names this party are an error.
+    """
+    if not loaded:
+        return CpaRegistry()
     ours = [c for c in loaded if any(party in party_keys(p) for p in c.party_infos)]
     if not ours:
         value, type_ = party

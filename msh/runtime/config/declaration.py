@@ -105,6 +105,15 @@ class Declared:
         """True when it has no default."""
         return self.default is dataclasses.MISSING
 
+    @property
+    def table_default(self) -> str:
+        """Its default in a README table: ``required``, the words for unset, or the value as code."""
+        if self.required:
+            return "required"
+        if self.default is None:
+            return self.unset
+        return "`" + self.kind.show(self.default).strip('"') + "`"
+
     def read(self, value: object, *, from_env: bool) -> Any:
         """``value`` (a TOML value, or the text of an environment variable) as the setting's Python value.
 

@@ -16,6 +16,7 @@ from typing import Any, ClassVar, Final
 
 from cpa.precedence import Reading
 from msh.ebms.message import ParseMode
+from msh.engine.routing import Route
 from msh.runtime.config import rules
 from msh.runtime.config.declaration import Section, SettingsError, declared, setting
 from msh.runtime.config.values import AGREEMENT_PATHS, PEM_FILE, PEM_FILES, STORE_URL
@@ -26,6 +27,7 @@ __all__ = [
     "AgreementSettings",
     "IdentitySettings",
     "ReceivingSettings",
+    "RoutingSettings",
     "SendingSettings",
     "ServerSettings",
     "Settings",
@@ -74,7 +76,8 @@ class IdentitySettings(Section):
 class AgreementSettings(Section):
     """Where the CPAs are and how they are applied.
 
-    ``paths`` are CPA files or folders (a folder stands for every ``*.xml`` in it, see :meth:`files`);
+    ``paths`` are CPA files or folders (a folder stands for every ``*.xml`` in it, see :meth:`files`); none
+    for a pure intermediary, which then needs routes (:class:`RoutingSettings`);
     ``reading`` settles CPA/header disagreements (DESIGN.md §4); ``time_accuracy`` is mshTimeAccuracy, the
     clock tolerance for TimeToLive checks; ``verify_signatures`` verifies a CPA's own XML signature.
     """
@@ -82,12 +85,12 @@ class AgreementSettings(Section):
     section: ClassVar[str] = "agreements"
 
     paths: tuple[Path, ...] = field(
+        default=(),
         metadata=setting(
             'write a list of CPA files or folders, e.g. ["cpas/partner.xml"]',
-            check=rules.some_agreement,
             kind=AGREEMENT_PATHS,
-            meaning="CPA files, or folders of `*.xml`",
-        )
+            meaning="CPA files, or folders of `*.xml` (none: a pure intermediary, which needs `[[routing.routes]]`)",
+        ),
     )
     reading: Reading = field(
         default=Reading.STRICT,
@@ -334,8 +337,38 @@ class TimerSettings(Section):
 
 
 @dataclass(frozen=True, slots=True)
+class RoutingSettings:
+    """The routing table (ebMS2 §10, :mod:`msh.engine.routing`): the routes in order, the first matching wins.
+
+    Written in the file as ``[[routing.routes]]`` tables, one per route (:mod:`.routes` declares their
+    keys); not one of the ``MSH_<SECTION>_<KEY>`` settings: routes come only from the file.
+    """
+
+    section: ClassVar[str] = "routing"
+
+    routes: tuple[Route, ...] = ()
+
+    def __post_init__(self) -> None:
+        seen: dict[str, int] = {}
+        problems = []
+        for position, route in enumerate(self.routes, start=1):
+            if route.name in seen:
+                problems.append(
+                    f"routing.routes[{position}].name: {route.name!r} is already the name of "
+                    f"routing.routes[{seen[route.name]}]; give each route its own name"
+                )
+            seen.setdefault(route.name, position)
+        if problems:
+            raise SettingsError(type(self).__name__, problems)
+
+
+@dataclass(frozen=True, slots=True)
 class Settings:
-    """Every setting of one MSH; ``source`` says where they came from (the configuration file)."""
+    """Every setting of one MSH; ``source`` says where they came from (the configuration file).
+
+    ``agreements`` may name no agreement (``AgreementSettings()``) when ``routing`` has routes: a pure
+    intermediary.
+    """
 
     identity: IdentitySettings
     agreements: AgreementSettings
@@ -345,6 +378,7 @@ class Settings:
     sending: SendingSettings = SendingSettings()
     receiving: ReceivingSettings = ReceivingSettings()
     timers: TimerSettings = TimerSettings()
+    routing: RoutingSettings = RoutingSettings()
     source: str = "<defaults>"
 
     def __post_init__(self) -> None:
@@ -354,12 +388,18 @@ class Settings:
 
 
 def _sections() -> tuple[type[Section], ...]:
+    """The sections of flat settings (the routing table, an array of tables, is read apart)."""
     hints = typing.get_type_hints(Settings)
-    sections = tuple(hints[f.name] for f in dataclasses.fields(Settings) if f.name != "source")
-    for f, cls in zip(dataclasses.fields(Settings), sections, strict=False):
+    sections = []
+    for f in dataclasses.fields(Settings):
+        cls = hints[f.name]
+        if f.name == "source":
+            continue
         if cls.section != f.name:
             raise TypeError(f"Settings.{f.name} holds {cls.__name__}, whose section is {cls.section!r}")
-    return sections
+        if issubclass(cls, Section):
+            sections.append(cls)
+    return tuple(sections)
 
 
 SECTIONS: Final = _sections()
@@ -370,5 +410,7 @@ SETTINGS: Final = tuple(d for cls in SECTIONS for d in declared(cls))
 
 
 def values_of(settings: Settings) -> dict[str, Any]:
-    """``section.key`` -> the value, for every setting of ``settings``."""
-    return {d.name: getattr(getattr(settings, d.section), d.key) for d in SETTINGS}
+    """``section.key`` -> the value, for every setting of ``settings``, and ``routing.routes``."""
+    values = {d.name: getattr(getattr(settings, d.section), d.key) for d in SETTINGS}
+    values["routing.routes"] = settings.routing.routes
+    return values

@@ -12,23 +12,30 @@ from collections.abc import Callable, Collection, Mapping, Sequence
 from datetime import timedelta
 from pathlib import Path
 from typing import Any, Final, TypeVar
+from urllib.parse import urlsplit
 
 from cryptography import x509
 from cryptography.hazmat.primitives import serialization
 
+from cpa.duration import XsDuration
 from msh.runtime.config.values import format_duration, show
 
 __all__ = [
     "at_least_one",
+    "certificate_file_problem",
     "cross_problems",
     "host",
+    "http_url",
     "message_id_domain",
+    "not_blank",
     "not_negative",
+    "not_negative_count",
+    "not_negative_xs_duration",
     "party_id_given",
     "party_id_type_given",
     "port",
     "positive",
-    "some_agreement",
+    "route_party_id",
     "tls_problems",
     "url_path",
 ]
@@ -67,13 +74,6 @@ def message_id_domain(value: str) -> str | None:
             f"{show(value)} cannot follow the '@' of a MessageId (RFC 2822 §3.6.4): write a domain-like name "
             "of letters, digits, '-' and dots, without '<', '>', '@' or spaces, e.g. \"msh.example.com\""
         )
-    return None
-
-
-def some_agreement(value: tuple[Path, ...]) -> str | None:
-    """At least one agreement path."""
-    if not value:
-        return "names no agreement; give at least one CPA file or folder of CPA files"
     return None
 
 
@@ -117,6 +117,45 @@ def at_least_one(value: int) -> str | None:
     """A whole number of at least 1."""
     if value < 1:
         return f"{value} is less than 1; give a whole number of at least 1"
+    return None
+
+
+def not_negative_count(value: int) -> str | None:
+    """A whole number of zero or more."""
+    if value < 0:
+        return f"{value} is negative; give a whole number of 0 or more"
+    return None
+
+
+def not_negative_xs_duration(value: XsDuration) -> str | None:
+    """An xs:duration (months allowed) of zero or more."""
+    if value.is_negative:
+        return f'{show(value)} is negative; give zero or a positive duration, e.g. "PT30S"'
+    return None
+
+
+def not_blank(value: str) -> str | None:
+    """A text that is not only blanks."""
+    if not value.strip():
+        return f"{show(value)} is blank; write a value or leave the key out"
+    return None
+
+
+def route_party_id(value: str) -> str | None:
+    """The PartyId a route leads to is not blank."""
+    if not value.strip():
+        return f'{show(value)} is empty; give the PartyId of the party the route leads to, e.g. "555555555"'
+    return None
+
+
+def http_url(value: str) -> str | None:
+    """An absolute http:// or https:// URL with a host (a route's next hop)."""
+    parts = urlsplit(value)
+    if parts.scheme.lower() not in ("http", "https") or not parts.hostname or any(c.isspace() for c in value):
+        return (
+            f"{show(value)} is not an http:// or https:// URL; write the next hop's endpoint URL, e.g. "
+            '"https://127.0.0.1:8092/msh"'
+        )
     return None
 
 
@@ -170,6 +209,12 @@ def cross_problems(values: Mapping[str, Any], label: Label, bad: Collection[str]
             "end within its lease, otherwise another process claims it and sends the message again; make "
             "timers.lease longer or sending.http_timeout shorter"
         )
+    if usable("agreements.paths", "routing.routes") and not values["agreements.paths"] and not values["routing.routes"]:
+        problems.append(
+            f"{label('agreements.paths')} is empty and no routing.routes are configured: this MSH would have "
+            "nothing to do; name the CPA files it works under in agreements.paths (or MSH_AGREEMENTS_PATHS), or, "
+            "for an intermediary, configure its routes as [[routing.routes]] tables in the configuration file"
+        )
     party_id: Any = values.get("identity.party_id")
     party_type: Any = values.get("identity.party_id_type")
     if (
@@ -211,6 +256,13 @@ def _load_pem(path: Path, load: Callable[[bytes], _T], refusals: Sequence[tuple[
 
 
 _NO_CERTIFICATE: Final = "holds no PEM certificate (-----BEGIN CERTIFICATE-----); give {0} in PEM form"
+
+
+def certificate_file_problem(path: Path, what: str = "trust anchors") -> str | None:
+    """None when the file ``path`` holds PEM certificates; otherwise what is wrong (``what`` names what the
+    file should hold, in the message)."""
+    loaded = _load_pem(path, x509.load_pem_x509_certificates, [(ValueError, _NO_CERTIFICATE.format(what))])
+    return loaded if isinstance(loaded, str) else None
 
 
 def tls_problems(values: Mapping[str, Any], label: Label, bad: Collection[str]) -> list[str]:
@@ -257,9 +309,7 @@ def tls_problems(values: Mapping[str, Any], label: Label, bad: Collection[str]) 
             )
     if "tls.trusted" not in bad:
         for path in values["tls.trusted"]:
-            anchors = _load_pem(
-                path, x509.load_pem_x509_certificates, [(ValueError, _NO_CERTIFICATE.format("trust anchors"))]
-            )
-            if isinstance(anchors, str):
-                problems.append(f"{label('tls.trusted')}: {anchors}")
+            problem = certificate_file_problem(path)
+            if problem:
+                problems.append(f"{label('tls.trusted')}: {problem}")
     return problems

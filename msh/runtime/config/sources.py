@@ -2,7 +2,9 @@
 
 Both sources are read against the one declaration of the settings (:data:`.model.SETTINGS`): a section,
 key or ``MSH_`` variable it does not declare is refused with the closest declared name ("did you mean").
-Every problem found is collected and reported in one :class:`~.declaration.SettingsError`.
+The routing table (``[[routing.routes]]``) is read from the file only (:mod:`.routes`); an
+``MSH_ROUTING_...`` variable is refused. Every problem found is collected and reported in one
+:class:`~.declaration.SettingsError`.
 """
 
 from __future__ import annotations
@@ -16,7 +18,8 @@ from pathlib import Path
 from typing import Any, Final
 
 from msh.runtime.config.declaration import ENV_PREFIX, Declared, SettingsError
-from msh.runtime.config.model import SECTIONS, SETTINGS, Settings
+from msh.runtime.config.model import SECTIONS, SETTINGS, RoutingSettings, Settings
+from msh.runtime.config.routes import ROUTES, ROUTING, read_routes
 from msh.runtime.config.rules import cross_problems, tls_problems
 from msh.runtime.config.values import Invalid, type_name
 
@@ -32,6 +35,7 @@ _ENV_SOURCE: Final = "<environment>"
 _KEYS: Final[dict[str, dict[str, Declared]]] = {cls.section: {} for cls in SECTIONS}
 for _declared in SETTINGS:
     _KEYS[_declared.section][_declared.key] = _declared
+_SECTION_NAMES: Final = [*_KEYS, ROUTING]  # the order of Settings' fields
 
 
 @dataclass(frozen=True, slots=True)
@@ -49,8 +53,10 @@ def _did_you_mean(word: str, choices: Sequence[str]) -> str:
 
 
 def _read_file_values(data: Mapping[str, Any], source: str, raw: dict[str, _Raw], problems: list[str]) -> None:
-    sections = list(_KEYS)
+    sections = _SECTION_NAMES
     for section, table in data.items():
+        if section == ROUTING:  # read_routes
+            continue
         if section not in _KEYS:
             problems.append(
                 f"[{section}] (in {source}) is not a settings section{_did_you_mean(section, sections)}; "
@@ -81,6 +87,12 @@ def _read_env_values(env: Mapping[str, str], raw: dict[str, _Raw], problems: lis
             continue
         section, _, key = name[len(ENV_PREFIX) :].partition("_")
         section, key = section.lower(), key.lower()
+        if section == ROUTING:
+            problems.append(
+                f"{name} (environment): routes cannot come from the environment; they are configured in the "
+                f"configuration file, one [[{ROUTING}.{ROUTES}]] table per route; unset {name}"
+            )
+            continue
         if section not in _KEYS:
             problems.append(
                 f"{name} (environment) names no setting: {section.upper()!r} is not a settings section"
@@ -150,13 +162,18 @@ def settings_from_mapping(
         values[d.name] = value
 
     problems.extend(tls_problems(values, label, bad))
+    routes, route_problems = read_routes(data[ROUTING], source, base_dir) if ROUTING in data else ((), [])
+    problems.extend(route_problems)
+    values["routing.routes"] = routes
+    if route_problems:
+        bad.add("routing.routes")
     problems.extend(cross_problems(values, label, bad))
     if problems:
         raise SettingsError(source, problems)
     parts: dict[str, Any] = {
         cls.section: cls(**{d.key: values[d.name] for d in SETTINGS if d.section == cls.section}) for cls in SECTIONS
     }
-    return Settings(**parts, source=source)
+    return Settings(**parts, routing=RoutingSettings(routes), source=source)
 
 
 def load_settings(path: str | os.PathLike[str] | None = None, *, env: Mapping[str, str] | None = None) -> Settings:

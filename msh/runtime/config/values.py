@@ -32,6 +32,7 @@ __all__ = [
     "PEM_FILES",
     "STORE_URL",
     "TEXT",
+    "XS_DURATION",
     "Choice",
     "Invalid",
     "Kind",
@@ -59,6 +60,8 @@ def show(value: object) -> str:
         return "true" if value else "false"
     if isinstance(value, timedelta):
         return format_duration(value)
+    if isinstance(value, XsDuration):
+        return str(value)
     if isinstance(value, (str, Path)):
         return repr(str(value))
     return repr(value)
@@ -250,6 +253,36 @@ class _Duration(Kind):
             raise Invalid(f"{shown} is too long to be used; give a shorter duration") from None
 
 
+class _XsDuration(Kind):
+    """An xs:duration that may count months and years (read by :meth:`cpa.duration.XsDuration.parse`, as an
+    agreement's RetryInterval is), or a number of seconds; negative ones are left to the setting's check."""
+
+    def from_toml(self, value: object, hint: str) -> Any:
+        if isinstance(value, str):
+            return self._xs_duration(value)
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            return XsDuration.from_timedelta(_Duration._seconds(float(value), show(value)))
+        raise _wrong_type(value, 'a duration ("PT30S") or a number of seconds', hint)
+
+    def from_text(self, text: str, hint: str) -> Any:
+        if _DECIMAL.fullmatch(text):
+            return XsDuration.from_timedelta(_Duration._seconds(float(text), repr(text)))
+        return self._xs_duration(text)
+
+    def show(self, value: Any) -> str:
+        return json.dumps(str(value))
+
+    @staticmethod
+    def _xs_duration(text: str) -> XsDuration:
+        try:
+            return XsDuration.parse(text)
+        except ValueError as exc:
+            message = str(exc)
+            if "is not an xs:duration" in message:
+                message += ", or give a number of seconds"
+            raise Invalid(message) from None
+
+
 class _PemFile(Kind):
     """The path of a file (a PEM file); a relative one is read from the configuration file's folder."""
 
@@ -346,6 +379,8 @@ BOOLEAN: Final[Kind] = _Boolean()
 """true or false (in the environment also 1/0 and yes/no, any case)."""
 DURATION: Final[Kind] = _Duration()
 """A fixed-length xs:duration or a number of seconds, not negative."""
+XS_DURATION: Final[Kind] = _XsDuration()
+"""An xs:duration that may count months (``"P1M"``), or a number of seconds: like an agreement's durations."""
 PEM_FILE: Final[Kind] = _PemFile()
 """The path of an existing PEM file."""
 PEM_FILES: Final[Kind] = _Paths(_PemFile())

@@ -261,7 +261,7 @@ def test_unknown_sections_and_keys_in_the_file_are_refused_with_the_valid_ones()
         "the keys of [server] are host, port, path, tls, max_body_bytes, max_header_bytes, max_headers, "
         "read_timeout, max_connections_per_client",
         "[agreement] (in t.toml) is not a settings section (did you mean 'agreements'?); the sections are "
-        "[identity], [agreements], [store], [server], [tls], [sending], [receiving], [timers]",
+        "[identity], [agreements], [store], [server], [tls], [sending], [receiving], [timers], [routing]",
     ]
 
 
@@ -293,9 +293,10 @@ def test_missing_required_settings_name_the_key_and_the_variable() -> None:
     assert problems_of({"server": {"tls": False}}) == [
         "identity.party_id is required; set party_id in [identity] of the configuration file "
         "or the environment variable MSH_IDENTITY_PARTY_ID",
-        "agreements.paths is required; set paths in [agreements] of the configuration file "
-        "or the environment variable MSH_AGREEMENTS_PATHS",
         "store.url is required; set url in [store] of the configuration file or the environment variable MSH_STORE_URL",
+        "agreements.paths (default) is empty and no routing.routes are configured: this MSH would have nothing to "
+        "do; name the CPA files it works under in agreements.paths (or MSH_AGREEMENTS_PATHS), or, for an "
+        "intermediary, configure its routes as [[routing.routes]] tables in the configuration file",
     ]
 
 
@@ -573,7 +574,9 @@ def test_the_dataclasses_check_themselves_when_built_directly() -> None:
 
 def test_the_settings_are_declared_by_the_dataclasses() -> None:
     parts = typing.get_type_hints(Settings)
-    sections = [f.name for f in dataclasses.fields(Settings)][:-1]
+    # every field but the routing table (an array of tables, read apart) and the source
+    sections = [f.name for f in dataclasses.fields(Settings)][:-2]
+    assert [f.name for f in dataclasses.fields(Settings)][-2:] == ["routing", "source"]
     expected = [f"{section}.{f.name}" for section in sections for f in dataclasses.fields(parts[section])]
     assert [d.name for d in config.SETTINGS] == expected
 
@@ -582,7 +585,8 @@ def test_describe_lists_every_setting_with_paths_never_key_material() -> None:
     s = load_settings(CONFIG / "party-a.toml", env={"MSH_STORE_URL": "postgresql+psycopg://msh:hunter2@db/msh"})
     text = describe(s)
     lines = text.splitlines()
-    assert [line.split(" = ")[0] for line in lines] == [d.name for d in config.SETTINGS]
+    assert [line.split(" = ")[0] for line in lines] == [*(d.name for d in config.SETTINGS), "routing.routes"]
+    assert lines[-1] == "routing.routes = (none)"
     assert f'tls.private_key = "{KEYS / "party-a.key.pem"}"' in lines
     assert 'sending.first_resend_timeout = "PT3S"' in lines
     assert 'timers.poll_interval = "PT0.5S"' in lines
