@@ -28,6 +28,9 @@ Sent messages
     engine returned it and read back equal, its times in UTC and its failure as code, severity and
     description. The SQL store maps it to its columns in one place (:mod:`msh.store.sql.rows`: durations
     as canonical xs:duration text, the failure as three columns); the in-memory twin keeps the objects.
+    Its status is one of pending, awaiting-ack, forwarded (an intermediary acknowledged it, the end-to-end
+    acknowledgment is awaited), delivered and failed; each row has a kind (:class:`OutboundKind`): the
+    application's own message, one this MSH forwards as an intermediary, or a signal of this MSH.
 
 Received messages
     A message received under DuplicateElimination has one record per MessageId, its duplicate-elimination
@@ -100,6 +103,7 @@ from msh.store.records import Event as Event
 from msh.store.records import InboundMessage as InboundMessage
 from msh.store.records import InboxEntry as InboxEntry
 from msh.store.records import InboxState as InboxState
+from msh.store.records import OutboundKind as OutboundKind
 from msh.store.records import OutboundMessage as OutboundMessage
 from msh.store.records import Timer as Timer
 from msh.store.records import TimerKind as TimerKind

@@ -105,15 +105,18 @@ class Transaction(ABC):
         content_type: str,
         body_blob_id: int,
         from_party: str | None = None,
+        kind: records.OutboundKind = records.OutboundKind.OWN,
     ) -> records.OutboundMessage:
         """Record a message to send (before its first transmission, DESIGN.md §5.1) with the sending
-        machine's ``state`` of it (its MessageId and reliability included).
+        machine's ``state`` of it (its MessageId and reliability included). ``kind``: the application's
+        own message (the default), one this MSH forwards as an intermediary, or a signal of this MSH.
 
         :class:`DuplicateMessage` if the MessageId is already stored, :class:`UnknownBlob` if
         ``body_blob_id`` names no blob.
         """
         self._writable()
         state = rules.outbound_state(state)
+        kind = rules.outbound_kind(kind)
         self._existing_blob(body_blob_id)
         now = self._now()
         record = records.OutboundMessage(
@@ -129,6 +132,7 @@ class Transaction(ABC):
             state=state,
             created_at=now,
             updated_at=now,
+            kind=kind,
         )
         if not self._add_outbound(record):
             raise DuplicateMessage(state.message_id, records.Direction.OUTBOUND)
