@@ -32,6 +32,7 @@ __all__ = [
     "new_entry",
     "outbound_kind",
     "outbound_state",
+    "outbound_status",
     "required_aware",
     "text",
     "timer_kind",
@@ -117,6 +118,15 @@ def outbound_kind(value: str) -> OutboundKind:
         return OutboundKind(value)
     except ValueError:
         raise ValueError(f"kind must be one of {[k.value for k in OutboundKind]}, not {value!r}") from None
+
+
+def outbound_status(value: str) -> OutboundStatus:
+    """``value`` as an :class:`~msh.engine.OutboundStatus` (its member or its text); ``ValueError`` naming
+    ``status``."""
+    try:
+        return OutboundStatus(value)
+    except ValueError:
+        raise ValueError(f"status must be one of {[s.value for s in OutboundStatus]}, not {value!r}") from None
 
 
 def direction(value: str | None) -> Direction | None:
