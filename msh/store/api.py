@@ -28,6 +28,17 @@ Sent messages
     engine returned it and read back equal, its times in UTC and its failure as code, severity and
     description. The SQL store maps it to its columns in one place (:mod:`msh.store.sql.rows`: durations
     as canonical xs:duration text, the failure as three columns); the in-memory twin keeps the objects.
+    Its status is one of pending, awaiting-ack, forwarded (an intermediary acknowledged it, the end-to-end
+    acknowledgment is awaited), delivered and failed.
+
+Kinds of sent messages
+    Each row has an :class:`~msh.store.records.OutboundKind`: the application's own message (``own``, the
+    default), a message this MSH forwards to the next hop as an intermediary (``forward``, ebMS2 §10) or
+    a signal of this MSH sent hop by hop (``signal``). An intermediary forwards every copy it receives
+    (ebMS2 §10.1: it never eliminates duplicates): ``requeue_outbound`` gives the row of a forwarded
+    message or signal the new copy (a fresh state, the new body, content type and endpoint) and deletes
+    the old body unless another row names it; the application's own messages are never replaced.
+    ``list_outbound`` lists rows (of a kind, in a status) oldest first, a page after another.
 
 Received messages
     A message received under DuplicateElimination has one record per MessageId, its duplicate-elimination
@@ -64,6 +75,8 @@ Payloads
     A message body (the SOAP part and the payloads with their MIME framing, exactly as sent or received)
     is a blob: ``put_blob(stream)`` stores it chunk by chunk inside the transaction, ``open_blob(id)``
     reads it back one chunk at a time (:mod:`msh.store.blobs`); neither holds a whole body in memory.
+    A committed blob never changes; it is deleted only when ``requeue_outbound`` replaces the body of a
+    forwarded message and no row names it any more (a reader still reading it may then fail with OSError).
 
 The engine's actions (``msh.engine``), as the runtime executes them
     ``Submit``'s state -> ``insert_outbound(state=...)``; a new state -> ``update_outbound_state``;
@@ -100,6 +113,7 @@ from msh.store.records import Event as Event
 from msh.store.records import InboundMessage as InboundMessage
 from msh.store.records import InboxEntry as InboxEntry
 from msh.store.records import InboxState as InboxState
+from msh.store.records import OutboundKind as OutboundKind
 from msh.store.records import OutboundMessage as OutboundMessage
 from msh.store.records import Timer as Timer
 from msh.store.records import TimerKind as TimerKind
@@ -153,7 +167,8 @@ class Store(ABC):
     def open_blob(self, blob_id: int) -> BinaryIO:
         """A reader of a committed blob, outside any transaction (e.g. while sending it over HTTP).
 
-        Each chunk is fetched in its own short read; committed blobs never change.
+        Each chunk is fetched in its own short read; committed blobs never change (one is deleted only when
+        ``requeue_outbound`` replaces it: a reader still reading it may then fail with OSError, "blob is damaged").
         """
         self._check_open()
         info = self._committed_blob(blob_id)

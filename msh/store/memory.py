@@ -10,8 +10,10 @@ timestamps aware UTC. It keeps the records as objects (a sent message's state is
 How: dicts of frozen records behind one lock held for the whole transaction (one transaction at a time,
 like a single SQLite writer). Every change inside a transaction is logged with the value it replaced;
 a rollback puts the old values back in reverse order. Blobs written in a transaction are kept aside and
-join the committed blobs at commit. Ids (blobs, timers, events) are never reused, even after a rollback.
-Nothing survives the process: this store is for tests and demonstrations, never for real traffic.
+join the committed blobs at commit; blobs deleted in a transaction are hidden from it and leave the
+committed blobs at commit (a reader outside the transaction sees them until then). Ids (blobs, timers,
+events) are never reused, even after a rollback. Nothing survives the process: this store is for tests
+and demonstrations, never for real traffic.
 """
 
 from __future__ import annotations
@@ -25,7 +27,7 @@ from dataclasses import replace
 from datetime import datetime
 from typing import Any, BinaryIO, Final
 
-from msh.engine import OutboundState
+from msh.engine import OutboundState, OutboundStatus
 from msh.store import records, rules
 from msh.store.api import Store
 from msh.store.blobs import iter_chunks
@@ -54,6 +56,7 @@ class _MemoryTransaction(Transaction):
         self._store = store
         self._undo: list[tuple[dict[Any, Any], object, object]] = []
         self.new_blobs: dict[int, tuple[bytes, ...]] = {}
+        self.dropped_blobs: set[int] = set()
 
     # -- changes, and undoing them
 
@@ -68,6 +71,14 @@ class _MemoryTransaction(Transaction):
     def rollback(self) -> None:
         self._undo_to(0)
         self.new_blobs.clear()
+        self.dropped_blobs.clear()
+
+    def commit(self) -> None:
+        """Make the blobs written in this transaction committed ones, and drop those it deleted."""
+        blobs = self._store.blobs
+        blobs.update(self.new_blobs)
+        for blob_id in self.dropped_blobs:
+            blobs.pop(blob_id, None)
 
     def _undo_to(self, mark: int) -> None:
         while len(self._undo) > mark:
@@ -82,17 +93,21 @@ class _MemoryTransaction(Transaction):
         self._writable()
         mark = len(self._undo)
         blobs_before = set(self.new_blobs)
+        dropped_before = set(self.dropped_blobs)
         try:
             yield
         except BaseException:
             self._undo_to(mark)
             for blob_id in set(self.new_blobs) - blobs_before:
                 del self.new_blobs[blob_id]
+            self.dropped_blobs = dropped_before
             raise
 
     # -- blobs
 
     def _chunks(self, blob_id: int) -> tuple[bytes, ...] | None:
+        if blob_id in self.dropped_blobs:
+            return None
         chunks = self.new_blobs.get(blob_id)
         return self._store.blobs.get(blob_id) if chunks is None else chunks
 
@@ -131,6 +146,40 @@ class _MemoryTransaction(Transaction):
     def _outbound_state(self, message_id: str) -> OutboundState | None:
         record = self._store.outbound.get(message_id)
         return None if record is None else record.state
+
+    def _replace_outbound(self, record: records.OutboundMessage) -> bool:
+        if record.message_id not in self._store.outbound:
+            return False
+        self._set(self._store.outbound, record.message_id, record)
+        return True
+
+    def _delete_unused_blob(self, blob_id: int) -> bool:
+        store = self._store
+        if self._chunks(blob_id) is None:
+            return False
+        if any(r.body_blob_id == blob_id for r in store.outbound.values()) or any(
+            r.body_blob_id == blob_id for r in store.inbound.values()
+        ):
+            return False
+        self.dropped_blobs.add(blob_id)
+        return True
+
+    def _outbound_list(
+        self,
+        kind: records.OutboundKind | None,
+        status: OutboundStatus | None,
+        after: tuple[datetime, str] | None,
+        limit: int,
+    ) -> list[records.OutboundMessage]:
+        found = [
+            r
+            for r in self._store.outbound.values()
+            if (kind is None or r.kind is kind)
+            and (status is None or r.state.status is status)
+            and (after is None or (r.created_at, r.message_id) > after)
+        ]
+        found.sort(key=lambda r: (r.created_at, r.message_id))
+        return found[:limit]
 
     # -- inbound
 
@@ -278,7 +327,7 @@ class MemoryStore(Store):
                 tx.rollback()
                 raise
             else:
-                self.blobs.update(tx.new_blobs)
+                tx.commit()
             finally:
                 tx.closed = True
 

@@ -23,6 +23,7 @@ __all__ = [
     "InboundMessage",
     "InboxEntry",
     "InboxState",
+    "OutboundKind",
     "OutboundMessage",
     "Timer",
     "TimerKind",
@@ -64,6 +65,22 @@ class TimerKind(StrEnum):
     while ``msh serve`` runs) is picked up and transmitted by the server's timer loop."""
 
 
+class OutboundKind(StrEnum):
+    """Why this MSH sends an outbound message: whose it is, and so what may be done to its row."""
+
+    OWN = "own"
+    """A message our application submitted: this MSH is its From Party's MSH."""
+
+    FORWARD = "forward"
+    """A message received for another party, stored and forwarded to the next hop by this MSH acting as an
+    intermediary (ebMS2 §10); another copy received later replaces it (ebMS2 §10.1: no duplicate
+    elimination at an intermediary)."""
+
+    SIGNAL = "signal"
+    """An MSH signal of ours (an Acknowledgment, an error message, a DeliveryFailure) sent hop by hop along a
+    route, stored so that it is resent until the next hop takes it."""
+
+
 @dataclass(frozen=True, slots=True)
 class OutboundMessage:
     """A sent message as stored: its routing, the identical bytes to (re)send, and the engine's state.
@@ -71,7 +88,9 @@ class OutboundMessage:
     ``body_blob_id`` names the complete HTTP body (SOAP part and payloads with their MIME framing) and
     ``content_type`` the Content-Type header value (boundary and start included) sent with it: together
     they re-send the identical message (DESIGN.md §5.1). ``state`` is the sending state machine's state of
-    the message (its MessageId, reliability parameters, status, attempts and failure).
+    the message (its MessageId, reliability parameters, status, attempts and failure). ``kind`` says whose
+    message it is (:class:`OutboundKind`): the application's own, one forwarded as an intermediary, or a
+    signal of this MSH.
     """
 
     cpaid: str
@@ -86,6 +105,7 @@ class OutboundMessage:
     state: OutboundState
     created_at: datetime
     updated_at: datetime
+    kind: OutboundKind = OutboundKind.OWN
 
     @property
     def message_id(self) -> str:

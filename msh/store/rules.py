@@ -16,7 +16,7 @@ from datetime import UTC, datetime, timedelta
 from msh.engine import OutboundState, OutboundStatus, Reliability
 from msh.errors import ERROR_CODE_CONTEXT, ConfigurationError, ErrorCode, Issue, Severity
 from msh.store.blobs import DEFAULT_CHUNK_SIZE, MAX_CHUNK_SIZE
-from msh.store.records import Direction, InboundMessage, InboxEntry, InboxState, Timer, TimerKind
+from msh.store.records import Direction, InboundMessage, InboxEntry, InboxState, OutboundKind, Timer, TimerKind
 
 __all__ = [
     "acknowledged",
@@ -30,7 +30,9 @@ __all__ = [
     "lease",
     "limit",
     "new_entry",
+    "outbound_kind",
     "outbound_state",
+    "outbound_status",
     "required_aware",
     "text",
     "timer_kind",
@@ -110,6 +112,23 @@ def inbox_state(value: str) -> InboxState:
         raise ValueError(f"state must be one of {[s.value for s in InboxState]}, not {value!r}") from None
 
 
+def outbound_kind(value: str) -> OutboundKind:
+    """``value`` as an :class:`OutboundKind` (its member or its text); ``ValueError`` naming ``kind``."""
+    try:
+        return OutboundKind(value)
+    except ValueError:
+        raise ValueError(f"kind must be one of {[k.value for k in OutboundKind]}, not {value!r}") from None
+
+
+def outbound_status(value: str) -> OutboundStatus:
+    """``value`` as an :class:`~msh.engine.OutboundStatus` (its member or its text); ``ValueError`` naming
+    ``status``."""
+    try:
+        return OutboundStatus(value)
+    except ValueError:
+        raise ValueError(f"status must be one of {[s.value for s in OutboundStatus]}, not {value!r}") from None
+
+
 def direction(value: str | None) -> Direction | None:
     """``value`` as a :class:`Direction` (None stays None); ``ValueError`` naming ``direction``."""
     if value is None:
@@ -136,9 +155,11 @@ def _reliability(value: object) -> Reliability:
         raise ValueError("state.reliability must be a Reliability (msh.engine)")
     _count("state.reliability.retries", value.retries)
     time_to_live = aware("state.reliability.time_to_live", value.time_to_live)
-    if time_to_live is value.time_to_live and isinstance(value.ack_requested, bool):
+    if time_to_live is value.time_to_live and isinstance(value.ack_requested, bool) and isinstance(value.hop_ack, bool):
         return value
-    return replace(value, time_to_live=time_to_live, ack_requested=bool(value.ack_requested))
+    return replace(
+        value, time_to_live=time_to_live, ack_requested=bool(value.ack_requested), hop_ack=bool(value.hop_ack)
+    )
 
 
 def _failure(value: object) -> Issue | None:

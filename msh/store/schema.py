@@ -7,7 +7,9 @@ Tables
     ``blobs``, ``blob_chunks``
         Message bodies as numbered chunks of at most 1 MiB (:mod:`msh.store.blobs`).
     ``outbound_messages``
-        One row per sent message: routing, the body to re-send, reliability parameters, engine state.
+        One row per sent message: routing, the body to re-send, reliability parameters, engine state, and
+        its kind: the application's own message, one this MSH forwards as an intermediary, or a signal of
+        this MSH sent hop by hop (``own``, ``forward``, ``signal``).
     ``inbound_messages``
         One row per received message: the body, the Acknowledgment sent, the content digest; for a
         message received under
@@ -51,6 +53,7 @@ from sqlalchemy import (
     MetaData,
     Table,
     Text,
+    false,
     text,
 )
 from sqlalchemy.dialects.postgresql import JSONB
@@ -64,6 +67,8 @@ __all__ = [
     "DE_WHERE",
     "ID_TYPE",
     "JSON_TYPE",
+    "OUTBOUND_KINDS",
+    "OUTBOUND_STATUSES",
     "UtcDateTime",
     "XsDurationText",
     "blob_chunks",
@@ -147,7 +152,8 @@ def _states(column: str, values: tuple[str, ...]) -> str:
     return f"{column} IN ({', '.join(repr(v) for v in values)})"
 
 
-OUTBOUND_STATUSES = ("pending", "awaiting-ack", "delivered", "failed")
+OUTBOUND_STATUSES = ("pending", "awaiting-ack", "forwarded", "delivered", "failed")
+OUTBOUND_KINDS = ("own", "forward", "signal")
 INBOX_STATES = ("new", "delivered-to-app", "acknowledged-by-app")
 SEVERITIES = ("Error", "Warning")
 DIRECTIONS = ("outbound", "inbound")
@@ -192,6 +198,8 @@ outbound_messages = Table(
     Column("time_to_live", UtcDateTime, nullable=True),
     Column("ack_requested", Boolean, nullable=False),
     Column("ack_actor", Text, nullable=True),
+    # ebMS2 §10.1.3: the message also asks the next MSH for an acknowledgment (revision 0004).
+    Column("hop_ack", Boolean, nullable=False, server_default=false()),
     # engine state
     Column("status", Text, nullable=False),
     Column("attempts", Integer, nullable=False),
@@ -203,10 +211,17 @@ outbound_messages = Table(
     Column("failure_description", Text, nullable=True),
     Column("created_at", UtcDateTime, nullable=False),
     Column("updated_at", UtcDateTime, nullable=False),
+    # ebMS2 §10: whose message it is: the application's own, one forwarded as an intermediary, or a signal
+    # of ours sent hop by hop (revision 0004).
+    Column("kind", Text, nullable=False, server_default="own"),
     CheckConstraint(_states("status", OUTBOUND_STATUSES), name="status"),
     CheckConstraint(_states("failure_severity", SEVERITIES), name="failure_severity"),
+    CheckConstraint(_states("kind", OUTBOUND_KINDS), name="kind"),
     Index(None, "status"),
     Index(None, "conversation_id"),
+    Index(None, "kind", "status"),
+    # A replaced body is deleted once no message names it (revision 0004): found by index, not by a scan.
+    Index(None, "body_blob_id"),
 )
 
 inbound_messages = Table(
@@ -231,6 +246,7 @@ inbound_messages = Table(
     Column("content_digest", Text, nullable=True),
     Index(None, "message_id"),
     Index(None, "received_at"),
+    Index(None, "body_blob_id"),  # see outbound_messages (revision 0004)
     # The duplicate-elimination record: one per MessageId among the messages received under
     # DuplicateElimination (ebMS2 §6.4.1); copies received without it are stored as often as they come.
     Index(

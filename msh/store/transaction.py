@@ -17,7 +17,7 @@ from dataclasses import replace
 from datetime import datetime, timedelta
 from typing import BinaryIO
 
-from msh.engine import OutboundState
+from msh.engine import OutboundState, OutboundStatus
 from msh.store import records, rules
 from msh.store.blobs import open_chunks
 from msh.store.errors import DuplicateMessage, StoreError, UnknownBlob, UnknownMessage
@@ -105,15 +105,18 @@ class Transaction(ABC):
         content_type: str,
         body_blob_id: int,
         from_party: str | None = None,
+        kind: records.OutboundKind = records.OutboundKind.OWN,
     ) -> records.OutboundMessage:
         """Record a message to send (before its first transmission, DESIGN.md §5.1) with the sending
-        machine's ``state`` of it (its MessageId and reliability included).
+        machine's ``state`` of it (its MessageId and reliability included). ``kind``: the application's
+        own message (the default), one this MSH forwards as an intermediary, or a signal of this MSH.
 
         :class:`DuplicateMessage` if the MessageId is already stored, :class:`UnknownBlob` if
         ``body_blob_id`` names no blob.
         """
         self._writable()
         state = rules.outbound_state(state)
+        kind = rules.outbound_kind(kind)
         self._existing_blob(body_blob_id)
         now = self._now()
         record = records.OutboundMessage(
@@ -129,6 +132,7 @@ class Transaction(ABC):
             state=state,
             created_at=now,
             updated_at=now,
+            kind=kind,
         )
         if not self._add_outbound(record):
             raise DuplicateMessage(state.message_id, records.Direction.OUTBOUND)
@@ -152,6 +156,78 @@ class Transaction(ABC):
         """Just the state of a sent message (what the sending application asks), or None."""
         self._live()
         return self._outbound_state(message_id)
+
+    def requeue_outbound(
+        self, *, state: OutboundState, body_blob_id: int, content_type: str, endpoint_url: str
+    ) -> records.OutboundMessage:
+        """Send another copy of a message this MSH forwards: the row of ``state.message_id`` gets the new
+        ``state`` (a fresh sending machine state), the new body, its ``content_type`` and ``endpoint_url``,
+        and ``updated_at`` now; the rest (kind, agreement, parties, service, action, conversation,
+        ``created_at``) stays. The old body blob is deleted unless another message row still names it.
+
+        An intermediary never eliminates duplicates and forwards every copy it receives (ebMS2 §10.1), so
+        only rows of kind :attr:`~msh.store.records.OutboundKind.FORWARD` or
+        :attr:`~msh.store.records.OutboundKind.SIGNAL` can be requeued: :class:`UnknownMessage` if the
+        MessageId is not stored, ``ValueError`` if the row is the application's own message,
+        :class:`UnknownBlob` if ``body_blob_id`` names no blob. Returns the row as it now is.
+        """
+        self._writable()
+        state = rules.outbound_state(state)
+        rules.text("content_type", content_type)
+        rules.text("endpoint_url", endpoint_url)
+        self._existing_blob(body_blob_id)
+        current = self._outbound(state.message_id, for_update=True)
+        if current is None:
+            raise UnknownMessage(state.message_id, "outbound message")
+        # ebMS2 §10.1: only what this MSH forwards (or its own hop-by-hop signals) is replaced by a new copy.
+        if current.kind is records.OutboundKind.OWN:
+            raise ValueError(
+                f"outbound message {state.message_id!r} is the application's own message (kind 'own'), and "
+                "cannot be replaced by another copy: only messages forwarded as an intermediary and signals "
+                "are requeued; to change its state use update_outbound_state"
+            )
+        record = replace(
+            current,
+            state=state,
+            body_blob_id=body_blob_id,
+            content_type=content_type,
+            endpoint_url=endpoint_url,
+            updated_at=self._now(),
+        )
+        if not self._replace_outbound(record):
+            raise UnknownMessage(state.message_id, "outbound message")
+        if current.body_blob_id != body_blob_id:
+            # The body of the replaced copy is no longer sent; another row may still name it (then it stays).
+            self._delete_unused_blob(current.body_blob_id)
+        return record
+
+    def list_outbound(
+        self,
+        *,
+        kind: records.OutboundKind | None = None,
+        status: OutboundStatus | None = None,
+        limit: int = 100,
+        after: str | None = None,
+    ) -> list[records.OutboundMessage]:
+        """Up to ``limit`` sent messages (of ``kind`` and in ``status``, when given), oldest first: ordered by
+        ``created_at``, then by MessageId (code point order).
+
+        ``after`` is a MessageId of an earlier page (the last one seen): the listing goes on with the
+        messages after it in that order (:class:`UnknownMessage` if it is not stored). ``ValueError`` for
+        an unknown kind or status or a limit below 1.
+        """
+        rules.limit(limit)
+        wanted_kind = None if kind is None else rules.outbound_kind(kind)
+        wanted_status = None if status is None else rules.outbound_status(status)
+        self._live()
+        position = None
+        if after is not None:
+            rules.text("after", after)
+            anchor = self._outbound(after, for_update=False)
+            if anchor is None:
+                raise UnknownMessage(after, "outbound message (the 'after' of a listing)")
+            position = (anchor.created_at, anchor.message_id)
+        return self._outbound_list(wanted_kind, wanted_status, position, limit)
 
     # -- inbound
 
@@ -397,6 +473,27 @@ class Transaction(ABC):
     @abstractmethod
     def _outbound_state(self, message_id: str) -> OutboundState | None:
         """The stored message's state, or None."""
+
+    @abstractmethod
+    def _replace_outbound(self, record: records.OutboundMessage) -> bool:
+        """Replace the stored row of ``record.message_id`` by ``record`` (its state, body, content type,
+        endpoint and ``updated_at``); False if the message is not stored."""
+
+    @abstractmethod
+    def _delete_unused_blob(self, blob_id: int) -> bool:
+        """Delete the blob and its chunks unless a stored message (outbound or inbound) names it as its
+        body; whether it was deleted (in one step)."""
+
+    @abstractmethod
+    def _outbound_list(
+        self,
+        kind: records.OutboundKind | None,
+        status: OutboundStatus | None,
+        after: tuple[datetime, str] | None,
+        limit: int,
+    ) -> list[records.OutboundMessage]:
+        """Up to ``limit`` messages (of ``kind``, in ``status``) ordered by (``created_at``, MessageId in code
+        point order), only those after the position ``after`` = (``created_at``, MessageId) when given."""
 
     @abstractmethod
     def _first_inbound(self, message_id: str) -> records.InboundMessage | None:

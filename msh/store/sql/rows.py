@@ -3,9 +3,10 @@
 A sent message's state is the engine's :class:`~msh.engine.OutboundState`; its columns are those of
 ``outbound_messages`` (:mod:`msh.store.schema`): the :class:`~msh.engine.Reliability` as ``retries``,
 ``retry_interval``, ``first_resend_timeout``, ``persist_duration`` (the durations as canonical xs:duration
-text, :class:`~msh.store.schema.XsDurationText`), ``time_to_live``, ``ack_requested``, ``ack_actor``; the
-status as its token; the failure :class:`~msh.errors.Issue` as ``failure_code``, ``failure_severity``,
-``failure_description``. Times go through :class:`~msh.store.schema.UtcDateTime` (aware UTC both ways).
+text, :class:`~msh.store.schema.XsDurationText`), ``time_to_live``, ``ack_requested``, ``ack_actor``,
+``hop_ack``; the status as its token; the failure :class:`~msh.errors.Issue` as ``failure_code``,
+``failure_severity``, ``failure_description``. The message's :class:`~msh.store.records.OutboundKind` is
+``kind``, as its token. Times go through :class:`~msh.store.schema.UtcDateTime` (aware UTC both ways).
 """
 
 from __future__ import annotations
@@ -47,6 +48,7 @@ OUTBOUND_STATE_COLUMNS: Final = (
     "time_to_live",
     "ack_requested",
     "ack_actor",
+    "hop_ack",
     "status",
     "attempts",
     "first_sent_at",
@@ -97,6 +99,7 @@ def state_values(state: OutboundState) -> dict[str, object]:
         "time_to_live": r.time_to_live,
         "ack_requested": r.ack_requested,
         "ack_actor": r.ack_actor,
+        "hop_ack": r.hop_ack,
         "status": state.status.value,
         "attempts": state.attempts,
         "first_sent_at": state.first_sent_at,
@@ -130,6 +133,7 @@ def state_from_row(row: Row) -> OutboundState:
             time_to_live=row["time_to_live"],
             ack_requested=bool(row["ack_requested"]),
             ack_actor=row["ack_actor"],
+            hop_ack=bool(row["hop_ack"]),
         ),
         attempts=row["attempts"],
         first_sent_at=row["first_sent_at"],
@@ -141,11 +145,17 @@ def state_from_row(row: Row) -> OutboundState:
 
 def outbound_values(record: records.OutboundMessage) -> dict[str, object]:
     """Every column of the row of ``record``."""
-    return {**_columns(record, "state"), **state_values(record.state)}
+    return {**_columns(record, "state", "kind"), "kind": record.kind.value, **state_values(record.state)}
 
 
 def outbound_from_row(row: Row) -> records.OutboundMessage:
-    return _record(records.OutboundMessage, row, body_blob_id=int(row["body_blob_id"]), state=state_from_row(row))
+    return _record(
+        records.OutboundMessage,
+        row,
+        body_blob_id=int(row["body_blob_id"]),
+        state=state_from_row(row),
+        kind=records.OutboundKind(row["kind"]),
+    )
 
 
 # ------------------------------------------------------------------------------------ inbound and inbox

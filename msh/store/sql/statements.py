@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, Final
 
-from sqlalchemy import bindparam, delete, func, insert, select, text, update
+from sqlalchemy import bindparam, delete, exists, func, insert, select, text, update
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.engine import Dialect
@@ -26,6 +26,7 @@ __all__ = [
     "EVENT_KEYS",
     "FIRST_COPY",
     "INBOX_UPDATE_KEYS",
+    "REPLACE_KEYS",
     "STATEMENTS",
     "STATE_UPDATE_KEYS",
     "TIMER_KEYS",
@@ -65,6 +66,7 @@ BLOB_KEYS: Final = ("size", "chunk_count", "created_at")
 BLOB_SIZE_KEYS: Final = ("size", "chunk_count")
 CHUNK_KEYS: Final = ("blob_id", "seq", "data")
 STATE_UPDATE_KEYS: Final = (*OUTBOUND_STATE_COLUMNS[1:], "updated_at")
+REPLACE_KEYS: Final = (*STATE_UPDATE_KEYS, "body_blob_id", "content_type", "endpoint_url")
 INBOX_UPDATE_KEYS: Final = ("state", "delivered_at", "acknowledged_at")
 TIMER_KEYS: Final = ("message_id", "kind", "due_at", "created_at")
 EVENT_KEYS: Final = ("at", "kind", "message_id", "direction", "detail")
@@ -75,6 +77,14 @@ STATEMENTS: Final[dict[str, Build]] = {
     "blob-insert": _fixed(insert(blobs).returning(blobs.c.id)),
     "blob-size": _fixed(update(blobs).where(blobs.c.id == bindparam("b_id"))),
     "chunk-insert": _fixed(insert(blob_chunks)),
+    # A blob no message names any more (its chunks go with it: ON DELETE CASCADE).
+    "blob-delete-unused": _fixed(
+        delete(blobs).where(
+            blobs.c.id == bindparam("b_id"),
+            ~exists().where(outbound_messages.c.body_blob_id == blobs.c.id),
+            ~exists().where(inbound_messages.c.body_blob_id == blobs.c.id),
+        )
+    ),
     # outbound
     "outbound": _fixed(_OUTBOUND),
     "outbound-for-update": _fixed(_OUTBOUND.with_for_update()),

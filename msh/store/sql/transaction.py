@@ -32,12 +32,12 @@ from typing import Any, BinaryIO, Protocol
 from sqlalchemy import and_, case, func, or_, select, update
 from sqlalchemy.engine import Connection
 
-from msh.engine import OutboundState
+from msh.engine import OutboundState, OutboundStatus
 from msh.store import records, rules
 from msh.store.blobs import iter_chunks
 from msh.store.errors import StoreError, TransactionLost
 from msh.store.prepared import Prepared
-from msh.store.schema import UtcDateTime, blob_chunks, events, inbound_messages, inbox, timers
+from msh.store.schema import UtcDateTime, blob_chunks, events, inbound_messages, inbox, outbound_messages, timers
 from msh.store.sql import rows
 from msh.store.sql.statements import (
     BLOB_KEYS,
@@ -46,6 +46,7 @@ from msh.store.sql.statements import (
     EVENT_KEYS,
     FIRST_COPY,
     INBOX_UPDATE_KEYS,
+    REPLACE_KEYS,
     STATE_UPDATE_KEYS,
     TIMER_KEYS,
 )
@@ -206,6 +207,38 @@ class SqlTransaction(Transaction):
     def _outbound_state(self, message_id: str) -> OutboundState | None:
         row = self._one("outbound-status", {"b_message_id": message_id})
         return None if row is None else rows.state_from_row(row)
+
+    def _replace_outbound(self, record: records.OutboundMessage) -> bool:
+        values = rows.outbound_values(record)
+        changed = {key: values[key] for key in REPLACE_KEYS}
+        return bool(
+            self._run("outbound-state", {"b_message_id": record.message_id, **changed}, keys=REPLACE_KEYS).rowcount
+        )
+
+    def _delete_unused_blob(self, blob_id: int) -> bool:
+        return bool(self._run("blob-delete-unused", {"b_id": blob_id}).rowcount)
+
+    def _outbound_list(
+        self,
+        kind: records.OutboundKind | None,
+        status: OutboundStatus | None,
+        after: tuple[datetime, str] | None,
+        limit: int,
+    ) -> list[records.OutboundMessage]:
+        created_at = outbound_messages.c.created_at
+        # MessageIds in code point order, as the in-memory twin sorts them (PostgreSQL's "C" collation; a
+        # database's default collation may order them otherwise, SQLite compares them as bytes anyway).
+        message_id = outbound_messages.c.message_id
+        ordered_id = message_id.collate("C") if self._postgres else message_id
+        statement = select(outbound_messages).order_by(created_at, ordered_id).limit(limit)
+        if kind is not None:
+            statement = statement.where(outbound_messages.c.kind == kind.value)
+        if status is not None:
+            statement = statement.where(outbound_messages.c.status == status.value)
+        if after is not None:
+            at, last = after
+            statement = statement.where(or_(created_at > at, and_(created_at == at, ordered_id > last)))
+        return [rows.outbound_from_row(row) for row in self._conn.execute(statement).mappings()]
 
     # -- inbound
 

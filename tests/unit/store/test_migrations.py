@@ -1,4 +1,5 @@
-"""Versioned migrations: an empty database upgrades to head, reopening is a no-op, downgrade round-trips."""
+"""Versioned migrations: an empty database upgrades to head, reopening is a no-op, downgrade round-trips;
+each revision carries stored rows forward and back."""
 
 from __future__ import annotations
 
@@ -16,13 +17,15 @@ import pytest
 from alembic.autogenerate import compare_metadata
 from alembic.runtime.migration import MigrationContext
 from sqlalchemy import Boolean, Engine, Float, Integer, Text, column, create_engine, event, inspect, table, text
+from sqlalchemy.exc import IntegrityError
 
 from cpa.duration import XsDuration
+from msh.engine import OutboundStatus
 from msh.errors import ConfigurationError
-from msh.store import SqlStore, Store, migrations
+from msh.store import OutboundKind, SqlStore, Store, migrations
 from msh.store.schema import UtcDateTime, metadata
 from msh.store.sql import resolve_url
-from tests.support.store import RELIABILITY, T0, add_outbound
+from tests.support.store import RELIABILITY, T0, add_outbound, outbound_state
 
 ROOT = Path(__file__).resolve().parents[3]
 
@@ -80,7 +83,7 @@ def test_an_empty_database_upgrades_to_head(
     assert _revision(raw_engine) is None
     open_store(store_url)
     assert _tables(raw_engine) == STORE_TABLES | {migrations.VERSION_TABLE}
-    assert _revision(raw_engine) == migrations.head_revision() == "0003"
+    assert _revision(raw_engine) == migrations.head_revision() == "0004"
 
 
 def test_the_migrated_schema_is_what_the_store_queries(
@@ -157,7 +160,7 @@ def test_messages_received_before_revision_0003_keep_no_digest(
             {"de": True, "t": "2025-01-01 00:00:00", "blob": blob},
         )
     migrations.upgrade(store.engine)
-    assert _revision(raw_engine) == "0003" and _differences(raw_engine) == []
+    assert _revision(raw_engine) == migrations.head_revision() and _differences(raw_engine) == []
     with store.transaction(readonly=True) as tx:
         old = tx.find_inbound("old@example.com")
     assert old is not None and old.content_digest is None
@@ -384,3 +387,170 @@ def test_downgrading_below_0002_refuses_month_durations_and_changes_nothing(
     with store.transaction(readonly=True) as tx:
         kept = tx.get_outbound("months@x")
     assert kept is not None and kept.state.reliability.persist_duration == XsDuration(months=1)
+
+
+# Revision 0004: multi-hop messaging (ebMS2 §10): the kind of an outbound row, hop_ack, the status 'forwarded'.
+
+OUTBOUND_0003 = table(
+    "outbound_messages",
+    *(
+        column(name, type_)
+        for name, type_ in {
+            "message_id": Text(),
+            "cpaid": Text(),
+            "conversation_id": Text(),
+            "service": Text(),
+            "action": Text(),
+            "to_party": Text(),
+            "endpoint_url": Text(),
+            "content_type": Text(),
+            "body_blob_id": Integer(),
+            "retries": Integer(),
+            "retry_interval": Text(),
+            "first_resend_timeout": Text(),
+            "ack_requested": Boolean(),
+            "ack_actor": Text(),
+            "status": Text(),
+            "attempts": Integer(),
+            "reached_peer": Boolean(),
+            "created_at": UtcDateTime(),
+            "updated_at": UtcDateTime(),
+        }.items()
+    ),
+)
+HOP = replace(RELIABILITY, hop_ack=True)
+OLD_STATUS_CHECK = "ck_outbound_messages_ck_outbound_messages_status"  # revision 0001 named it twice over
+OLD_SEVERITY_CHECK = "ck_outbound_messages_ck_outbound_messages_failure_severity"
+
+
+def _rows_of_revision_0003(engine: Engine) -> None:
+    migrations.upgrade(engine, "0003")
+    with engine.begin() as conn:
+        # The database numbers the blob (on PostgreSQL an id given here would not advance its identity).
+        blob_id = conn.execute(
+            BLOBS.insert().values(size=0, chunk_count=0, created_at=T0).returning(BLOBS.c.id)
+        ).scalar_one()
+        for message_id, status in (("p@x", "pending"), ("w@x", "awaiting-ack"), ("d@x", "delivered")):
+            conn.execute(
+                OUTBOUND_0003.insert().values(
+                    message_id=message_id,
+                    cpaid="cpa",
+                    conversation_id="c",
+                    service="s",
+                    action="a",
+                    to_party="p",
+                    endpoint_url="https://p.example/",
+                    content_type="text/xml",
+                    body_blob_id=blob_id,
+                    retries=3,
+                    retry_interval="PT30S",
+                    first_resend_timeout="PT1M",
+                    ack_requested=True,
+                    ack_actor="urn:oasis:names:tc:ebxml-msg:actor:toPartyMSH",
+                    status=status,
+                    attempts=0 if status == "pending" else 1,
+                    reached_peer=status != "pending",
+                    created_at=T0,
+                    updated_at=T0,
+                )
+            )
+
+
+def _checks(engine: Engine) -> dict[str, str]:
+    """The check constraints of outbound_messages, name -> text (as the database shows it)."""
+    return {c["name"]: c["sqltext"] for c in inspect(engine).get_check_constraints("outbound_messages")}
+
+
+def _indexes(engine: Engine, table_name: str) -> set[str]:
+    return {str(index["name"]) for index in inspect(engine).get_indexes(table_name)}
+
+
+def test_revision_0004_makes_the_stored_rows_the_applications_own(
+    store_url: str, raw_engine: Engine, open_store: Callable[..., Store]
+) -> None:
+    _rows_of_revision_0003(raw_engine)
+    store = open_store(store_url)  # upgrades to head
+    assert _revision(raw_engine) == migrations.head_revision()
+    assert _differences(raw_engine) == []
+    with raw_engine.connect() as conn:
+        stored = conn.execute(text("SELECT message_id, kind, hop_ack FROM outbound_messages ORDER BY 1")).all()
+    assert [tuple(row) for row in stored] == [("d@x", "own", False), ("p@x", "own", False), ("w@x", "own", False)]
+    with store.transaction(readonly=True) as tx:
+        listed = [tx.get_outbound(message_id) for message_id in ("d@x", "p@x", "w@x")]
+    assert [(m.message_id, m.kind, m.state.status, m.state.reliability.hop_ack) for m in listed if m] == [
+        ("d@x", OutboundKind.OWN, OutboundStatus.DELIVERED, False),
+        ("p@x", OutboundKind.OWN, OutboundStatus.PENDING, False),
+        ("w@x", OutboundKind.OWN, OutboundStatus.AWAITING_ACK, False),
+    ]
+    checks = _checks(raw_engine)
+    assert set(checks) == {"ck_outbound_messages_status", "ck_outbound_messages_kind", OLD_SEVERITY_CHECK}
+    assert "forwarded" in checks["ck_outbound_messages_status"]
+    assert all(kind in checks["ck_outbound_messages_kind"] for kind in ("own", "forward", "signal"))
+    assert {"ix_outbound_messages_kind_status", "ix_outbound_messages_body_blob_id"} <= _indexes(
+        raw_engine, "outbound_messages"
+    )
+    assert "ix_inbound_messages_body_blob_id" in _indexes(raw_engine, "inbound_messages")
+    with store.transaction() as tx:  # the new status and kinds go in
+        tx.update_outbound_state(outbound_state("w@x", HOP, status=OutboundStatus.FORWARDED))
+        add_outbound(tx, "fwd@x", kind=OutboundKind.FORWARD)
+    with pytest.raises(IntegrityError), raw_engine.begin() as conn:
+        conn.execute(text("UPDATE outbound_messages SET kind = 'relay' WHERE message_id = 'p@x'"))
+
+
+def test_downgrading_below_0004_refuses_forwarded_and_foreign_rows_and_changes_nothing(
+    store_url: str, raw_engine: Engine, open_store: Callable[..., Store]
+) -> None:
+    store = open_store(store_url)
+    assert isinstance(store, SqlStore)
+    stored = ("own@x", "forwarded@x", "relay@x", "signal@x")
+    with store.transaction() as tx:
+        add_outbound(tx, "own@x", reliability=HOP)
+        add_outbound(tx, "forwarded@x", state=outbound_state("forwarded@x", HOP, status=OutboundStatus.FORWARDED))
+        add_outbound(tx, "relay@x", kind=OutboundKind.FORWARD)
+        add_outbound(tx, "signal@x", kind=OutboundKind.SIGNAL)
+        before = [tx.get_outbound(message_id) for message_id in stored]
+    checks = _checks(raw_engine)
+    with pytest.raises(ConfigurationError) as caught:
+        migrations.downgrade(store.engine, "0003")
+    assert str(caught.value) == (
+        "the store cannot go back to revision 0003: 3 outbound message(s) cannot be kept there, the first "
+        "'forwarded@x' (kind own, status forwarded); revision 0003 knows neither the status 'forwarded' (an "
+        "intermediary acknowledged the message, the end-to-end acknowledgment is awaited) nor messages other than "
+        "the application's own (kind 'forward': forwarded as an intermediary; kind 'signal': signals sent hop by "
+        "hop). Let forwarded messages end (delivered or failed) and delete the rows of kind 'forward' and 'signal' "
+        "before downgrading. Nothing was changed."
+    )
+    assert _revision(raw_engine) == migrations.head_revision()
+    assert _differences(raw_engine) == [] and _checks(raw_engine) == checks
+    with store.transaction(readonly=True) as tx:
+        assert [tx.get_outbound(message_id) for message_id in stored] == before
+
+
+def test_revision_0004_downgrades_the_applications_own_messages_and_back(
+    store_url: str, raw_engine: Engine, open_store: Callable[..., Store]
+) -> None:
+    store = open_store(store_url)
+    assert isinstance(store, SqlStore)
+    with store.transaction() as tx:
+        add_outbound(tx, "hop@x", reliability=HOP)
+        add_outbound(tx, "done@x", state=outbound_state("done@x", status=OutboundStatus.DELIVERED))
+    migrations.downgrade(store.engine, "0003")
+    assert _revision(raw_engine) == "0003"
+    columns = {c["name"] for c in inspect(raw_engine).get_columns("outbound_messages")}
+    assert not {"kind", "hop_ack"} & columns
+    checks = _checks(raw_engine)  # as revision 0003 had them, names included
+    assert set(checks) == {OLD_STATUS_CHECK, OLD_SEVERITY_CHECK} and "forwarded" not in checks[OLD_STATUS_CHECK]
+    assert not {"ix_outbound_messages_kind_status", "ix_outbound_messages_body_blob_id"} & _indexes(
+        raw_engine, "outbound_messages"
+    )
+    assert "ix_inbound_messages_body_blob_id" not in _indexes(raw_engine, "inbound_messages")
+    with raw_engine.connect() as conn:
+        kept = conn.execute(text("SELECT message_id, status FROM outbound_messages ORDER BY 1")).all()
+    assert [tuple(row) for row in kept] == [("done@x", "delivered"), ("hop@x", "pending")]
+    with pytest.raises(IntegrityError), raw_engine.begin() as conn:
+        conn.execute(text("UPDATE outbound_messages SET status = 'forwarded'"))
+    migrations.upgrade(store.engine)
+    assert _differences(raw_engine) == []
+    with store.transaction(readonly=True) as tx:
+        hop = tx.get_outbound("hop@x")
+    assert hop is not None and hop.kind is OutboundKind.OWN and hop.state.reliability.hop_ack is False
