@@ -95,6 +95,7 @@ __all__ = [
     "OutboundStatus",
     "Reliability",
     "ScheduleTimer",
+    "SendAgain",
     "Submit",
     "TimerDue",
     "Transition",
@@ -203,7 +204,15 @@ class TimerDue:
     """The message's timer row came due."""
 
 
-Event: TypeAlias = Submit | TransmitSucceeded | TransmitFailed | AcknowledgmentReceived | ErrorReceived | TimerDue
+@dataclass(frozen=True, slots=True)
+class SendAgain:
+    """Another copy of a message this MSH forwards arrived (an intermediary forwards every copy and
+    eliminates no duplicate, ebMS2 §10.1): send it once more now, within the same retry budget."""
+
+
+Event: TypeAlias = (
+    Submit | TransmitSucceeded | TransmitFailed | AcknowledgmentReceived | ErrorReceived | TimerDue | SendAgain
+)
 
 # --- actions ------------------------------------------------------------------------------------------
 
@@ -417,6 +426,14 @@ def _timer_due(state: OutboundState | None, event: TimerDue, now: datetime) -> S
     return resent, (ScheduleTimer(s.message_id, due), Transmit(s.message_id, attempt))
 
 
+def _send_again(state: OutboundState | None, event: SendAgain, now: datetime) -> Step:
+    s = _known(state)
+    # ebMS2 §10.1: the intermediary forwards the resent copy too; the timer and the budget run on.
+    attempt = s.attempts + 1
+    again = replace(s, status=OutboundStatus.AWAITING_ACK, attempts=attempt)
+    return again, (Transmit(s.message_id, attempt),)
+
+
 # --- the table ----------------------------------------------------------------------------------------
 
 
@@ -445,6 +462,7 @@ def _live(status: OutboundStatus) -> dict[tuple[OutboundStatus | None, type[Any]
         (status, AcknowledgmentReceived): Transition(_acknowledged, (_D, _FW, status), "ebMS2 §6.5.2, §10.1.3"),
         (status, ErrorReceived): Transition(_error_received, (_F, status), "ebMS2 §6.5.7, §4.2.3.2.4"),
         (status, TimerDue): Transition(_timer_due, (_W, _F, status), "ebMS2 §6.5.4, §6.4.6, §3.1.6.4"),
+        (status, SendAgain): Transition(_send_again, (_W,), "ebMS2 §10.1: every copy is forwarded"),
     }
 
 
@@ -455,6 +473,7 @@ def _final(status: OutboundStatus) -> dict[tuple[OutboundStatus | None, type[Any
         (status, TransmitSucceeded): Transition(_ignore, (status,), "late outcome of a resend: ignored"),
         (status, TransmitFailed): Transition(_ignore, (status,), "late outcome of a resend: ignored"),
         (status, TimerDue): Transition(_ignore, (status,), "stale timer: ignored"),
+        (status, SendAgain): Transition(_ignore, (status,), "a copy of a finished forward is submitted afresh"),
     }
 
 
@@ -470,6 +489,7 @@ TRANSITIONS: Final[Mapping[tuple[OutboundStatus | None, type[Any]], Transition]]
         (_FW, TimerDue): Transition(_timer_due, (_F, _FW), "ebMS2 §6.5.7: end-to-end deadline"),
         (_FW, TransmitSucceeded): Transition(_ignore, (_FW,), "late outcome of a resend: ignored"),
         (_FW, TransmitFailed): Transition(_ignore, (_FW,), "late outcome of a resend: ignored"),
+        (_FW, SendAgain): Transition(_ignore, (_FW,), "only forwards are sent again; ours wait here"),
         **_final(_D),
         **_final(_F),
     }

@@ -42,6 +42,7 @@ from msh.engine import (
     ReplySync,
     ResendStoredAck,
     ScheduleTimer,
+    SendAgain,
     SendAsync,
     SignalReceived,
     StoredAck,
@@ -77,6 +78,7 @@ class AfterCommit:
     async_replies: list[tuple[bytes, EndpointRef]] = field(default_factory=list)
     rows: dict[str, OutboundMessage] = field(default_factory=dict)
     bodies: dict[str, tuple[str, bytes]] = field(default_factory=dict)
+    """MessageId -> (Content-Type, body) of a row stored by the unit, for its transmission due now."""
 
 
 class RaceLost(Exception):
@@ -257,13 +259,24 @@ class Executor:
         after: AfterCommit,
     ) -> OutboundMessage | None:
         """Store a forward (or a routed signal of ours) and start its sending machine; a copy of one
-        already stored restarts it with the new bytes (an intermediary forwards every copy, ebMS2 §10.1).
+        already stored is sent again (an intermediary forwards every copy, ebMS2 §10.1): at once, with the
+        stored bytes and within the same retry budget, while the first is under way; afresh, with the new
+        bytes, once that one is over.
         None when the MessageId is one of the application's own messages (a loop: nothing is stored)."""
         message_id = header.message_id
         existing = after.rows.get(message_id) or tx.get_outbound(message_id, for_update=True)
         if existing is not None and existing.kind is OutboundKind.OWN:
             log.warning("%s %s not stored: the MessageId is one of our own messages", kind.value, message_id)
             return None
+        if existing is not None and not existing.state.status.final:
+            # ebMS2 §10.1: another copy while the forward is under way: sent again, same retry budget,
+            # with the stored bytes (a transmission may be reading them; the copy is the same message).
+            state, actions = step(existing.state, SendAgain(), now)
+            tx.update_outbound_state(state)
+            record = replace(existing, state=state)
+            after.rows[message_id] = record
+            self.apply_sending_actions(tx, message_id, actions, now, after, kind=kind)
+            return record
         state, actions = step(None, Submit(message_id, reliability), now)
         if not isinstance(body, bytes):
             body.seek(0)

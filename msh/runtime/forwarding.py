@@ -135,8 +135,9 @@ class Forwarding:
 
     # -- the bytes
 
-    @staticmethod
-    def rewrite(raw: BinaryIO | bytes, content_type: str, insert: tuple[str, ...]) -> tuple[BinaryIO | bytes, str]:
+    def rewrite(
+        self, raw: BinaryIO | bytes, content_type: str, insert: tuple[str, ...]
+    ) -> tuple[BinaryIO | bytes, str]:
         """The body to forward (bytes when small, else a spooled file at position 0) and its Content-Type:
         ``raw`` with the elements aimed at the next MSH replaced by ``insert`` (ebMS2 §10.1.5)."""
         source: BinaryIO
@@ -147,7 +148,13 @@ class Forwarding:
             source.seek(0)
         spool = tempfile.SpooledTemporaryFile(max_size=KEEP_IN_MEMORY)  # noqa: SIM115 (returned or closed)
         try:
-            forwarded = forward_message(source, content_type, spool, insert=insert)
+            forwarded = forward_message(
+                source,
+                content_type,
+                spool,  # type: ignore[arg-type]
+                insert=insert,
+                allow_unterminated=self.core.settings.receiving.accept_unterminated_packages,
+            )
             size = spool.tell()
             spool.seek(0)
             if size <= KEEP_IN_MEMORY:

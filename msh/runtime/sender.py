@@ -25,7 +25,7 @@ from msh.runtime import attempts
 from msh.runtime.core import PARSE_ON_LOOP, Core
 from msh.runtime.executor import AfterCommit, Executor
 from msh.runtime.inbound import InboundPipeline
-from msh.store.api import OutboundKind, OutboundMessage, Transaction
+from msh.store.api import OutboundKind, OutboundMessage, StoreError, Transaction
 from msh.transport.port import SOAP_CONTENT_TYPE, Request, TransportFailure
 
 __all__ = ["Sender"]
@@ -41,7 +41,7 @@ class Sender:
         self.executor = executor
         self.inbound = inbound
         self._routes: dict[tuple[str, str, str, str], SendingParameters] = {}
-        self._first_send: dict[str, tuple[str, str, bytes, SendingParameters | None, OutboundKind]] = {}
+        self._first_send: dict[str, tuple[str, str, bytes, SendingParameters | None, OutboundKind, int]] = {}
 
     def keep_for_first_send(
         self,
@@ -52,10 +52,11 @@ class Sender:
         *,
         endpoint_url: str,
         kind: OutboundKind = OutboundKind.OWN,
+        attempt: int = 1,
     ) -> None:
-        """The first transmission of ``message_id`` sends these bytes, identical to the stored ones,
-        without reading them back."""
-        self._first_send[message_id] = (content_type, endpoint_url, body, params, kind)
+        """Transmission ``attempt`` of ``message_id`` (the first, or the one a new copy of a forward
+        asked for) sends these bytes, identical to the stored ones, without reading them back."""
+        self._first_send[message_id] = (content_type, endpoint_url, body, params, kind, attempt)
 
     # -- after a commit
 
@@ -67,11 +68,18 @@ class Sender:
             except Exception:
                 log.exception("an application callback raised")
         if self.core.running:
+            due = dict(after.transmits)
             for message_id, (content_type, body) in after.bodies.items():
                 row = after.rows.get(message_id)
-                if row is not None and (message_id, 1) in after.transmits:
+                if row is not None and message_id in due:
                     self.keep_for_first_send(
-                        message_id, content_type, body, None, endpoint_url=row.endpoint_url, kind=row.kind
+                        message_id,
+                        content_type,
+                        body,
+                        None,
+                        endpoint_url=row.endpoint_url,
+                        kind=row.kind,
+                        attempt=due[message_id],
                     )
         for message_id, attempt in after.transmits:
             self.core.spawn(functools.partial(self.transmit, message_id, attempt))
@@ -81,12 +89,17 @@ class Sender:
     # -- transmitting
 
     def _load_for_send(self, message_id: str) -> tuple[OutboundMessage, bytes] | None:
-        with self.core.store.transaction(readonly=True) as tx:
-            stored = tx.get_outbound(message_id)
-            if stored is None or stored.state.status.final:
-                return None
-            with tx.open_blob(stored.body_blob_id) as blob:
-                body = blob.read()
+        try:
+            with self.core.store.transaction(readonly=True) as tx:
+                stored = tx.get_outbound(message_id)
+                if stored is None or stored.state.status.final:
+                    return None
+                with tx.open_blob(stored.body_blob_id) as blob:
+                    body = blob.read()
+        except (OSError, StoreError) as exc:
+            # A forward's body replaced by a newer copy meanwhile (ebMS2 §10.1): the timer sends that one.
+            log.warning("message %s not transmitted now: its stored body could not be read (%s)", message_id, exc)
+            return None
         return stored, body
 
     def _params_of(self, stored: OutboundMessage) -> SendingParameters | None:
@@ -123,8 +136,8 @@ class Sender:
         core = self.core
         first = self._first_send.pop(message_id, None)
         params: SendingParameters | None
-        if first is not None and attempt == 1:
-            content_type, endpoint_url, body, params, kind = first
+        if first is not None and attempt == first[5]:
+            content_type, endpoint_url, body, params, kind, _ = first
         else:
             loaded = await core.off_loop(self._load_for_send, message_id)
             if loaded is None:

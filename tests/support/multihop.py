@@ -76,22 +76,52 @@ def routed_cpa(
         for ab in role.service_binding.can_send
     )
     role = replace(role, service_binding=replace(role.service_binding, can_send=sends))
-    a = replace(a, collaboration_roles=(role, *a.collaboration_roles[1:]), delivery_channels=(*a.delivery_channels, a_hop))
+    a = replace(
+        a, collaboration_roles=(role, *a.collaboration_roles[1:]), delivery_channels=(*a.delivery_channels, a_hop)
+    )
     return replace(cpa, party_infos=(a, b))
 
 
-def settings_for(party: PartyId, domain: str) -> Settings:
-    """Settings of one node (memory store; agreements and routes are handed to the network)."""
-    data = {
+def _route_table(route: Route) -> dict[str, Any]:
+    table: dict[str, Any] = {
+        "name": route.name,
+        "to_party_id": route.to_party_id,
+        "next_hop": route.next_hop,
+        "hop_ack": route.hop_ack,
+        "retries": route.retries,
+        "retry_interval": str(route.retry_interval),
+    }
+    if route.to_party_id_type is not None:
+        table["to_party_id_type"] = route.to_party_id_type
+    if route.next_hop_party is not None:
+        table["next_hop_party_id"] = route.next_hop_party[0]
+        if route.next_hop_party[1] is not None:
+            table["next_hop_party_id_type"] = route.next_hop_party[1]
+    for key in ("cpa_id", "service", "action"):
+        if getattr(route, key) is not None:
+            table[key] = getattr(route, key)
+    return table
+
+
+def settings_for(party: PartyId, domain: str, routes: tuple[Route, ...] = ()) -> Settings:
+    """Settings of one node: memory store, plain HTTP, the routing table written as the settings file
+    would have it (the agreements are handed to the network)."""
+    data: dict[str, Any] = {
         "identity": {"party_id": party.value, "party_id_type": party.type, "message_id_domain": domain},
         "agreements": {"paths": []},
         "store": {"url": "memory:"},
+        "server": {"tls": False},
+        "routing": {"routes": [_route_table(r) for r in routes]},
     }
-    return settings_from_mapping(data, base_dir=Path.cwd(), source=f"<{domain}>", env={})
+    settings = settings_from_mapping(data, base_dir=Path.cwd(), source=f"<{domain}>", env={})
+    assert settings.routing.routes == routes
+    return settings
 
 
 def order(n: int) -> Submission:
-    return Submission((C.value, C.type), SERVICE, "NewOrder", (Payload(f"<order n='{n}'/>".encode(), "application/xml"),))
+    return Submission(
+        (C.value, C.type), SERVICE, "NewOrder", (Payload(f"<order n='{n}'/>".encode(), "application/xml"),)
+    )
 
 
 def _route(name: str, to: PartyId, url: str, via: PartyId | None, hop_retries: int, interval: timedelta) -> Route:
@@ -131,10 +161,9 @@ def multihop(
     last = intermediary_id(intermediaries)
     a = net.add(
         "a",
-        settings_for(A, "a.example"),
+        settings_for(A, "a.example", (_route("a-to-c", C, intermediary_url(1), first, hop_retries, hop_interval),)),
         agreements=(cpa,),
         urls=(A_URL,),
-        routes=(_route("a-to-c", C, intermediary_url(1), first, hop_retries, hop_interval),),
     )
     hops: list[Msh] = []
     for n in range(1, intermediaries + 1):
@@ -151,17 +180,11 @@ def multihop(
         hops.append(
             net.add(
                 f"i{n}",
-                settings_for(intermediary_id(n), f"i{n}.example"),
+                settings_for(intermediary_id(n), f"i{n}.example", routes),
                 agreements=(),
                 urls=(intermediary_url(n),),
-                routes=routes,
             )
         )
-    c = net.add(
-        "c",
-        settings_for(C, "c.example"),
-        agreements=(cpa,),
-        urls=(C_URL,),
-        routes=(_route("c-to-a", A, intermediary_url(intermediaries), last, hop_retries, hop_interval),),
-    )
+    back_route = _route("c-to-a", A, intermediary_url(intermediaries), last, hop_retries, hop_interval)
+    c = net.add("c", settings_for(C, "c.example", (back_route,)), agreements=(cpa,), urls=(C_URL,))
     return Path3(net, a, hops, c)

@@ -20,7 +20,7 @@ from msh.engine.sending import AcknowledgmentReceived, ErrorReceived
 from msh.errors import ErrorCode, Issue, Severity
 from tests.support.cpa_factory import NOW, make_envelope
 
-I = m.Party((m.PartyId("555000111", "urn:duns"),))
+INTERMEDIARY = m.Party((m.PartyId("555000111", "urn:duns"),))
 I_ID = "urn:duns:555000111"
 TO_C = Route("to-c", "987654321", "http://c.example/msh", to_party_id_type="urn:duns", retries=4)
 TO_A = Route("to-a", "123456789", "http://a.example/msh")
@@ -33,7 +33,7 @@ def message(*, hop: bool = True, e2e: bool = True, **kw: object) -> m.Envelope:
 
 
 def decide(env: m.Envelope, **kw: object) -> InboundDecision:
-    options: dict[str, object] = {"routes": (TO_C, TO_A), "own_party": I, "own_id": I_ID, "now": NOW}
+    options: dict[str, object] = {"routes": (TO_C, TO_A), "own_party": INTERMEDIARY, "own_id": I_ID, "now": NOW}
     options.update(kw)
     return forward(env, new_message_id="i-1@i.example", **options)  # type: ignore[arg-type]
 
@@ -44,7 +44,7 @@ def refused(decision: InboundDecision) -> tuple[str, str, str | None, str]:
     header = reject.error_message.message_header
     assert header is not None and reject.error_message.error_list is not None
     # ebMS2 §4.2.4.2: to the sender, From the intermediary, about the message.
-    assert header.from_party == I and header.to_party.party_ids[0].value == "123456789"
+    assert header.from_party == INTERMEDIARY and header.to_party.party_ids[0].value == "123456789"
     assert header.message_data.ref_to_message_id == "msg-1@a.example"
     (error,) = reject.error_message.error_list.errors
     text = error.description.text if error.description is not None else ""
@@ -63,9 +63,9 @@ def test_a_message_for_another_party_is_stored_forwarded_and_acknowledged_as_the
     # ebMS2 §10.1.2, §10.1.3: the hop acknowledgment, on the connection, From the intermediary.
     assert isinstance(reply, ReplySync)
     ack = reply.envelope
-    assert ack.message_header is not None and ack.message_header.from_party == I
+    assert ack.message_header is not None and ack.message_header.from_party == INTERMEDIARY
     assert [(a.actor, a.from_party, a.ref_to_message_id) for a in ack.acknowledgments] == [
-        (ACTOR_NEXT_MSH, I, "msg-1@a.example")
+        (ACTOR_NEXT_MSH, INTERMEDIARY, "msg-1@a.example")
     ]
 
 
@@ -147,16 +147,14 @@ def test_routes_match_on_type_agreement_service_and_action_first_row_wins() -> N
 
 
 def test_the_next_msh_acknowledgment_ends_the_hop_and_is_not_relayed() -> None:
-    ack = hop_acknowledgment(message(), own_party=I, message_id="h@c", now=NOW)
+    ack = hop_acknowledgment(message(), own_party=INTERMEDIARY, message_id="h@c", now=NOW)
     answer = hop_answer(ack, "msg-1@a.example")
     assert answer.event == AcknowledgmentReceived("msg-1@a.example", ACTOR_NEXT_MSH)
     assert not answer.relay
 
 
 def test_an_end_to_end_acknowledgment_on_the_connection_is_relayed() -> None:
-    both = acknowledgment_message(
-        message(), message_id="a@c", now=NOW, actors=(ACTOR_TO_PARTY_MSH, ACTOR_NEXT_MSH)
-    )
+    both = acknowledgment_message(message(), message_id="a@c", now=NOW, actors=(ACTOR_TO_PARTY_MSH, ACTOR_NEXT_MSH))
     answer = hop_answer(both, "msg-1@a.example")
     assert answer.event == AcknowledgmentReceived("msg-1@a.example", ACTOR_NEXT_MSH) and answer.relay
 
@@ -177,10 +175,10 @@ def test_an_error_about_the_forward_ends_it_and_is_relayed() -> None:
 @pytest.mark.parametrize("severity", [Severity.ERROR, Severity.WARNING])
 def test_a_delivery_failure_names_the_intermediary_and_the_message(severity: Severity) -> None:
     issue = Issue(ErrorCode.DELIVERY_FAILURE, severity, "message msg-1@a.example: no answer")
-    failure = delivery_failure(message(), issue, own_party=I, message_id="df@i", now=NOW)
+    failure = delivery_failure(message(), issue, own_party=INTERMEDIARY, message_id="df@i", now=NOW)
     assert failure is not None and failure.message_header is not None and failure.error_list is not None
     h = failure.message_header
-    assert h.from_party == I and h.to_party.party_ids[0].value == "123456789"
+    assert h.from_party == INTERMEDIARY and h.to_party.party_ids[0].value == "123456789"
     assert (h.service.value, h.action, h.message_data.ref_to_message_id) == (
         SERVICE_MSH,
         "MessageError",
@@ -193,6 +191,8 @@ def test_a_delivery_failure_names_the_intermediary_and_the_message(severity: Sev
 
 def test_no_delivery_failure_for_a_message_without_ack_requested_or_for_a_signal() -> None:
     issue = Issue(ErrorCode.DELIVERY_FAILURE, Severity.ERROR, "x")
-    assert delivery_failure(message(hop=False, e2e=False), issue, own_party=I, message_id="d", now=NOW) is None
+    assert (
+        delivery_failure(message(hop=False, e2e=False), issue, own_party=INTERMEDIARY, message_id="d", now=NOW) is None
+    )
     ack = acknowledgment_message(message(), message_id="a@c", now=NOW)
-    assert delivery_failure(ack, issue, own_party=I, message_id="d", now=NOW) is None
+    assert delivery_failure(ack, issue, own_party=INTERMEDIARY, message_id="d", now=NOW) is None

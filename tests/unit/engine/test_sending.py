@@ -28,6 +28,7 @@ from msh.engine.sending import (
     OutboundStatus,
     Reliability,
     ScheduleTimer,
+    SendAgain,
     Submit,
     TimerDue,
     Transmit,
@@ -498,12 +499,12 @@ def test_events_for_a_message_with_no_state_raise_unknown_message(event: Event) 
 
 
 def test_the_table_covers_every_pair_but_submit_on_an_existing_message() -> None:
-    events = (Submit, TransmitSucceeded, TransmitFailed, AcknowledgmentReceived, ErrorReceived, TimerDue)
+    events = (Submit, TransmitSucceeded, TransmitFailed, AcknowledgmentReceived, ErrorReceived, TimerDue, SendAgain)
     missing = {(s, e) for s in (None, *OutboundStatus) for e in events if (s, e) not in TRANSITIONS}
     assert missing == {(s, Submit) for s in OutboundStatus} | {(None, e) for e in events if e is not Submit}
     ignored = {key for key, t in TRANSITIONS.items() if t.ignored}
     final = (OutboundStatus.DELIVERED, OutboundStatus.FAILED)
-    late = {(OutboundStatus.FORWARDED, TransmitSucceeded), (OutboundStatus.FORWARDED, TransmitFailed)}
+    late = {(OutboundStatus.FORWARDED, e) for e in (TransmitSucceeded, TransmitFailed, SendAgain)}
     assert ignored == {(s, e) for s in final for e in events if e is not Submit} | late
     assert all(t.rule for t in TRANSITIONS.values())
 
@@ -679,3 +680,15 @@ def test_without_hop_ack_a_next_msh_acknowledgment_of_an_end_to_end_request_is_i
     sender.submit()
     assert sender.feed(AcknowledgmentReceived(MID, ACTOR_NEXT_MSH, by_intermediary=True)) == ()
     assert sender.s.status is OutboundStatus.PENDING
+
+
+def test_another_copy_of_a_forward_is_sent_again_within_the_same_budget() -> None:
+    sender = Sender(rel(ack_actor=ACTOR_NEXT_MSH, retries=2))
+    sender.submit()
+    timer = sender.timer
+    assert sender.feed(SendAgain()) == (Transmit(MID, 2),)
+    assert sender.timer == timer and sender.s.attempts == 2
+    sender.run_out()
+    # Budget: 3 transmissions in all; the copy's counted.
+    assert [a for _, a in sender.transmissions] == [1, 2, 3]
+    assert sender.s.status is OutboundStatus.FAILED

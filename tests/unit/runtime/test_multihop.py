@@ -20,14 +20,13 @@ from msh.ebms.via import ack_requested_element, via_element
 from msh.engine import OutboundStatus
 from msh.engine.routing import Route
 from msh.errors import Severity
-from msh.runtime.msh import Msh
+from msh.runtime.msh import HttpReply, Msh
 from msh.store.api import Direction, OutboundKind
 from msh.testing.network import TestNetwork
 from tests.support.multihop import (
+    C_URL,
     A,
     C,
-    C_URL,
-    Path3,
     intermediary_id,
     intermediary_url,
     multihop,
@@ -211,7 +210,7 @@ def test_a_hundred_messages_through_two_intermediaries_with_losses_are_delivered
         got = received(p.c)
         assert {m: got[m] for m in ids} == dict.fromkeys(ids, 1)
         assert all(i.counters["forwards"] >= 100 for i in p.hops)
-        assert p.a.counters["hop-acknowledged"] >= 100
+        assert p.a.counters["hop-acknowledged"] > 0  # some answers were lost: the end-to-end ack came first
 
     run(scenario, seed=seed)
 
@@ -247,8 +246,9 @@ def test_a_forward_transmitted_but_never_acknowledged_fails_with_warning() -> No
         # Row 3: only the next MSH is asked; the intermediary's DeliveryFailure is all A can learn.
         p = multihop(net, routed_cpa(de=True, e2e=False, hop=True))
         await net.start()
-        # Every answer from C is lost: C gets the message, the intermediary never hears back.
-        net.faults.lose_answers_from[C_URL] = 1.0
+        # C takes the message but never acknowledges a hop (an MSH that ignores AckRequested aimed at
+        # nextMSH): the intermediary's transmissions reach it, its acknowledgment never comes.
+        net.network.attach(C_URL, _NoHopAcks(p.c))
         message_id = await p.a.submit_async(order(1))
         await net.run_until(lambda: status(p.a, message_id) in FINAL, limit=timedelta(days=1))
         stored = p.a.status(message_id)
@@ -259,6 +259,17 @@ def test_a_forward_transmitted_but_never_acknowledged_fails_with_warning() -> No
         assert received(p.c) == {message_id: 1}
 
     run(scenario)
+
+
+class _NoHopAcks:
+    """An endpoint in front of an MSH that answers every request with 202 and no body."""
+
+    def __init__(self, msh: Msh) -> None:
+        self.msh = msh
+
+    async def handle_http(self, body: bytes, content_type: str | None, *, size: int | None = None) -> HttpReply:
+        await self.msh.handle_http(body, content_type, size=size)
+        return HttpReply(202, None, b"")
 
 
 def test_a_later_delivery_failure_is_ignored_once_the_end_to_end_acknowledgment_came() -> None:
@@ -353,7 +364,8 @@ def test_a_routing_loop_is_detected_and_refused() -> None:
         assert stored is not None and stored.state.failure is not None
         assert "routing loop" in stored.state.failure.description
         assert received(p.c) == {}
-        assert p.hops[0].counters["forwards"] == 1  # not circling
+        # Not circling: i1 forwarded the message once (and then the error about it, back to A).
+        assert events(p.hops[0], message_id).count("forward") == 1
 
     run(scenario)
 
