@@ -30,10 +30,14 @@ def when(moment: datetime) -> str:
 
 
 def _next(stored: OutboundMessage) -> tuple[str, datetime] | None:
-    """What the sending machine does next and when: ('resend' | 'give-up', time), or None when final."""
+    """What the sending machine does next and when: ('resend' | 'give-up' | 'end-to-end', time), or None
+    when final."""
     s = stored.state
     if is_final(stored) or s.next_due_at is None:
         return None
+    if s.status.value == "forwarded":
+        # ebMS2 §10.1.3: an intermediary has it; the end-to-end acknowledgment is awaited until then.
+        return ("end-to-end", s.next_due_at)
     # ebMS2 §6.5.4: a resend while fewer than Retries resends were made, else giving up when the timer fires.
     return ("resend" if s.attempts < s.reliability.retries + 1 else "give-up", s.next_due_at)
 
@@ -59,6 +63,10 @@ def status_line(stored: OutboundMessage) -> str:
     line = (
         f"{stored.message_id}: {s.status.value}, {s.attempts} transmission(s), to {stored.to_party} ({stored.action})"
     )
+    if stored.kind.value == "forward":
+        line += f", forwarded for {stored.from_party} to {stored.endpoint_url}"
+    elif stored.kind.value == "signal":
+        line += f", our signal sent along a route to {stored.endpoint_url}"
     if s.failure is not None:
         line += f"; {s.failure.severity.value} {s.failure.error_code.value}: {s.failure.description}"
     return line
@@ -72,6 +80,8 @@ def _status_text(stored: OutboundMessage, attempts: list[Attempt]) -> str:
         what, due = nxt
         if what == "resend":
             lines.append(f"  next attempt at {when(due)}")
+        elif what == "end-to-end":
+            lines.append(f"  the next MSH acknowledged it; waiting for the end-to-end acknowledgment until {when(due)}")
         else:
             lines.append(f"  no resend left: gives up at {when(due)} unless acknowledged")
     return "\n".join(lines)
@@ -83,6 +93,7 @@ def _status_json(stored: OutboundMessage, attempts: list[Attempt]) -> dict[str, 
     return {
         "messageId": stored.message_id,
         "status": s.status.value,
+        "kind": stored.kind.value,
         "attempts": s.attempts,
         "cpaid": stored.cpaid,
         "to": stored.to_party,
@@ -90,7 +101,7 @@ def _status_json(stored: OutboundMessage, attempts: list[Attempt]) -> dict[str, 
         "action": stored.action,
         "firstSentAt": s.first_sent_at.isoformat() if s.first_sent_at else None,
         "nextAttemptAt": nxt[1].isoformat() if nxt is not None and nxt[0] == "resend" else None,
-        "givesUpAt": nxt[1].isoformat() if nxt is not None and nxt[0] == "give-up" else None,
+        "givesUpAt": nxt[1].isoformat() if nxt is not None and nxt[0] != "resend" else None,
         "transmissions": [
             {
                 "attempt": a.number,
@@ -150,9 +161,11 @@ def add_status_command(sub: Subcommands) -> None:
         _status,
         help="show the delivery status of sent messages",
         description=(
-            "Print the status of each MESSAGE_ID sent from this store: delivered, awaiting-ack, pending or failed "
-            "(with the DeliveryFailure), each transmission with its outcome (the HTTP status and what the answer "
-            "carried, or why it failed: connection refused, TLS failure, timeout; and any ErrorList the partner "
+            "Print the status of each MESSAGE_ID sent from this store: delivered, forwarded (an intermediary "
+            "acknowledged it; the end-to-end acknowledgment is awaited), awaiting-ack, pending or failed "
+            "(with the DeliveryFailure), whether it is our own message, one forwarded for another party or a "
+            "signal of ours sent along a route, each transmission with its outcome (the HTTP status and what the "
+            "answer carried, or why it failed: connection refused, TLS failure, timeout; and any ErrorList the partner "
             "sent back), and when the next attempt is due. Exit status 1 if one MESSAGE_ID is unknown."
         ),
         config=True,

@@ -14,6 +14,7 @@ from datetime import timedelta
 
 import pytest
 
+from msh.cli.status import status_line
 from msh.ebms.message import ParseMode, parse_message
 from msh.ebms.namespaces import ACTOR_NEXT_MSH
 from msh.ebms.via import ack_requested_element, via_element
@@ -315,6 +316,10 @@ def test_a_message_stays_forwarded_until_the_end_to_end_acknowledgment() -> None
         await net.settle()
         # The intermediary acknowledged the hop: A stopped resending and waits (msh status: forwarded).
         assert status(p.a, message_id) is OutboundStatus.FORWARDED
+        shown = p.a.status(message_id)
+        assert shown is not None and status_line(shown).startswith(f"{message_id}: forwarded, 1 transmission(s)")
+        at_i = p.hops[0].status(message_id)
+        assert at_i is not None and "forwarded for " in status_line(at_i)
         transmissions = p.a.counters["transmissions"]
         await net.advance(timedelta(seconds=30))
         assert p.a.counters["transmissions"] == transmissions
