@@ -25,10 +25,10 @@ from typing import Any, BinaryIO, Protocol, TypeAlias, cast, runtime_checkable
 
 from cryptography import x509
 from cryptography.hazmat.primitives import serialization
-from cryptography.hazmat.primitives.asymmetric import dsa, ec, rsa
 from lxml import etree
 
 from msh.errors import ConfigurationError
+from msh.security.keys import PrivateKey
 
 __all__ = [
     "LibraryVersions",
@@ -61,9 +61,6 @@ except Exception as exc:  # xmlsec.InternalError at import when lxml and xmlsec 
         f"python-xmlsec cannot be loaded ({exc}): lxml runs on libxml2 "
         f"{'.'.join(map(str, etree.LIBXML_VERSION))} and xmlsec on another build; {_REPAIR}"
     ) from exc
-
-PrivateKey: TypeAlias = rsa.RSAPrivateKey | ec.EllipticCurvePrivateKey | dsa.DSAPrivateKey
-"""The private keys that sign (RSA, EC, DSA) and decrypt (RSA)."""
 
 
 @runtime_checkable

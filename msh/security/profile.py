@@ -22,14 +22,16 @@ from typing import Final
 
 from lxml import etree
 
-from msh.ebms.namespaces import SOAP_ENV, XMLDSIG
+from msh.ebms.namespaces import EB, SOAP_ENV, XLINK, XMLDSIG
 from msh.security.algorithms import EBMS_XPATH, CanonicalizationMethod, DigestAlgorithm, SignatureAlgorithm, Transform
+from msh.security.library import bare_content_id
 
 __all__ = [
     "ENVELOPE_REFERENCE",
     "SIGNATURE",
     "ds",
     "first_signature",
+    "payload_uris",
     "profile_problems",
     "signature_template",
 ]
@@ -68,10 +70,13 @@ def signature_template(
     payload_uris: Sequence[str],
     *,
     key_info: bool = True,
+    xpath_filter: bool = True,
 ) -> etree._Element:
     """An unsigned ``ds:Signature`` in the profile, made the last child of the SOAP ``header``, with one
     ``cid:`` Reference per URI of ``payload_uris`` (in that order) and, with ``key_info``, a KeyInfo to
-    receive the signer's certificate.
+    receive the signer's certificate. Without ``xpath_filter``, the envelope's Transforms are only
+    enveloped-signature and C14N: the signature of an Acknowledgment targeted at the next MSH, which the
+    filter would leave out (ebMS2 §10.1.4).
 
     It is built in place, not built apart and moved in: lxml drops a namespace declaration that the
     document already makes under another prefix, and the XPath filter needs its ``SOAP`` prefix declared
@@ -86,8 +91,9 @@ def signature_template(
     envelope.set("URI", "")
     transforms = _element(envelope, "Transforms")
     _element(transforms, "Transform", Transform.ENVELOPED_SIGNATURE)
-    xpath = _element(transforms, "Transform", Transform.XPATH)
-    etree.SubElement(xpath, ds("XPath"), nsmap={"SOAP": SOAP_ENV}).text = EBMS_XPATH
+    if xpath_filter:
+        xpath = _element(transforms, "Transform", Transform.XPATH)
+        etree.SubElement(xpath, ds("XPath"), nsmap={"SOAP": SOAP_ENV}).text = EBMS_XPATH
     _element(transforms, "Transform", CanonicalizationMethod.C14N)
     _element(envelope, "DigestMethod", digest_algorithm)
     _element(envelope, "DigestValue")
@@ -104,6 +110,18 @@ def signature_template(
         data = _element(_element(signature, "KeyInfo"), "X509Data")
         _element(data, "X509Certificate")
     return signature
+
+
+def payload_uris(root: etree._Element, content_ids: Sequence[str]) -> list[str]:
+    """The Reference URI of each payload part of the message ``root``: the Manifest's xlink:href naming it,
+    else ``cid:`` + its Content-ID (ebMS2 §4.1.3: "strongly RECOMMENDED that the URI attribute value match
+    the xlink:href URI value of the corresponding Manifest/Reference element")."""
+    hrefs: dict[str, str] = {}
+    for reference in root.iterfind(f"{{{SOAP_ENV}}}Body/{{{EB}}}Manifest/{{{EB}}}Reference"):
+        href = reference.get(f"{{{XLINK}}}href") or ""
+        if href[:4].lower() == "cid:":
+            hrefs.setdefault(bare_content_id(href), href)
+    return [hrefs.get(cid, f"cid:{cid}") for cid in content_ids]
 
 
 # ------------------------------------------------------------------------------------------ receiving

@@ -21,7 +21,7 @@ from cryptography.hazmat.primitives.asymmetric import dsa, ec, rsa
 from cryptography.hazmat.primitives.serialization import Encoding, PublicFormat
 from lxml import etree
 
-from msh.ebms.namespaces import EB, SOAP_ENV, XLINK
+from msh.ebms.namespaces import SOAP_ENV
 from msh.errors import ConfigurationError
 from msh.safexml import XmlLimits, parse_xml
 from msh.security.algorithms import DigestAlgorithm, SignatureAlgorithm, digest_algorithm, signature_algorithm
@@ -33,7 +33,7 @@ from msh.security.library import (
     resolving_parts,
     xmlsec,
 )
-from msh.security.profile import ds, signature_template
+from msh.security.profile import ds, payload_uris, signature_template
 
 __all__ = ["key_info", "sign"]
 
@@ -59,18 +59,6 @@ def _check_key(key: PrivateKey, certificate: x509.Certificate, algorithm: Signat
             f"the signing key does not belong to the signing certificate ({_subject(certificate)}): give the "
             "private key of that certificate, or the certificate of that key"
         )
-
-
-def _payload_uris(header_root: etree._Element, content_ids: Sequence[str]) -> list[str]:
-    """The Reference URI of each payload: the Manifest's xlink:href naming it, else ``cid:`` + its
-    Content-ID (ebMS2 §4.1.3: "strongly RECOMMENDED that the URI attribute value match the xlink:href URI
-    value of the corresponding Manifest/Reference element")."""
-    hrefs: dict[str, str] = {}
-    for reference in header_root.iterfind(f"{{{SOAP_ENV}}}Body/{{{EB}}}Manifest/{{{EB}}}Reference"):
-        href = reference.get(f"{{{XLINK}}}href") or ""
-        if href[:4].lower() == "cid:":
-            hrefs.setdefault(bare_content_id(href), href)
-    return [hrefs.get(cid, f"cid:{cid}") for cid in content_ids]
 
 
 def key_info(certificates: Sequence[x509.Certificate]) -> etree._Element:
@@ -101,6 +89,7 @@ def sign(
     digest_uri: str | DigestAlgorithm,
     *,
     chain: Sequence[x509.Certificate] = (),
+    xpath_filter: bool = True,
 ) -> bytes:
     """The SOAP part ``soap`` signed in the ebMS2 §4.1.3 profile with ``key``.
 
@@ -109,6 +98,8 @@ def sign(
     :class:`~msh.ebms.mime.PartBody`, or a seekable binary reader. ``signature_algorithm_uri`` and
     ``digest_uri`` are the agreement's SignatureAlgorithm and HashFunction URIs (CPP/A 2.0 §8.4.40).
     The KeyInfo carries ``certificate`` and ``chain`` (intermediate certificates, leaf first).
+    ``xpath_filter=False`` signs the whole envelope, the elements targeted at the next MSH included: the
+    signature of an Acknowledgment with SOAP actor nextMSH, sent by itself (ebMS2 §10.1.4).
 
     Raises :class:`~msh.errors.ConfigurationError` when the algorithms are not ones the MSH implements,
     the key does not suit the algorithm or does not belong to ``certificate``; ``ValueError`` when
@@ -127,7 +118,9 @@ def sign(
     content_ids = [bare_content_id(cid) for cid in payloads]
     if len(set(content_ids)) != len(content_ids):
         raise ValueError(f"payload Content-IDs repeat: {', '.join(content_ids)}")
-    signature = signature_template(header, method, digest, _payload_uris(root, content_ids), key_info=False)
+    signature = signature_template(
+        header, method, digest, payload_uris(root, content_ids), key_info=False, xpath_filter=xpath_filter
+    )
     _on_its_own_line(header, signature)
     context = xmlsec.SignatureContext()
     context.key = private_key(key)
