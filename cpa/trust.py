@@ -67,12 +67,12 @@ def validity_problem(certificate: x509.Certificate, at: datetime) -> str | None:
     if at < certificate.not_valid_before_utc:
         return (
             f"certificate {describe(certificate)} is not valid before "
-            f"{certificate.not_valid_before_utc.isoformat()} (now is {at.isoformat()})"
+            f"{certificate.not_valid_before_utc.isoformat()} (checked at {at.isoformat()})"
         )
     if at > certificate.not_valid_after_utc:
         return (
             f"certificate {describe(certificate)} expired on {certificate.not_valid_after_utc.isoformat()} "
-            f"(now is {at.isoformat()})"
+            f"(checked at {at.isoformat()})"
         )
     return None
 
