@@ -96,3 +96,24 @@ def envelope(
     if prefix != "SOAP":
         text = text.replace("SOAP:", f"{prefix}:").replace("xmlns:SOAP=", f"xmlns:{prefix}=")
     return text.encode("utf-8")
+
+
+def demo_agreement(certificates: dict[str, x509.Certificate], data: bytes | None = None) -> object:
+    """The demo agreement (``samples/cpas/demo-a-b.xml``, or ``data``) with the certificates of the given
+    certIds replaced (e.g. ``{"A_Cert": ...}``), loaded."""
+    import base64
+
+    from cryptography.hazmat.primitives.serialization import Encoding
+    from lxml import etree
+
+    from cpa.loader import load
+    from tests.support.agreement_files import DEMO_A_B, DS, TP
+
+    root = etree.fromstring(data if data is not None else DEMO_A_B.read_bytes())
+    for cert_id, cert in certificates.items():
+        node = root.find(
+            f".//{{{TP}}}Certificate[@{{{TP}}}certId='{cert_id}']/{{{DS}}}KeyInfo/{{{DS}}}X509Data/{{{DS}}}X509Certificate"
+        )
+        assert node is not None, cert_id
+        node.text = base64.b64encode(cert.public_bytes(Encoding.DER)).decode()
+    return load(etree.tostring(root))

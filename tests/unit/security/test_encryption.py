@@ -111,7 +111,10 @@ def test_an_unknown_algorithm_is_a_configuration_error() -> None:
 def test_sign_then_encrypt_then_decrypt_then_verify() -> None:
     # ebMS2 §4.1.4.5: sign first, then encrypt; the receiver decrypts, then verifies.
     signed = sign(envelope(), PAYLOADS, rsa_key("party A"), certificate("party A"), RSA_SHA256, SHA256)
-    sent = {cid: encrypt_payload(data, certificate("party B"), EncryptionAlgorithm.AES256_CBC) for cid, data in PAYLOADS.items()}
+    sent = {
+        cid: encrypt_payload(data, certificate("party B"), EncryptionAlgorithm.AES256_CBC)
+        for cid, data in PAYLOADS.items()
+    }
     received = {cid: decrypt_payload(data, rsa_key("party B"), content_id=cid).content for cid, data in sent.items()}
     verify(signed, received, certificate("party A"))
     with pytest.raises(SecurityError):

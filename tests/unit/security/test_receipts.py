@@ -88,11 +88,15 @@ def test_a_signed_acknowledgment_carries_the_references_and_verifies() -> None:
         b"</SOAP:Header>",
         b'<eb:Acknowledgment SOAP:mustUnderstand="1" eb:version="2.0" '
         b'SOAP:actor="urn:oasis:names:tc:ebxml-msg:actor:toPartyMSH"><eb:Timestamp>2026-01-01T00:00:00Z'
-        b"</eb:Timestamp><eb:RefToMessageId>m-1@a.example</eb:RefToMessageId>" + references.encode() + b"</eb:Acknowledgment>\n  </SOAP:Header>",
+        b"</eb:Timestamp><eb:RefToMessageId>m-1@a.example</eb:RefToMessageId>"
+        + references.encode()
+        + b"</eb:Acknowledgment>\n  </SOAP:Header>",
     )
     receipt = sign(ack, {}, rsa_key("party B"), certificate("party B"), RSA_SHA256, SHA256)
     verify(receipt, {}, certificate("party B"))
-    kept = etree.fromstring(receipt).findall(f".//{{http://www.oasis-open.org/committees/ebxml-msg/schema/msg-header-2_0.xsd}}Acknowledgment/{ds('Reference')}")
+    kept = etree.fromstring(receipt).findall(
+        f".//{{http://www.oasis-open.org/committees/ebxml-msg/schema/msg-header-2_0.xsd}}Acknowledgment/{ds('Reference')}"
+    )
     check_receipt([etree.tostring(r, encoding="unicode") for r in kept], message)
     with pytest.raises(SecurityError):
         verify(receipt.replace(b"m-1@a.example", b"m-9@a.example"), {}, certificate("party B"))

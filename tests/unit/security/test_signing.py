@@ -99,7 +99,9 @@ def test_the_key_must_belong_to_the_certificate_and_suit_the_algorithm() -> None
     with pytest.raises(ConfigurationError, match="does not belong to the signing certificate"):
         sign(envelope(), PAYLOADS, rsa_key("party B"), certificate("party A"), RSA_SHA256, SHA256)
     with pytest.raises(ConfigurationError, match="needs an EC key"):
-        sign(envelope(), PAYLOADS, rsa_key("party A"), certificate("party A"), RSA_SHA256.replace("rsa", "ecdsa"), SHA256)
+        sign(
+            envelope(), PAYLOADS, rsa_key("party A"), certificate("party A"), RSA_SHA256.replace("rsa", "ecdsa"), SHA256
+        )
 
 
 def test_unknown_algorithms_are_refused_with_the_known_ones() -> None:

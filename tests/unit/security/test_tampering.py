@@ -61,9 +61,15 @@ HEADER_CHANGES = {
     "Service@type": (b'eb:type="string"', b'eb:type="other"'),
     "Action": (b"<eb:Action>NewOrder<", b"<eb:Action>Cancel<"),
     "MessageId": (b"m-1@a.example", b"m-2@a.example"),
-    "Timestamp": (NOW.strftime("%Y-%m-%dT%H:%M:%SZ").encode(), (NOW + timedelta(seconds=1)).strftime("%Y-%m-%dT%H:%M:%SZ").encode()),
+    "Timestamp": (
+        NOW.strftime("%Y-%m-%dT%H:%M:%SZ").encode(),
+        (NOW + timedelta(seconds=1)).strftime("%Y-%m-%dT%H:%M:%SZ").encode(),
+    ),
     "DuplicateElimination removed": (b"<eb:DuplicateElimination/>", b""),
-    "MessageHeader@mustUnderstand": (b'<eb:MessageHeader SOAP:mustUnderstand="1"', b'<eb:MessageHeader SOAP:mustUnderstand="0"'),
+    "MessageHeader@mustUnderstand": (
+        b'<eb:MessageHeader SOAP:mustUnderstand="1"',
+        b'<eb:MessageHeader SOAP:mustUnderstand="0"',
+    ),
     "element added to the Header": (b"  </SOAP:Header>", b"  <x:Extra xmlns:x='urn:x'/></SOAP:Header>"),
     "white space in the Header": (b"<eb:CPAId>", b" <eb:CPAId>"),
 }
