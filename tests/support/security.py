@@ -98,22 +98,57 @@ def envelope(
     return text.encode("utf-8")
 
 
-def demo_agreement(certificates: dict[str, x509.Certificate], data: bytes | None = None) -> object:
+def demo_agreement_bytes(certificates: dict[str, x509.Certificate], data: bytes | None = None) -> bytes:
     """The demo agreement (``samples/cpas/demo-a-b.xml``, or ``data``) with the certificates of the given
-    certIds replaced (e.g. ``{"A_Cert": ...}``), loaded."""
+    certIds replaced (e.g. ``{"A_Cert": ...}``)."""
     import base64
 
     from cryptography.hazmat.primitives.serialization import Encoding
     from lxml import etree
 
-    from cpa.loader import load
     from tests.support.agreement_files import DEMO_A_B, DS, TP
 
     root = etree.fromstring(data if data is not None else DEMO_A_B.read_bytes())
     for cert_id, cert in certificates.items():
-        node = root.find(
-            f".//{{{TP}}}Certificate[@{{{TP}}}certId='{cert_id}']/{{{DS}}}KeyInfo/{{{DS}}}X509Data/{{{DS}}}X509Certificate"
-        )
+        path = f".//{{{TP}}}Certificate[@{{{TP}}}certId='{cert_id}']/{{{DS}}}KeyInfo/{{{DS}}}X509Data/{{{DS}}}X509Certificate"
+        node = root.find(path)
         assert node is not None, cert_id
         node.text = base64.b64encode(cert.public_bytes(Encoding.DER)).decode()
-    return load(etree.tostring(root))
+    return etree.tostring(root)
+
+
+def demo_agreement(certificates: dict[str, x509.Certificate], data: bytes | None = None) -> object:
+    """:func:`demo_agreement_bytes`, loaded."""
+    from cpa.loader import load
+
+    return load(demo_agreement_bytes(certificates, data))
+
+
+def signed_sample_capture(key_name: str, cert: x509.Certificate, *, change: tuple[bytes, bytes] | None = None) -> bytes:
+    """``samples/messages/order-request.http`` with its Timestamp and TimeToLive moved to now, signed with
+    ``key_name``'s key (``cert`` in its KeyInfo), as a raw HTTP capture; ``change`` replaces bytes after
+    signing (tampering on the way)."""
+    import io
+    from pathlib import Path
+
+    from msh.ebms.message import read_message_file
+    from msh.ebms.mime import AttachmentSpec, write_package
+    from msh.security import sign
+
+    sample = Path(__file__).resolve().parents[2] / "samples" / "messages" / "order-request.http"
+    message = read_message_file(sample)
+    try:
+        soap = message.soap.replace(b"2026-11-01T09:30:00Z", NOW.strftime("%Y-%m-%dT%H:%M:%SZ").encode())
+        soap = soap.replace(b"2026-11-02T09:30:00Z", (NOW + timedelta(days=1)).strftime("%Y-%m-%dT%H:%M:%SZ").encode())
+        payloads = {p.content_id or "": p.body for p in message.payloads}
+        signed = sign(soap, payloads, rsa_key(key_name), cert, RSA_SHA256, SHA256)
+        out = io.BytesIO()
+        specs = [
+            AttachmentSpec(p.content_id or "", p.content_type, p.body, p.transfer_encoding) for p in message.payloads
+        ]
+        content_type = write_package(out, signed, specs, start_id="soap@a.example")
+    finally:
+        message.close()
+    capture = b"POST /msh HTTP/1.1\r\nContent-Type: " + content_type.encode() + b'\r\nSOAPAction: "ebXML"\r\n\r\n'
+    capture += out.getvalue()
+    return capture.replace(*change) if change is not None else capture
