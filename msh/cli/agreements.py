@@ -3,9 +3,9 @@
 ``validate`` lists every problem of each file, one line each (``file:line: path: message``; a warning reads
 ``file:line: path: Warning: message``), and what it asks of message security that the MSH does not
 implement (``file: agreement ..., DocExchange ...: ...``): exit status 0 when every file loads and can be
-used (warnings or not), 1 when any has an error. ``show`` prints a readable summary of one agreement (any agreement ``validate`` accepts):
-parties, roles, actions and the channels they use, with each channel's reliability and security. ``list``
-lists the agreements of ``agreements.paths`` this party is in.
+used (warnings or not), 1 when any has an error. ``show`` prints a readable summary of one agreement (any
+agreement ``validate`` accepts): parties, roles, actions and the channels they use, with each channel's
+reliability and security. ``list`` lists the agreements of ``agreements.paths`` this party is in.
 """
 
 from __future__ import annotations

@@ -62,7 +62,7 @@ def test_the_signed_agreements_give_their_algorithms_and_certificates(name: str)
     assert policy.required
     assert [a.rsplit("#", 1)[-1] for a in policy.signature_algorithms or ()] == [signature]
     assert [a[a.index("#") :] for a in policy.digest_algorithms or ()] == [digest]
-    assert [c.subject.rfc4514_string() for c in policy.certificates][0].startswith("CN=localhost")
+    assert policy.certificates[0].subject.rfc4514_string().startswith("CN=localhost")
     assert policy.anchors  # the receiver's SigningSecurityDetails
     # A round trip with the agreement's algorithms (our own key: the agreement's private key is not ours).
     (algorithm,), (hash_function,) = policy.signature_algorithms, policy.digest_algorithms  # type: ignore[misc]

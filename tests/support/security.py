@@ -72,7 +72,9 @@ def envelope(
     refs = "".join(f'\n      <eb:Reference xlink:href="cid:{cid}" xlink:type="simple"/>' for cid in payloads)
     manifest = f'\n    <eb:Manifest eb:version="2.0">{refs}\n    </eb:Manifest>' if payloads else ""
     text = f"""<?xml version="1.0" encoding="UTF-8"?>
-<SOAP:Envelope xmlns:SOAP="http://schemas.xmlsoap.org/soap/envelope/" xmlns:eb="http://www.oasis-open.org/committees/ebxml-msg/schema/msg-header-2_0.xsd" xmlns:xlink="http://www.w3.org/1999/xlink">
+<SOAP:Envelope xmlns:SOAP="http://schemas.xmlsoap.org/soap/envelope/"
+    xmlns:eb="http://www.oasis-open.org/committees/ebxml-msg/schema/msg-header-2_0.xsd"
+    xmlns:xlink="http://www.w3.org/1999/xlink">
   <SOAP:Header>
     <eb:MessageHeader SOAP:mustUnderstand="1" eb:version="2.0">
       <eb:From><eb:PartyId eb:type="urn:duns">123456789</eb:PartyId><eb:Role>Buyer</eb:Role></eb:From>
@@ -110,7 +112,10 @@ def demo_agreement_bytes(certificates: dict[str, x509.Certificate], data: bytes 
 
     root = etree.fromstring(data if data is not None else DEMO_A_B.read_bytes())
     for cert_id, cert in certificates.items():
-        path = f".//{{{TP}}}Certificate[@{{{TP}}}certId='{cert_id}']/{{{DS}}}KeyInfo/{{{DS}}}X509Data/{{{DS}}}X509Certificate"
+        path = (
+            f".//{{{TP}}}Certificate[@{{{TP}}}certId='{cert_id}']"
+            f"/{{{DS}}}KeyInfo/{{{DS}}}X509Data/{{{DS}}}X509Certificate"
+        )
         node = root.find(path)
         assert node is not None, cert_id
         node.text = base64.b64encode(cert.public_bytes(Encoding.DER)).decode()

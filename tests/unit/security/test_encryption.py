@@ -3,6 +3,8 @@ and failures as SecurityFailure."""
 
 from __future__ import annotations
 
+import re
+
 import pytest
 import xmlsec
 from lxml import etree
@@ -99,7 +101,9 @@ def test_a_plain_payload_or_another_algorithm_is_refused_where_encryption_is_agr
     with pytest.raises(SecurityError, match="not XML Encryption's EncryptedData"):
         decrypt_payload(b"%PDF-1.4", rsa_key("party B"), content_id="o@x")
     document = encrypt_payload(CONTENT, certificate("party B"), EncryptionAlgorithm.TRIPLEDES_CBC)
-    with pytest.raises(SecurityError, match="the agreement says http://www.w3.org/2001/04/xmlenc#aes256-cbc"):
+    with pytest.raises(
+        SecurityError, match=re.escape("the agreement says http://www.w3.org/2001/04/xmlenc#aes256-cbc")
+    ):
         decrypt_payload(document, rsa_key("party B"), algorithms={EncryptionAlgorithm.AES256_CBC})
 
 

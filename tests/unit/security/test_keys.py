@@ -57,7 +57,7 @@ def test_unreadable_key_and_certificate_files_are_explained(tmp_path: Path) -> N
         load_private_key(tmp_path / "junk.pem")
     with pytest.raises(ConfigurationError, match="check the path"):
         load_private_key(tmp_path / "missing.pem")
-    with pytest.raises(ConfigurationError, match="holds no readable X.509 certificate"):
+    with pytest.raises(ConfigurationError, match=r"holds no readable X\.509 certificate"):
         load_certificates(tmp_path / "junk.pem")
 
 

@@ -55,3 +55,23 @@ def test_libxmlsec_cannot_open_files_or_urls() -> None:
         else:
             raise AssertionError("libxmlsec read a file")
     assert root.find(f".//{ds('DigestValue')}").text in (None, "")
+
+
+def test_threads_resolve_their_own_parts() -> None:
+    # The cid: callbacks are process-wide; each thread sees the parts of its own message only.
+    from concurrent.futures import ThreadPoolExecutor
+
+    cert = certificate("library check")
+    messages = []
+    for n in range(4):
+        parts = {f"p{n}@x": f"payload {n}".encode() * 1000}
+        messages.append(
+            (sign(envelope(payloads=(f"p{n}@x",)), parts, rsa_key("library check"), cert, RSA_SHA256, SHA256), parts)
+        )
+
+    def check(index: int) -> bool:
+        soap, parts = messages[index % 4]
+        return verify(soap, parts, cert).references[1].uri == f"cid:p{index % 4}@x"
+
+    with ThreadPoolExecutor(4) as pool:
+        assert all(pool.map(check, range(40)))

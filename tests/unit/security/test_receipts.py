@@ -72,7 +72,7 @@ def test_a_receipt_for_other_content_is_a_security_failure_naming_the_part() -> 
 def test_a_receipt_missing_a_reference_or_naming_an_extra_one_fails() -> None:
     message = signed()
     references = list(receipt_references(message))
-    with pytest.raises(SecurityError, match="does not name payload part cid:order@a.example"):
+    with pytest.raises(SecurityError, match=r"does not name payload part cid:order@a\.example"):
         check_receipt([references[0], references[2]], message)
     extra = references[2].replace("cid:scan@a.example", "cid:extra@x")
     with pytest.raises(SecurityError, match="names payload part cid:extra@x, which the message sent does not have"):

@@ -91,7 +91,8 @@ MANIFEST_CHANGES = {
     "reference added": (b"\n    </eb:Manifest>", b'<eb:Reference xlink:href="http://x.example/"/>\n    </eb:Manifest>'),
     "description added": (
         b'xlink:href="cid:order@a.example" xlink:type="simple"/>',
-        b'xlink:href="cid:order@a.example" xlink:type="simple"><eb:Description xml:lang="en">x</eb:Description></eb:Reference>',
+        b'xlink:href="cid:order@a.example" xlink:type="simple">'
+        b'<eb:Description xml:lang="en">x</eb:Description></eb:Reference>',
     ),
     "Manifest version": (b'<eb:Manifest eb:version="2.0">', b'<eb:Manifest eb:version="2.1">'),
 }
