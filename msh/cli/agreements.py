@@ -38,8 +38,8 @@ def _validate(args: argparse.Namespace) -> int:
             continue
         # ebMS2 §4.1.4.5: a digital envelope or signature protocol the MSH lacks makes the agreement unusable.
         unusable = agreement_security_problems(agreement)
-        for problem in unusable:
-            print(f"{path}: {problem}")
+        for line in unusable:
+            print(f"{path}: {line}")
         if unusable:
             failed = True
         else:
