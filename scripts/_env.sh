@@ -35,6 +35,32 @@ if [ ! -x "$VENV/bin/python" ]; then
   echo "== creating virtual environment in $VENV"
   "$PYTHON" -m venv "$VENV"
 fi
+# lxml and xmlsec must run on one libxml2 (DESIGN.md §7): pyproject.toml pins a pair whose wheels carry the
+# same one. Where they do not load together (no wheel for this platform, so xmlsec was built against the
+# system libxml2; or a pair that disagrees), build both from source against the system libxml2 (needs
+# libxml2-dev, libxmlsec1-dev, libxslt1-dev, pkg-config: installed with apt-get when run as root).
+_msh_one_libxml2() {
+  if "$VENV/bin/python" -c 'import xmlsec' 2>/dev/null; then return 0; fi
+  echo "== lxml and xmlsec do not load together; building both against the system libxml2 (several minutes)"
+  if ! pkg-config --exists libxml-2.0 xmlsec1 2>/dev/null && [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
+    local packages="libxml2-dev libxmlsec1-dev libxslt1-dev pkg-config"
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -q $packages >/dev/null 2>&1 ||
+      { apt-get update -q >/dev/null 2>&1 && DEBIAN_FRONTEND=noninteractive apt-get install -y -q $packages >/dev/null 2>&1; } ||
+      true
+  fi
+  local versions
+  versions="$("$VENV/bin/python" -c 'import importlib.metadata as m; print("lxml==%s xmlsec==%s" % (m.version("lxml"), m.version("xmlsec")))')"
+  # shellcheck disable=SC2086 # two requirement words
+  "$VENV/bin/python" -m pip install --quiet --disable-pip-version-check --force-reinstall --no-deps \
+    --no-binary lxml,xmlsec $versions
+  if ! "$VENV/bin/python" -c 'import xmlsec' 2>/dev/null; then
+    echo "error: lxml and xmlsec still do not load together:" >&2
+    "$VENV/bin/python" -c 'import xmlsec' >&2 || true
+    echo "install libxml2-dev, libxmlsec1-dev, libxslt1-dev and pkg-config, then run this again" >&2
+    exit 2
+  fi
+}
+
 STAMP="$VENV/.msh-installed-${EXTRAS:-base}"
 WANT="$(sha256sum "$ROOT/pyproject.toml" | cut -d' ' -f1)"
 if [ ! -f "$STAMP" ] || [ "$(cat "$STAMP")" != "$WANT" ]; then
@@ -42,6 +68,7 @@ if [ ! -f "$STAMP" ] || [ "$(cat "$STAMP")" != "$WANT" ]; then
   "$VENV/bin/python" -m pip install --quiet --disable-pip-version-check --upgrade pip
   spec="$ROOT"; [ -n "$EXTRAS" ] && spec="$ROOT[$EXTRAS]"
   "$VENV/bin/python" -m pip install --quiet --disable-pip-version-check -e "$spec"
+  _msh_one_libxml2
   echo "$WANT" > "$STAMP"
 fi
 export PATH="$VENV/bin:$PATH"

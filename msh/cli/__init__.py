@@ -5,6 +5,10 @@ Subcommands:
 - ``msh message inspect FILE…``: summarise ebXML message files (raw HTTP capture, header dump, MIME
   package, or bare SOAP envelope) with their validation verdict; ``--json`` for machines. Exit status 0 when every file
   is valid, 1 when any is only accepted leniently or rejected, 2 on bad usage.
+- ``msh message verify FILE… --cpa FILE | --cert PEM | --keyinfo``: check their ebMS signatures
+  (:mod:`msh.cli.verify`); exit status 0 only when every file verifies.
+- ``msh keys generate PARTY``: a trial key pair, self-signed certificate and the agreement's Certificate
+  element (:mod:`msh.cli.keys`).
 - ``msh demo``: the two-partner reliable-messaging demo (``--codec``: round-trip the sample messages).
 - ``msh cpa validate FILE…``, ``msh cpa show FILE``: check agreements and summarise one; ``msh cpa list``:
   the agreements of the running MSH (:mod:`msh.cli.agreements`).
@@ -35,6 +39,7 @@ from msh.cli.agreements import add_cpa_commands
 from msh.cli.common import EXIT_INTERNAL, EXIT_INTERRUPTED, EXIT_USAGE, Parser
 from msh.cli.demo import add_demo_command
 from msh.cli.inbox import add_inbox_command
+from msh.cli.keys import add_keys_command
 from msh.cli.messages import add_message_commands
 from msh.cli.send import add_send_command
 from msh.cli.serve import add_serve_command
@@ -62,8 +67,8 @@ def build_parser() -> argparse.ArgumentParser:
         prog="msh",
         description=(
             "ebXML Messaging 2.0 Message Service Handler: run an MSH (serve), send messages and follow them\n"
-            "(send, status), take the received ones (inbox); tools for message files and CPP/CPA agreements\n"
-            "(message, cpa) and the two-partner demo (demo). Every command has --help."
+            "(send, status), take the received ones (inbox); tools for message files, CPP/CPA agreements and\n"
+            "keys (message, cpa, keys) and the two-partner demo (demo). Every command has --help."
         ),
         epilog=_EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
@@ -78,6 +83,7 @@ def build_parser() -> argparse.ArgumentParser:
         add_send_command,
         add_status_command,
         add_inbox_command,
+        add_keys_command,
     ):
         add(sub)
     for leaf in _leaves(parser):
@@ -98,7 +104,9 @@ def _leaves(parser: argparse.ArgumentParser) -> list[argparse.ArgumentParser]:
 
 def _command(args: argparse.Namespace) -> str:
     words = ["msh"] + [
-        getattr(args, name) for name in ("command", "message_command", "cpa_command") if getattr(args, name, None)
+        getattr(args, name)
+        for name in ("command", "message_command", "cpa_command", "keys_command")
+        if getattr(args, name, None)
     ]
     return " ".join(words)
 

@@ -1,10 +1,11 @@
 """``msh cpa validate | show | list``: CPP/CPA 2.0 agreement files, and the agreements an MSH is configured with.
 
 ``validate`` lists every problem of each file, one line each (``file:line: path: message``; a warning reads
-``file:line: path: Warning: message``): exit status 0 when every file loads (warnings or not), 1 when any
-has an error. ``show`` prints a readable summary of one agreement (any agreement ``validate`` accepts):
-parties, roles, actions and the channels they use, with each channel's reliability and security. ``list``
-lists the agreements of ``agreements.paths`` this party is in.
+``file:line: path: Warning: message``), and what it asks of message security that the MSH does not
+implement (``file: agreement ..., DocExchange ...: ...``): exit status 0 when every file loads and can be
+used (warnings or not), 1 when any has an error. ``show`` prints a readable summary of one agreement (any
+agreement ``validate`` accepts): parties, roles, actions and the channels they use, with each channel's
+reliability and security. ``list`` lists the agreements of ``agreements.paths`` this party is in.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ __all__ = ["add_cpa_commands", "render_agreement"]
 
 def _validate(args: argparse.Namespace) -> int:
     from cpa import CpaError, load
+    from msh.security.agreement import agreement_security_problems
 
     failed = False
     for path in args.files:
@@ -33,6 +35,13 @@ def _validate(args: argparse.Namespace) -> int:
             failed = True
             for problem in exc.problems:
                 print(problem)
+            continue
+        # ebMS2 §4.1.4.5: a digital envelope or signature protocol the MSH lacks makes the agreement unusable.
+        unusable = agreement_security_problems(agreement)
+        for line in unusable:
+            print(f"{path}: {line}")
+        if unusable:
+            failed = True
         else:
             for warning in agreement.warnings:
                 print(warning)

@@ -5,8 +5,11 @@ from __future__ import annotations
 import argparse
 import contextlib
 import math
-from collections.abc import Callable, Iterator
+import os
+from collections.abc import Callable, Iterator, Sequence
 from typing import TYPE_CHECKING, NoReturn, TypeAlias, TypeVar
+
+from msh.errors import ConfigurationError
 
 if TYPE_CHECKING:
     from msh.runtime.msh import Msh
@@ -23,6 +26,7 @@ __all__ = [
     "fraction",
     "non_empty",
     "positive_int",
+    "readable_files",
     "running_msh",
     "seconds",
 ]
@@ -83,6 +87,17 @@ def running_msh(args: argparse.Namespace) -> Iterator[Msh]:
         yield msh
     finally:
         msh.close()
+
+
+def readable_files(paths: Sequence[str]) -> None:
+    """Refuse, in one line, a message file that cannot be read (before any report is printed)."""
+    for path in paths:
+        if os.path.isdir(path):
+            raise ConfigurationError(f"{path} is a folder; give the message files in it (e.g. {path}/*.http)")
+        if not os.path.exists(path):
+            raise ConfigurationError(f"{path}: no such file; check the path")
+        if not os.access(path, os.R_OK):
+            raise ConfigurationError(f"{path}: permission denied; make the file readable or copy it")
 
 
 # ------------------------------------------------------------------------------------ argument types

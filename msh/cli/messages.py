@@ -1,34 +1,22 @@
-"""``msh message inspect FILE…``: a readable summary of ebXML message files and their validation verdict."""
+"""``msh message inspect FILE…``: a readable summary of ebXML message files and their validation verdict;
+``msh message verify`` (:mod:`msh.cli.verify`) checks their signatures."""
 
 from __future__ import annotations
 
 import argparse
 import json
-import os
-from collections.abc import Sequence
 
-from msh.cli.common import Subcommands, add_command
-from msh.errors import ConfigurationError
+from msh.cli.common import Subcommands, add_command, readable_files
+from msh.cli.verify import add_verify_command
 
 __all__ = ["add_message_commands"]
-
-
-def _readable(paths: Sequence[str]) -> None:
-    """Refuse, in one line, a message file that cannot be read (before any report is printed)."""
-    for path in paths:
-        if os.path.isdir(path):
-            raise ConfigurationError(f"{path} is a folder; give the message files in it (e.g. {path}/*.http)")
-        if not os.path.exists(path):
-            raise ConfigurationError(f"{path}: no such file; check the path")
-        if not os.access(path, os.R_OK):
-            raise ConfigurationError(f"{path}: permission denied; make the file readable or copy it")
 
 
 def _inspect(args: argparse.Namespace) -> int:
     """0 when every file is valid, 1 when any is only accepted leniently or rejected."""
     from msh.ebms.inspect import inspect_file, render_text
 
-    _readable(args.files)
+    readable_files(args.files)
     results = [inspect_file(path) for path in args.files]
     if args.json:
         print(json.dumps(results if len(results) > 1 else results[0], indent=2))
@@ -38,7 +26,7 @@ def _inspect(args: argparse.Namespace) -> int:
 
 
 def add_message_commands(sub: Subcommands) -> None:
-    """Add ``msh message`` and its subcommand ``inspect``."""
+    """Add ``msh message`` and its subcommands ``inspect`` and ``verify``."""
     message = sub.add_parser(
         "message", help="work with ebXML message files", description="Work with ebXML message files."
     )
@@ -60,3 +48,4 @@ def add_message_commands(sub: Subcommands) -> None:
     )
     inspect.add_argument("files", nargs="+", metavar="FILE", help="message file(s) to inspect")
     inspect.add_argument("--json", action="store_true", help="print the result as JSON")
+    add_verify_command(message_sub)

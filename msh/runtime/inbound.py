@@ -181,7 +181,9 @@ class InboundPipeline:
                 result, relayed = trusted, True
         if peer_certificate is not None and result.cpa is not None and header is not None and not relayed:
             # DESIGN.md §7: the certificate presented must belong to the party the header claims.
-            issue = client_certificate_issue(result.cpa, header.from_party, peer_certificate, to_party=header.to_party)
+            issue = client_certificate_issue(
+                result.cpa, header.from_party, peer_certificate, now=now, to_party=header.to_party
+            )
             if issue is not None:
                 core.counters["certificate-mismatches"] += 1
                 log.warning("message %s refused: %s", header.message_id, issue.description)

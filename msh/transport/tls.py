@@ -9,23 +9,32 @@ client presents the same certificate and verifies the partner's server against t
 A trusted client certificate is not yet the right one: every partner's certificate is trusted, and a
 partner could claim to be another. :func:`client_certificate_issue` binds the certificate presented on the
 connection to the party the message header names as From (DESIGN.md §7): it must be one of the
-certificates that party's ``PartyInfo`` names in the agreement of the header's CPAId, or be issued by one of
-them; otherwise the message is refused with a SecurityFailure error.
+certificates that party's ``PartyInfo`` names in the agreement of the header's CPAId, or chain to one of them
+through CA certificates of any number, every certificate of the chain valid now; otherwise the message is
+refused with a SecurityFailure error. The chain check is :mod:`cpa.trust`'s, shared with the signature check
+of :mod:`msh.security`.
 """
 
 from __future__ import annotations
 
-import functools
 import ssl
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
+from datetime import UTC, datetime
 from pathlib import Path
 
 from cryptography import x509
-from cryptography.exceptions import InvalidSignature
 from cryptography.hazmat.primitives.serialization import Encoding
 
 from cpa.model import Certificate, CollaborationProtocolAgreement
 from cpa.resolve import SendingParameters, party_keys
+from cpa.trust import (
+    UntrustedCertificate,
+    certificate_path,
+    describe,
+    load_certificate,
+    party_certificate_problem,
+    party_certificates,
+)
 from msh.ebms.model import Party
 from msh.engine.routing import Route
 from msh.errors import ConfigurationError, ErrorCode, Issue, Severity
@@ -176,69 +185,73 @@ class ClientContexts:
         return context
 
 
-@functools.lru_cache(maxsize=256)
-def _certificate(der: bytes) -> x509.Certificate | None:
-    try:
-        return x509.load_der_x509_certificate(der)
-    except ValueError:
-        return None
-
-
-def _issued_by(leaf: x509.Certificate, issuer: x509.Certificate) -> bool:
-    try:
-        leaf.verify_directly_issued_by(issuer)
-    except (ValueError, TypeError, InvalidSignature):
-        return False
-    return True
-
-
-def _party_certificates(cpa: CollaborationProtocolAgreement, party: Party) -> list[bytes]:
-    claimed = {(p.value, p.type) for p in party.party_ids}
-    infos = [info for info in cpa.party_infos if claimed & set(party_keys(info))]
-    return [der for info in infos for cert in info.certificates for der in cert.x509]
-
-
-def certificate_of(presented: bytes, owned: Iterable[bytes]) -> bool:
-    """Whether the certificate ``presented`` (DER) is one of ``owned`` (DER) or issued by one of them."""
-    owned = list(owned)
-    if presented in owned:
-        return True
-    leaf = _certificate(presented)
-    if leaf is None:
-        return False
-    for der in owned:
-        issuer = _certificate(der)
-        if issuer is not None and _issued_by(leaf, issuer):
-            return True
-    return False
-
-
 def client_certificate_issue(
-    cpa: CollaborationProtocolAgreement, from_party: Party, presented: bytes, *, to_party: Party | None = None
+    cpa: CollaborationProtocolAgreement,
+    from_party: Party,
+    presented: bytes,
+    *,
+    now: datetime | None = None,
+    chain: Sequence[bytes] = (),
+    to_party: Party | None = None,
 ) -> Issue | None:
     """The SecurityFailure to report when the TLS client certificate ``presented`` (DER) does not belong to
-    ``from_party`` under ``cpa``; None when it does, or when the agreement gives no way to tell (the party
-    is not in it, which the header check reports, or its PartyInfo names no certificate).
+    ``from_party`` under ``cpa`` at ``now`` (default: the current time); None when it does, or when the
+    agreement gives no way to tell (the party is not in it, which the header check reports, or its
+    PartyInfo names no certificate). ``chain``: the intermediate certificates the client sent (DER), if
+    the TLS layer gives them.
 
     DESIGN.md §7: the certificate a partner presents must belong to the party the header claims. It
-    belongs when it is one of the certificates of that party's PartyInfo (CPP/A 2.0 §8.4.33), or is
-    issued by one of them (a CA certificate the party's PartyInfo names). ebMS2 §10: a certificate of the
-    ``to_party``'s PartyInfo (ours) is taken too: the agreement names it for the intermediary that
-    forwards to us (the To party's endpoint is the intermediary's, and the intermediary presents the
-    certificate the agreement lists for that endpoint).
+    belongs when it is one of the certificates of that party's PartyInfo (CPP/A 2.0 §8.4.33), or chains
+    to one of them through CA certificates of any number (:func:`cpa.trust.party_certificate_problem`),
+    and every certificate of that chain is valid at ``now``: an expired or not-yet-valid one is refused.
+    ebMS2 §10: a certificate that belongs so to the ``to_party`` (ours) is taken too: the agreement names
+    it for the intermediary that forwards to us (the To party's endpoint is the intermediary's, and the
+    intermediary presents the certificate the agreement lists for that endpoint).
     """
-    owned = _party_certificates(cpa, from_party)
-    if not owned or certificate_of(presented, owned):
+    claimed = tuple((p.value, p.type) for p in from_party.party_ids)
+    if not party_certificates(cpa, claimed):
         return None
-    if to_party is not None and certificate_of(presented, _party_certificates(cpa, to_party)):
-        return None
-    leaf = _certificate(presented)
-    subject = leaf.subject.rfc4514_string() if leaf is not None else "unreadable"
     first = from_party.party_ids[0]
+    leaf = load_certificate(presented)
+    if leaf is None:
+        problem: str | None = (
+            f"the TLS client certificate is unreadable (not DER X.509), so it is not a certificate of party "
+            f"{first.value!r}, nor issued by one, in agreement {cpa.cpaid!r}"
+        )
+    else:
+        intermediates = [c for c in (load_certificate(der) for der in chain) if c is not None]
+        at = now if now is not None else datetime.now(UTC)
+        problem = party_certificate_problem(cpa, claimed, leaf, at=at, intermediates=intermediates)
+        if problem is not None and to_party is not None:
+            ours = tuple((p.value, p.type) for p in to_party.party_ids)
+            if party_certificates(cpa, ours) and (
+                party_certificate_problem(cpa, ours, leaf, at=at, intermediates=intermediates) is None
+            ):
+                problem = None  # ebMS2 §10: the intermediary the agreement names in front of us
+        if problem is not None:
+            problem = (
+                f"the TLS client certificate ({describe(leaf)}) is not a certificate of party {first.value!r}, "
+                f"nor issued by one, in agreement {cpa.cpaid!r}: {problem}"
+            )
+    if problem is None:
+        return None
     return Issue(
         ErrorCode.SECURITY_FAILURE,
         Severity.ERROR,
-        f"the TLS client certificate ({subject}) is not a certificate of party {first.value!r}, nor issued by "
-        f"one, in agreement {cpa.cpaid!r}: a partner may only send as itself (DESIGN.md §7)",
+        f"{problem}; a partner may only send as itself (DESIGN.md §7)",
         FROM_PARTY_ID,
     )
+
+
+def certificate_of(presented: bytes, owned: Iterable[bytes], *, at: datetime | None = None) -> bool:
+    """Whether the certificate ``presented`` (DER) is one of ``owned`` (DER), or chains to one of them
+    (:func:`cpa.trust.certificate_path`), valid at ``at`` (default: now)."""
+    leaf = load_certificate(presented)
+    anchors = [c for c in (load_certificate(der) for der in owned) if c is not None]
+    if leaf is None or not anchors:
+        return False
+    try:
+        certificate_path(leaf, anchors, (), at=at if at is not None else datetime.now(UTC))
+    except UntrustedCertificate:
+        return False
+    return True

@@ -1,0 +1,190 @@
+"""Trust in a certificate as an agreement gives it: chains to trust anchors, and the binding of a certificate
+to a party (CPP/A 2.0 §8.4.33 Certificate, §8.4.35 SecurityDetails/TrustAnchors).
+
+:func:`certificate_path` builds the chain from a certificate up to one of the anchors, through any number
+of intermediate certificates, checking each issuer's signature and every certificate's validity at a given
+instant; :class:`UntrustedCertificate` says why there is none. :func:`party_certificate_problem` binds a
+certificate to the party a message claims to come from (DESIGN.md §7): it must chain to a certificate that
+party's ``PartyInfo`` names. The TLS client binding (:func:`msh.transport.tls.client_certificate_issue`)
+and the signature check (:mod:`msh.security`) share it.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Iterable, Sequence
+from datetime import UTC, datetime
+
+from cryptography import x509
+from cryptography.exceptions import InvalidSignature
+from cryptography.hazmat.primitives.serialization import Encoding
+
+from cpa.model import CollaborationProtocolAgreement
+from cpa.resolve import PartyKey, party_keys
+
+__all__ = [
+    "MAX_PATH_LENGTH",
+    "UntrustedCertificate",
+    "agreement_certificates",
+    "certificate_path",
+    "describe",
+    "load_certificate",
+    "party_certificate_problem",
+    "party_certificates",
+    "validity_problem",
+]
+
+MAX_PATH_LENGTH = 8
+"""The most certificates a chain may have (the certificate itself, intermediates and the anchor)."""
+
+
+class UntrustedCertificate(ValueError):
+    """A certificate does not chain to a trust anchor, or a certificate of its chain is not valid now."""
+
+
+@functools.lru_cache(maxsize=512)
+def load_certificate(der: bytes) -> x509.Certificate | None:
+    """The certificate in ``der``, or None when the bytes are not one."""
+    try:
+        return x509.load_der_x509_certificate(der)
+    except ValueError:
+        return None
+
+
+def describe(certificate: x509.Certificate) -> str:
+    """How a certificate is named in messages: its subject (RFC 4514), else its serial number."""
+    return certificate.subject.rfc4514_string() or f"serial {certificate.serial_number}"
+
+
+def _der(certificate: x509.Certificate) -> bytes:
+    return certificate.public_bytes(Encoding.DER)
+
+
+def validity_problem(certificate: x509.Certificate, at: datetime) -> str | None:
+    """Why ``certificate`` is not valid at ``at`` (expired, or not yet valid), or None when it is."""
+    # RFC 5280 §4.1.2.5: a certificate is valid from notBefore to notAfter, both included.
+    at = at if at.tzinfo is not None else at.replace(tzinfo=UTC)
+    if at < certificate.not_valid_before_utc:
+        return (
+            f"certificate {describe(certificate)} is not valid before "
+            f"{certificate.not_valid_before_utc.isoformat()} (checked at {at.isoformat()})"
+        )
+    if at > certificate.not_valid_after_utc:
+        return (
+            f"certificate {describe(certificate)} expired on {certificate.not_valid_after_utc.isoformat()} "
+            f"(checked at {at.isoformat()})"
+        )
+    return None
+
+
+def _issued_by(certificate: x509.Certificate, issuer: x509.Certificate) -> bool:
+    try:
+        certificate.verify_directly_issued_by(issuer)
+    except (ValueError, TypeError, InvalidSignature):
+        return False
+    return True
+
+
+def _may_issue(certificate: x509.Certificate) -> bool:
+    # RFC 5280 §4.2.1.9: only a CA certificate (basicConstraints cA true) issues certificates.
+    try:
+        constraints = certificate.extensions.get_extension_for_class(x509.BasicConstraints).value
+    except x509.ExtensionNotFound:
+        return False
+    return constraints.ca
+
+
+def certificate_path(
+    certificate: x509.Certificate,
+    anchors: Iterable[x509.Certificate],
+    intermediates: Iterable[x509.Certificate] = (),
+    *,
+    at: datetime,
+    max_length: int = MAX_PATH_LENGTH,
+) -> tuple[x509.Certificate, ...]:
+    """The chain from ``certificate`` to one of ``anchors`` (both included), through ``intermediates``
+    (CA certificates, in any order; where they come from does not matter: each issuer's signature is
+    checked, and the chain must end at an anchor); every certificate of it valid at ``at``.
+
+    An anchor is trusted as it is (the agreement names it); it need not be a CA to be the certificate
+    itself. Raises :class:`UntrustedCertificate` saying why there is no such chain.
+    """
+    anchor_list = list(dict.fromkeys(anchors, None))
+    anchor_ders = {_der(a) for a in anchor_list}
+    pool = [c for c in dict.fromkeys(intermediates, None) if _der(c) not in anchor_ders]
+    invalid: list[str] = []
+
+    def extend(path: tuple[x509.Certificate, ...]) -> tuple[x509.Certificate, ...] | None:
+        current = path[-1]
+        if _der(current) in anchor_ders:
+            problems = [p for p in (validity_problem(c, at) for c in path) if p is not None]
+            invalid.extend(problems)
+            return None if problems else path
+        if len(path) >= max_length:
+            return None
+        in_path = {_der(c) for c in path}
+        for issuer in (*anchor_list, *pool):
+            if _der(issuer) in in_path or issuer.subject != current.issuer or not _issued_by(current, issuer):
+                continue
+            if _der(issuer) not in anchor_ders and not _may_issue(issuer):
+                continue
+            found = extend((*path, issuer))
+            if found is not None:
+                return found
+        return None
+
+    path = extend((certificate,))
+    if path is not None:
+        return path
+    if invalid:
+        raise UntrustedCertificate("; ".join(dict.fromkeys(invalid)))
+    names = ", ".join(describe(a) for a in anchor_list) or "none"
+    raise UntrustedCertificate(
+        f"certificate {describe(certificate)} (issued by {certificate.issuer.rfc4514_string() or 'nobody named'}) "
+        f"is not one of the trusted certificates, nor issued by one through a chain of at most {max_length} "
+        f"certificates; trusted: {names}"
+    )
+
+
+def agreement_certificates(cpa: CollaborationProtocolAgreement) -> tuple[x509.Certificate, ...]:
+    """Every certificate written in the agreement (both parties' Certificate elements), readable ones only."""
+    found = (load_certificate(der) for info in cpa.party_infos for cert in info.certificates for der in cert.x509)
+    return tuple(dict.fromkeys(c for c in found if c is not None))
+
+
+def party_certificates(
+    cpa: CollaborationProtocolAgreement, claimed: Iterable[PartyKey]
+) -> tuple[x509.Certificate, ...]:
+    """The certificates the PartyInfo of the party with one of the ``claimed`` PartyIds names (CPP/A 2.0
+    §8.4.33), readable ones only."""
+    wanted = set(claimed)
+    infos = [info for info in cpa.party_infos if wanted & set(party_keys(info))]
+    found = (load_certificate(der) for info in infos for cert in info.certificates for der in cert.x509)
+    return tuple(dict.fromkeys(c for c in found if c is not None))
+
+
+def party_certificate_problem(
+    cpa: CollaborationProtocolAgreement,
+    claimed: Sequence[PartyKey],
+    presented: x509.Certificate,
+    *,
+    at: datetime,
+    intermediates: Iterable[x509.Certificate] = (),
+) -> str | None:
+    """Why ``presented`` does not belong to the party with the ``claimed`` PartyIds under ``cpa``, or None
+    when it does, or when the agreement gives no way to tell (the party is not in it, or names no
+    certificate).
+
+    DESIGN.md §7: the certificate a partner presents must belong to the party the header claims. It
+    belongs when it chains, through any number of CA certificates (``intermediates``, and every certificate
+    written in the agreement), to a certificate that party's PartyInfo names, and every certificate of that
+    chain is valid at ``at``: expired and not-yet-valid certificates are refused.
+    """
+    owned = party_certificates(cpa, claimed)
+    if not owned:
+        return None
+    try:
+        certificate_path(presented, owned, (*intermediates, *agreement_certificates(cpa)), at=at)
+    except UntrustedCertificate as exc:
+        return str(exc)
+    return None

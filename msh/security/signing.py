@@ -1,0 +1,136 @@
+"""Signing an ebXML message in the ebMS 2.0 profile (ebMS2 §4.1.3).
+
+:func:`sign` takes the SOAP part as it will be sent and the payload parts (their content before any
+Content-Transfer-Encoding: ebMS2 §4.1.3 note, "the signature generation MUST be executed before the
+encoding") and returns the SOAP part with the ``ds:Signature`` added as the last child of the SOAP Header.
+Nothing else in the envelope changes but the white space before the new element, so what the sender
+stores is what it sends on every retry (DESIGN.md §5.1).
+
+When the agreement also asks for payload encryption, sign first, then encrypt the parts
+(ebMS2 §4.1.4.5: "When both signature and encryption are required of the MSH, sign first and then
+encrypt"): the ``cid:`` digests are of the payloads as the application gave them.
+"""
+
+from __future__ import annotations
+
+import base64
+from collections.abc import Mapping, Sequence
+
+from cryptography import x509
+from cryptography.hazmat.primitives.asymmetric import dsa, ec, rsa
+from cryptography.hazmat.primitives.serialization import Encoding, PublicFormat
+from lxml import etree
+
+from msh.ebms.namespaces import SOAP_ENV
+from msh.errors import ConfigurationError
+from msh.safexml import XmlLimits, parse_xml
+from msh.security.algorithms import DigestAlgorithm, SignatureAlgorithm, digest_algorithm, signature_algorithm
+from msh.security.library import (
+    Payload,
+    PrivateKey,
+    bare_content_id,
+    private_key,
+    resolving_parts,
+    xmlsec,
+)
+from msh.security.profile import ds, payload_uris, signature_template
+
+__all__ = ["key_info", "sign"]
+
+_KEY_TYPES = {"RSA": rsa.RSAPrivateKey, "EC": ec.EllipticCurvePrivateKey, "DSA": dsa.DSAPrivateKey}
+
+
+def _subject(certificate: x509.Certificate) -> str:
+    return certificate.subject.rfc4514_string() or "(no subject)"
+
+
+def _check_key(key: PrivateKey, certificate: x509.Certificate, algorithm: SignatureAlgorithm) -> None:
+    wanted = _KEY_TYPES[algorithm.key_type]
+    if not isinstance(key, wanted):
+        raise ConfigurationError(
+            f"SignatureAlgorithm {algorithm.value} needs an {algorithm.key_type} key but the signing key is "
+            f"{type(key).__name__.removeprefix('_')}; use an {algorithm.key_type} key pair or change the "
+            "agreement's SignatureAlgorithm"
+        )
+    ours = key.public_key().public_bytes(Encoding.DER, PublicFormat.SubjectPublicKeyInfo)
+    theirs = certificate.public_key().public_bytes(Encoding.DER, PublicFormat.SubjectPublicKeyInfo)
+    if ours != theirs:
+        raise ConfigurationError(
+            f"the signing key does not belong to the signing certificate ({_subject(certificate)}): give the "
+            "private key of that certificate, or the certificate of that key"
+        )
+
+
+def key_info(certificates: Sequence[x509.Certificate]) -> etree._Element:
+    """A ``ds:KeyInfo`` carrying ``certificates`` (the signer's first, then the chain above it)."""
+    element = etree.Element(ds("KeyInfo"))
+    data = etree.SubElement(element, ds("X509Data"))
+    for certificate in certificates:
+        etree.SubElement(data, ds("X509Certificate")).text = base64.b64encode(
+            certificate.public_bytes(Encoding.DER)
+        ).decode()
+    return element
+
+
+def _on_its_own_line(header: etree._Element, signature: etree._Element) -> None:
+    """Put the white space around ``signature`` (just added last to ``header``) as around the elements
+    before it."""
+    before = signature.getprevious()
+    if before is not None:
+        signature.tail, before.tail = before.tail, header.text
+
+
+def sign(
+    soap: bytes,
+    payloads: Mapping[str, Payload],
+    key: PrivateKey,
+    certificate: x509.Certificate,
+    signature_algorithm_uri: str | SignatureAlgorithm,
+    digest_uri: str | DigestAlgorithm,
+    *,
+    chain: Sequence[x509.Certificate] = (),
+    xpath_filter: bool = True,
+) -> bytes:
+    """The SOAP part ``soap`` signed in the ebMS2 §4.1.3 profile with ``key``.
+
+    ``payloads`` maps each payload part's Content-ID (bare, ``cid:...`` or ``<...>``) to its content, in
+    package order: bytes, a :class:`~msh.security.library.Openable` such as a
+    :class:`~msh.ebms.mime.PartBody`, or a seekable binary reader. ``signature_algorithm_uri`` and
+    ``digest_uri`` are the agreement's SignatureAlgorithm and HashFunction URIs (CPP/A 2.0 §8.4.40).
+    The KeyInfo carries ``certificate`` and ``chain`` (intermediate certificates, leaf first).
+    ``xpath_filter=False`` signs the whole envelope, the elements targeted at the next MSH included: the
+    signature of an Acknowledgment with SOAP actor nextMSH, sent by itself (ebMS2 §10.1.4).
+
+    Raises :class:`~msh.errors.ConfigurationError` when the algorithms are not ones the MSH implements,
+    the key does not suit the algorithm or does not belong to ``certificate``; ``ValueError`` when
+    ``soap`` has no SOAP Header or already carries a ``ds:Signature``;
+    :class:`~msh.errors.EnvelopeError` when ``soap`` is not XML.
+    """
+    method = signature_algorithm(signature_algorithm_uri)
+    digest = digest_algorithm(digest_uri)
+    _check_key(key, certificate, method)
+    root = parse_xml(soap, what="SOAP envelope to sign", limits=XmlLimits(max_bytes=max(len(soap), 1)))
+    header = root.find(f"{{{SOAP_ENV}}}Header")
+    if header is None:
+        raise ValueError("the SOAP envelope has no SOAP Header to put the ds:Signature in (ebMS2 §4.1.1)")
+    if header.find(ds("Signature")) is not None:
+        raise ValueError("the SOAP envelope is already signed; sign the unsigned envelope")
+    content_ids = [bare_content_id(cid) for cid in payloads]
+    if len(set(content_ids)) != len(content_ids):
+        raise ValueError(f"payload Content-IDs repeat: {', '.join(content_ids)}")
+    signature = signature_template(
+        header, method, digest, payload_uris(root, content_ids), key_info=False, xpath_filter=xpath_filter
+    )
+    _on_its_own_line(header, signature)
+    context = xmlsec.SignatureContext()
+    context.key = private_key(key)
+    with resolving_parts(payloads) as parts:
+        try:
+            context.sign(signature)
+        except xmlsec.Error as exc:
+            missing = f" (payload part {', '.join(parts.missing)} could not be read)" if parts.missing else ""
+            raise ConfigurationError(f"signing the message failed: {exc}{missing}") from exc
+    signature.append(key_info((certificate, *chain)))
+    declaration = soap.lstrip(b"\xef\xbb\xbf \t\r\n").startswith(b"<?xml")
+    # The whole document, so that a processing instruction around the Envelope stays as it was signed.
+    return etree.tostring(root.getroottree(), xml_declaration=declaration, encoding="UTF-8")

@@ -1,0 +1,125 @@
+"""``msh message verify`` and ``msh keys generate``."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from cryptography.hazmat.primitives import serialization
+
+from cpa.loader import load
+from msh.cli import main
+from tests.support.agreement_files import DEMO_A_B
+from tests.support.security import certificate, demo_agreement_bytes, signed_sample_capture
+
+SAMPLES = Path(__file__).resolve().parents[3] / "samples"
+
+
+@pytest.fixture
+def files(tmp_path: Path) -> dict[str, Path]:
+    a = certificate("party A")
+    paths = {
+        "cpa": tmp_path / "cpa.xml",
+        "signed": tmp_path / "signed.http",
+        "tampered": tmp_path / "tampered.http",
+        "forged": tmp_path / "forged.http",
+        "cert": tmp_path / "a.pem",
+    }
+    paths["cpa"].write_bytes(demo_agreement_bytes({"A_Cert": a}))
+    paths["signed"].write_bytes(signed_sample_capture("party A", a))
+    paths["tampered"].write_bytes(signed_sample_capture("party A", a, change=(b"PO-1001", b"PO-1002")))
+    paths["forged"].write_bytes(signed_sample_capture("party C", certificate("party C")))
+    paths["cert"].write_bytes(a.public_bytes(serialization.Encoding.PEM))
+    return paths
+
+
+def test_verify_with_the_agreement(files: dict[str, Path], capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["message", "verify", "--cpa", str(files["cpa"]), str(files["signed"])]) == 0
+    out = capsys.readouterr().out
+    assert (
+        "signed.http: verified (signed by CN=party A, rsa-sha256; References: the envelope, cid:order@a.example" in out
+    )
+
+
+def test_a_changed_payload_names_the_reference(files: dict[str, Path], capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["message", "verify", "--cpa", str(files["cpa"]), str(files["signed"]), str(files["tampered"])]) == 1
+    out = capsys.readouterr().out
+    assert "tampered.http: not verified: the digest of payload part cid:order@a.example" in out
+    assert "(at cid:order@a.example)" in out
+
+
+def test_another_partys_signature_and_json(files: dict[str, Path], capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["message", "verify", "--cert", str(files["cert"]), "--json", str(files["forged"])]) == 1
+    result = json.loads(capsys.readouterr().out)
+    assert result["verified"] is False and result["certificate_from"] == "certificate file"
+    assert result["errors"][0]["location"] == "//Header/Signature"
+    assert "SignatureValue does not verify with the key of CN=party A" in result["errors"][0]["description"]
+
+
+def test_keyinfo_says_what_it_proves(files: dict[str, Path], capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["message", "verify", "--keyinfo", str(files["forged"])]) == 0
+    out = capsys.readouterr().out
+    assert "verified (signed by CN=party C" in out and "not who sent it" in out
+
+
+def test_an_unsigned_message(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["message", "verify", "--keyinfo", str(SAMPLES / "messages" / "order-request.http")]) == 1
+    assert "not verified: the message is not signed" in capsys.readouterr().out
+
+
+def test_usage_errors_are_one_line(files: dict[str, Path], capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exc:
+        main(["message", "verify", str(files["signed"])])
+    assert exc.value.code == 2
+    assert "one of the arguments --cpa --cert --keyinfo is required" in capsys.readouterr().err
+    assert main(["message", "verify", "--cert", str(files["signed"]), str(files["signed"])]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "holds no readable X.509 certificate" in err
+    assert main(["message", "verify", "--cpa", str(files["cpa"]), str(files["cpa"]) + ".missing"]) == 2
+    assert "no such file" in capsys.readouterr().err
+
+
+def test_keys_generate_prints_an_element_the_agreement_accepts(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["keys", "generate", "party A", "--out", str(tmp_path), "--days", "30", "--cert-id", "A_Cert"]) == 0
+    captured = capsys.readouterr()
+    assert "wrote" in captured.err and (tmp_path / "party_A.key.pem").exists()
+    element = captured.out.strip()
+    assert element.startswith("<tp:Certificate") and 'tp:certId="A_Cert"' in element
+    # Pasted into an agreement in place of A's Certificate, it loads and is A's certificate.
+    demo = DEMO_A_B.read_bytes()
+    start = demo.index(b'<tp:Certificate tp:certId="A_Cert">')
+    end = demo.index(b"</tp:Certificate>", start) + len(b"</tp:Certificate>")
+    element_bytes = element.replace(
+        ' xmlns:tp="http://www.oasis-open.org/committees/ebxml-cppa/schema/cpp-cpa-2_0.xsd"', ""
+    )
+    element_bytes = element_bytes.replace(' xmlns:ds="http://www.w3.org/2000/09/xmldsig#"', "")
+    cpa = load(demo[:start] + element_bytes.encode() + demo[end:])
+    pem = (tmp_path / "party_A.cert.pem").read_bytes()
+    owner = cpa.party_infos[0].certificates[0]
+    assert owner.cert_id == "A_Cert"
+    from cryptography import x509
+
+    assert owner.x509[0] == x509.load_pem_x509_certificate(pem).public_bytes(serialization.Encoding.DER)
+    assert main(["keys", "generate", "party A", "--out", str(tmp_path)]) == 2
+    assert "exists; move it away" in capsys.readouterr().err
+
+
+def test_cpa_validate_refuses_a_digital_envelope_the_msh_lacks(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    demo = DEMO_A_B.read_bytes()
+    smime = demo.replace(
+        b"</tp:SenderNonRepudiation>\n      </tp:ebXMLSenderBinding>",
+        b'</tp:SenderNonRepudiation>\n<tp:SenderDigitalEnvelope><tp:DigitalEnvelopeProtocol tp:version="3.0">S/MIME'
+        b"</tp:DigitalEnvelopeProtocol><tp:EncryptionAlgorithm>http://www.w3.org/2001/04/xmlenc#aes128-cbc"
+        b"</tp:EncryptionAlgorithm></tp:SenderDigitalEnvelope>\n      </tp:ebXMLSenderBinding>",
+        1,
+    )
+    (tmp_path / "smime.xml").write_bytes(smime)
+    assert main(["cpa", "validate", str(tmp_path / "smime.xml")]) == 1
+    out = capsys.readouterr().out
+    assert "SenderDigitalEnvelope/DigitalEnvelopeProtocol 'S/MIME' version 3.0 is not implemented" in out
+    assert main(["cpa", "validate", str(DEMO_A_B)]) == 0

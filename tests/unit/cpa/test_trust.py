@@ -1,0 +1,113 @@
+"""Certificate chains of any length to an agreement's certificates, and the party binding (cpa.trust),
+shared by the TLS client check and the signature check."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from datetime import timedelta
+
+import pytest
+from cryptography.hazmat.primitives.serialization import Encoding
+
+from cpa.model import Certificate
+from cpa.trust import UntrustedCertificate, certificate_path, party_certificate_problem
+from msh.ebms import model as m
+from msh.errors import ErrorCode
+from msh.transport.tls import FROM_PARTY_ID, client_certificate_issue
+from tests.support.cpa_factory import A_ID, make_cpa
+from tests.support.security import NOW, certificate, rsa_key
+
+A = ((A_ID.value, A_ID.type),)
+FROM_A = m.Party((m.PartyId(A_ID.value, A_ID.type),))
+
+
+def chain(length: int) -> list:
+    """[leaf, ..., root] of ``length`` certificates, the root a self-signed CA."""
+    names = [f"level {i}" for i in range(length)]
+    certs = [certificate(names[-1], ca=True)]
+    for i in range(length - 2, -1, -1):
+        certs.insert(0, certificate(names[i], issuer=(certs[0], rsa_key(names[i + 1])), ca=i > 0))
+    return certs
+
+
+def with_a_certificates(*certs: object):  # type: ignore[no-untyped-def]
+    cpa = make_cpa()
+    ders = tuple(Certificate(f"a{i}", (c.public_bytes(Encoding.DER),)) for i, c in enumerate(certs))  # type: ignore[attr-defined]
+    a, b = cpa.party_infos
+    return replace(cpa, party_infos=(replace(a, certificates=ders), b))
+
+
+@pytest.mark.parametrize("length", [1, 2, 3, 4])
+def test_chains_of_any_length_reach_the_anchor(length: int) -> None:
+    certs = chain(length)
+    path = certificate_path(certs[0], [certs[-1]], certs[1:-1], at=NOW)
+    assert list(path) == certs
+
+
+def test_intermediates_in_any_order_and_extra_ones_do_not_matter() -> None:
+    certs = chain(4)
+    noise = [certificate("unrelated CA", ca=True)]
+    path = certificate_path(certs[0], [certs[-1]], [*noise, certs[2], certs[1]], at=NOW)
+    assert list(path) == certs
+
+
+def test_an_intermediate_that_is_not_a_ca_cannot_issue() -> None:
+    root = certificate("root", ca=True)
+    not_ca = certificate("not a CA", issuer=(root, rsa_key("root")), ca=False)
+    leaf = certificate("leaf", issuer=(not_ca, rsa_key("not a CA")))
+    with pytest.raises(UntrustedCertificate, match="is not one of the trusted certificates"):
+        certificate_path(leaf, [root], [not_ca], at=NOW)
+
+
+def test_a_forged_issuer_with_the_same_name_is_refused() -> None:
+    real = certificate("A's CA", ca=True)
+    impostor = certificate("A's CA", ca=True, key_name="impostor")
+    forged = certificate("A's MSH", issuer=(impostor, rsa_key("impostor")))
+    with pytest.raises(UntrustedCertificate):
+        certificate_path(forged, [real], at=NOW)
+
+
+@pytest.mark.parametrize("which", [0, 1, 2])
+def test_an_expired_certificate_anywhere_in_the_chain_is_refused(which: int) -> None:
+    past = {"not_before": NOW - timedelta(days=10), "not_after": NOW - timedelta(days=1)}
+    root = certificate("root", ca=True, **(past if which == 2 else {}))  # type: ignore[arg-type]
+    middle = certificate("middle", issuer=(root, rsa_key("root")), ca=True, **(past if which == 1 else {}))  # type: ignore[arg-type]
+    leaf = certificate("leaf", issuer=(middle, rsa_key("middle")), **(past if which == 0 else {}))  # type: ignore[arg-type]
+    with pytest.raises(UntrustedCertificate, match="expired on") as caught:
+        certificate_path(leaf, [root], [middle], at=NOW)
+    assert f"certificate CN={('leaf', 'middle', 'root')[which]} expired" in str(caught.value)
+
+
+def test_a_not_yet_valid_certificate_is_refused() -> None:
+    young = certificate("young", not_before=NOW + timedelta(days=1))
+    with pytest.raises(UntrustedCertificate, match="is not valid before"):
+        certificate_path(young, [young], at=NOW)
+
+
+@pytest.mark.parametrize("length", [1, 2, 3])
+def test_a_tls_certificate_chaining_to_the_partys_certificate_belongs_to_it(length: int) -> None:
+    certs = chain(length)
+    cpa = with_a_certificates(certs[-1])
+    presented = certs[0].public_bytes(Encoding.DER)
+    intermediates = [c.public_bytes(Encoding.DER) for c in certs[1:-1]]
+    assert client_certificate_issue(cpa, FROM_A, presented, now=NOW, chain=intermediates) is None
+    if length == 3:
+        # Without the intermediate the chain cannot be built: refused.
+        issue = client_certificate_issue(cpa, FROM_A, presented, now=NOW)
+        assert issue is not None and issue.location == FROM_PARTY_ID
+
+
+def test_an_expired_tls_certificate_is_refused_with_a_clear_reason() -> None:
+    old = certificate("party A old", not_after=NOW - timedelta(days=1), not_before=NOW - timedelta(days=10))
+    cpa = with_a_certificates(old)
+    issue = client_certificate_issue(cpa, FROM_A, old.public_bytes(Encoding.DER), now=NOW)
+    assert issue is not None and issue.error_code is ErrorCode.SECURITY_FAILURE
+    assert "expired on" in issue.description and "party A old" in issue.description
+
+
+def test_the_party_binding_tells_why_a_certificate_is_someone_elses() -> None:
+    a, b = certificate("party A"), certificate("party B")
+    cpa = with_a_certificates(a)
+    assert party_certificate_problem(cpa, A, a, at=NOW) is None
+    problem = party_certificate_problem(cpa, A, b, at=NOW)
+    assert problem is not None and "CN=party B" in problem and "trusted: CN=party A" in problem
