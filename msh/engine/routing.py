@@ -95,7 +95,8 @@ class Route:
             f"{k} {v}" for k, v in (("CPA", self.cpa_id), ("service", self.service), ("action", self.action)) if v
         )
         via = f" (intermediary {self.next_hop_party[0]})" if self.next_hop_party is not None else ""
-        return f"route {self.name}: To {to}{' with ' + scope if scope else ''} -> {self.next_hop}{via}"
+        label = self.name if self.name.startswith("route ") else f"route {self.name}"
+        return f"{label}: To {to}{' with ' + scope if scope else ''} -> {self.next_hop}{via}"
 
 
 def find_route(

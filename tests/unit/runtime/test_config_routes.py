@@ -486,7 +486,7 @@ def test_describe_prints_each_route_after_the_settings_paths_only() -> None:
         f"routing.routes[1] = route to-C: To {C} (type {TYPE}) -> https://127.0.0.1:8090/msh (intermediary "
         f"{INTERMEDIARY}), hop_ack true, retries 5, retry_interval P1M, persist_duration (not set), trusted "
         f'["{KEYS / "intermediary.cert.pem"}"]',
-        f"routing.routes[2] = route route 2: To {A} with CPA cpa-1, action Ping -> https://127.0.0.1:8092/msh, "
+        f"routing.routes[2] = route 2: To {A} with CPA cpa-1, action Ping -> https://127.0.0.1:8092/msh, "
         "hop_ack false, retries 2, retry_interval PT30S, persist_duration PT1H, trusted []",
     ]
     certificate_body = (KEYS / "intermediary.cert.pem").read_text().splitlines()[1]
