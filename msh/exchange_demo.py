@@ -13,18 +13,17 @@ message delivered to B's application exactly once, with its payload intact, and 
 from __future__ import annotations
 
 import errno
-import hashlib
-import shutil
 import socket
-import tempfile
 import time
 from collections import Counter
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from msh.errors import ConfigurationError
+from msh.faults.outcome import inbox_census, journal, submit_orders, wait_final
 from msh.faults.pair import Partner
 from msh.faults.proxy import ProxyStats
+from msh.faults.workfolder import in_work_folder
 
 if TYPE_CHECKING:
     from msh.engine import OutboundStatus
@@ -38,27 +37,6 @@ B_PORT_BEHIND_PROXY = 18082
 B_PORT = 8082  # where the agreement has B listen: the lossy proxy takes it
 PARTY_B = ("987654321", "urn:oasis:names:tc:ebcore:partyid-type:iso6523:0088")
 SERVICE, ACTION = "urn:example:services:ordering", "NewOrder"
-
-
-def _payload(i: int) -> bytes:
-    line = f"<line n='{i}'><item>demo item</item><quantity>{i % 7 + 1}</quantity></line>"
-    body = line * (2048 // len(line))
-    return f"<?xml version='1.0'?><order id='{i}'>{body}</order>".encode()
-
-
-def _journal(store_url: str) -> Counter[str]:
-    from msh.store import open_store
-
-    counts: Counter[str] = Counter()
-    with open_store(store_url, migrate=False) as store:
-        after = 0
-        while True:
-            with store.transaction(readonly=True) as tx:
-                events = tx.list_events(after, limit=5000)
-            if not events:
-                return counts
-            counts.update(e.kind for e in events)
-            after = events[-1].id
 
 
 def check_ports_free(ports: tuple[int, ...] | None = None) -> None:
@@ -92,21 +70,16 @@ def run_exchange_demo(
     The work folder (stores, logs) is removed after a successful run unless ``keep``; after a failed one
     it is kept and named, for the logs. :class:`ConfigurationError` when a port it needs is in use."""
     check_ports_free()
-    work = Path(tempfile.mkdtemp(prefix="msh-demo-"))
-    status = 1
-    try:
-        status = _run(work, messages, loss, lossy_share, seed)
-        return status
-    finally:
-        if status == 0 and not keep:
-            shutil.rmtree(work, ignore_errors=True)
-        else:
-            print(f"work folder kept: {work} (stores party-a.sqlite, party-b.sqlite; logs a.log, b.log)")
+    return in_work_folder(
+        "msh-demo-",
+        lambda work: _run(work, messages, loss, lossy_share, seed),
+        keep=keep,
+        contents="stores party-a.sqlite, party-b.sqlite; logs a.log, b.log",
+    )
 
 
 def _run(work: Path, messages: int, loss: float, lossy_share: float, seed: int) -> int:
     from msh.faults.proxy import run_in_thread
-    from msh.runtime.compose import Payload, Submission
     from msh.runtime.config import load_settings
     from msh.runtime.msh import Msh
 
@@ -137,27 +110,17 @@ def _run(work: Path, messages: int, loss: float, lossy_share: float, seed: int) 
             print(f"  both partners up; lossy stretch: {loss:.0%} of requests and {loss:.0%} of responses lost")
             settings = load_settings(CONFIG / "party-a.toml", env={"MSH_STORE_URL": str(a_store)})
             sender = Msh(settings)
-            sent: dict[str, str] = {}
             started = time.monotonic()
             lossy_count = int(messages * lossy_share)
+
+            def before(i: int) -> None:
+                if i == lossy_count:
+                    proxy.set_loss(0.0, 0.0)
+                    print(f"  {i} messages submitted in the lossy stretch; the network is clean from here on")
+
             try:
-                for i in range(messages):
-                    if i == lossy_count:
-                        proxy.set_loss(0.0, 0.0)
-                        print(f"  {i} messages submitted in the lossy stretch; the network is clean from here on")
-                    body = _payload(i)
-                    submission = Submission(PARTY_B, SERVICE, ACTION, (Payload(body, "application/xml"),))
-                    sent[sender.submit(submission)] = hashlib.sha256(body).hexdigest()
-                    time.sleep(0.02)
-                deadline = time.monotonic() + 120
-                final: dict[str, OutboundStatus] = {}
-                while time.monotonic() < deadline and len(final) < len(sent):
-                    for message_id in sent:
-                        if message_id not in final:
-                            stored = sender.status(message_id)
-                            if stored is not None and stored.state.status.final:
-                                final[message_id] = stored.state.status
-                    time.sleep(0.25)
+                sent = submit_orders(sender, PARTY_B, range(messages), before=before)
+                final = wait_final(sender, sent, timeout=120)
             finally:
                 sender.close()
             elapsed = time.monotonic() - started
@@ -179,11 +142,9 @@ def _report(
     a_store: Path,
     b_store: Path,
 ) -> int:
-    from msh.ebms.message import ParseMode, parse_message
     from msh.engine import OutboundStatus
-    from msh.store import open_store
 
-    a, b = _journal(str(a_store)), _journal(str(b_store))
+    a, b = Counter(e.kind for e in journal(a_store)), Counter(e.kind for e in journal(b_store))
     # The proxy counts flights, not HTTP exchanges: each TLS handshake flight is a "request" or "response" too.
     print(
         f"\nnetwork: the proxy lost {stats.requests_dropped} of {stats.requests_dropped + stats.requests_forwarded} "
@@ -199,28 +160,11 @@ def _report(
         f"eliminated (each answered with the stored acknowledgment), {b['rejected']} refused"
     )
     delivered_ok = sum(1 for v in final.values() if v is OutboundStatus.DELIVERED)
-    seen: Counter[str] = Counter()
-    intact = 0
-    with open_store(str(b_store), migrate=False) as store, store.transaction(readonly=True) as tx:
-        entries = tx.inbox_list(None, limit=max(10, messages * 3))
-        for entry in entries:
-            seen[entry.message_id] += 1
-            record = tx.get_inbound(entry.id)
-            if record is None or entry.message_id not in sent:
-                continue
-            with tx.open_blob(record.body_blob_id) as blob:
-                message = parse_message(blob, record.content_type, mode=ParseMode.LENIENT)
-            try:
-                digest = hashlib.sha256(message.payloads[0].body.read_bytes()).hexdigest() if message.payloads else ""
-            finally:
-                message.close()
-            intact += digest == sent[entry.message_id]
-    once = sum(1 for m in sent if seen[m] == 1)
-    extra = sum(c - 1 for c in seen.values() if c > 1) + sum(1 for m in seen if m not in sent)
+    census = inbox_census(b_store, sent)
     print(
-        f"\nresult after {elapsed:.1f} s: {delivered_ok}/{messages} acknowledged at A; {once}/{messages} in B's inbox "
-        f"exactly once, {intact} with the payload byte for byte; {extra} extra deliveries"
+        f"\nresult after {elapsed:.1f} s: {delivered_ok}/{messages} acknowledged at A; {census.once}/{messages} in "
+        f"B's inbox exactly once, {census.intact} with the payload byte for byte; {census.extra} extra deliveries"
     )
-    ok = delivered_ok == messages and once == messages and intact == messages and extra == 0
+    ok = delivered_ok == messages and census.once == messages and census.intact == messages and census.extra == 0
     print("every message delivered exactly once" if ok else "FAILED: not every message was delivered exactly once")
     return 0 if ok else 1

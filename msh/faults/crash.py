@@ -7,7 +7,6 @@ at random moments and restarted; afterwards the receiving application must hold 
 
 from __future__ import annotations
 
-import hashlib
 import random
 import threading
 import time
@@ -16,7 +15,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from msh.faults.pair import ACTION, PARTY_B, SERVICE, make_pair
+from msh.faults.outcome import inbox_census, submit_orders, wait_final
+from msh.faults.pair import PARTY_B, make_pair
 
 __all__ = ["CrashReport", "run_crash_test"]
 
@@ -78,10 +78,8 @@ def run_crash_test(
     until at least ``min_kills`` kills were made (a slow machine restarts the processes slowly, so a count
     of kills cannot follow from a duration; the extra killing is bounded by another ``kill_for``)."""
     from msh.engine import OutboundStatus
-    from msh.runtime.compose import Payload, Submission
     from msh.runtime.config import load_settings
     from msh.runtime.msh import Msh
-    from msh.store import open_store
 
     say = progress or (lambda _text: None)
     rng = random.Random(seed)
@@ -112,17 +110,15 @@ def run_crash_test(
     sender = Msh(load_settings(pair.a.config, env={}))
     thread = threading.Thread(target=killer, name="killer", daemon=True)
     sent: dict[str, str] = {}
+
+    def before(i: int) -> None:
+        if i and i % 200 == 0:
+            say(f"{i} submitted; kills so far A {kills['A']}, B {kills['B']}")
+
     try:
         thread.start()
         pace = kill_for * 0.8 / max(messages, 1)
-        for i in range(messages):
-            body = _payload(i)
-            message_id = sender.submit(Submission(PARTY_B, SERVICE, ACTION, (Payload(body, "application/xml"),)))
-            sent[message_id] = hashlib.sha256(body).hexdigest()
-            if pace:
-                time.sleep(pace)
-            if i and i % 200 == 0:
-                say(f"{i} submitted; kills so far A {kills['A']}, B {kills['B']}")
+        sent = submit_orders(sender, PARTY_B, range(messages), payload=_payload, pace=pace, before=before)
         thread.join(2 * kill_for + 5)
         stop_killing.set()
         thread.join(10)
@@ -130,37 +126,12 @@ def run_crash_test(
             if not partner.alive:
                 partner.start()
         say("killing over; waiting for every message to settle")
-        deadline = time.monotonic() + settle_timeout
-        final: dict[str, OutboundStatus] = {}
-        while time.monotonic() < deadline and len(final) < len(sent):
-            with sender.store.transaction(readonly=True) as tx:
-                for message_id in sent:
-                    if message_id not in final:
-                        state = tx.outbound_status(message_id)
-                        if state is not None and state.status.final:
-                            final[message_id] = state.status
-            time.sleep(0.25)
+        final = wait_final(sender, sent, timeout=settle_timeout)
     finally:
         stop_killing.set()
         sender.close()
         pair.stop()
-    seen: Counter[str] = Counter()
-    intact = 0
-    from msh.ebms.message import ParseMode, parse_message
-
-    with open_store(str(pair.b.store), migrate=False) as store, store.transaction(readonly=True) as tx:
-        for entry in tx.inbox_list(None, limit=messages * 10 + 10):
-            seen[entry.message_id] += 1
-            record = tx.get_inbound(entry.id)
-            if record is None or entry.message_id not in sent or seen[entry.message_id] > 1:
-                continue
-            with tx.open_blob(record.body_blob_id) as blob:
-                parsed = parse_message(blob, record.content_type, mode=ParseMode.LENIENT)
-            try:
-                data = parsed.payloads[0].body.read_bytes() if parsed.payloads else b""
-            finally:
-                parsed.close()
-            intact += hashlib.sha256(data).hexdigest() == sent[entry.message_id]
+    census = inbox_census(pair.b.store, sent)
     values = list(final.values())
     return CrashReport(
         messages=messages,
@@ -169,11 +140,11 @@ def run_crash_test(
         acknowledged=values.count(OutboundStatus.DELIVERED),
         failed=values.count(OutboundStatus.FAILED),
         pending=len(sent) - len(final),
-        delivered_once=sum(1 for m in sent if seen[m] == 1),
-        delivered_twice_or_more=sum(1 for m in sent if seen[m] > 1),
-        missing=sum(1 for m in sent if seen[m] == 0),
-        unexpected=sum(1 for m in seen if m not in sent),
-        payloads_intact=intact,
+        delivered_once=census.once,
+        delivered_twice_or_more=census.twice_or_more,
+        missing=census.missing,
+        unexpected=census.unexpected,
+        payloads_intact=census.intact,
         seconds=time.monotonic() - started,
         work=work,
     )

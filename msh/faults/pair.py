@@ -10,17 +10,19 @@ can lose requests and acknowledgments or take the network down.
 from __future__ import annotations
 
 import os
+import re
 import signal
 import socket
 import subprocess
 import sys
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from msh.errors import ConfigurationError
 
-__all__ = ["PARTY_A", "PARTY_B", "Partner", "Pair", "free_port", "make_pair"]
+__all__ = ["PARTY_A", "PARTY_B", "Pair", "Partner", "free_port", "make_pair", "substitute"]
 
 ROOT = Path(__file__).resolve().parent.parent.parent
 SAMPLES = ROOT / "samples"
@@ -35,6 +37,19 @@ def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return int(s.getsockname()[1])
+
+
+def substitute(text: str, replacements: Mapping[str, str], source: Path) -> str:
+    """``text`` with each key of ``replacements`` replaced by its value, in one pass (a replacement is
+    never replaced again). :class:`ConfigurationError` when a key does not occur: the sample file
+    ``source`` changed and the code that copies it must follow."""
+    missing = [old for old in replacements if old not in text]
+    if missing:
+        raise ConfigurationError(
+            f"{source} no longer contains {', '.join(map(repr, missing))}; update the code that copies it ({__name__})"
+        )
+    pattern = re.compile("|".join(re.escape(old) for old in sorted(replacements, key=len, reverse=True)))
+    return pattern.sub(lambda m: replacements[m.group(0)], text)
 
 
 @dataclass
@@ -171,16 +186,17 @@ def make_pair(
     work.mkdir(parents=True, exist_ok=True)
     a_port, b_port = free_port(), free_port()
     b_public = free_port() if proxy else b_port
-    text = (SAMPLES / "cpas" / "demo-a-b.xml").read_text(encoding="utf-8")
-    for old, new in (
-        ("https://127.0.0.1:8081/msh", f"https://127.0.0.1:{a_port}/msh"),
-        ("https://127.0.0.1:8082/msh", f"https://127.0.0.1:{b_public}/msh"),
-        ("<tp:Retries>5</tp:Retries>", f"<tp:Retries>{retries}</tp:Retries>"),
-        ("<tp:RetryInterval>PT5S</tp:RetryInterval>", f"<tp:RetryInterval>{retry_interval}</tp:RetryInterval>"),
-    ):
-        if old not in text:
-            raise ConfigurationError(f"the demo agreement no longer contains {old!r}; update msh.faults.pair")
-        text = text.replace(old, new)
+    source = SAMPLES / "cpas" / "demo-a-b.xml"
+    text = substitute(
+        source.read_text(encoding="utf-8"),
+        {
+            "https://127.0.0.1:8081/msh": f"https://127.0.0.1:{a_port}/msh",
+            "https://127.0.0.1:8082/msh": f"https://127.0.0.1:{b_public}/msh",
+            "<tp:Retries>5</tp:Retries>": f"<tp:Retries>{retries}</tp:Retries>",
+            "<tp:RetryInterval>PT5S</tp:RetryInterval>": f"<tp:RetryInterval>{retry_interval}</tp:RetryInterval>",
+        },
+        source,
+    )
     cpa = work / "agreement.xml"
     cpa.write_text(text, encoding="utf-8")
     options = {"first_resend": first_resend, "http_timeout": http_timeout, "poll": poll, "lease": lease}

@@ -1,0 +1,148 @@
+"""What a run of real MSH processes left in their stores, for the demos and the crash tests.
+
+:func:`submit_orders` submits numbered orders with payloads to a sender's store (its ``msh serve`` sends
+them) and remembers each payload's SHA-256; :func:`wait_final` waits, with a deadline, until each message
+is delivered or failed; :func:`journal` reads a store's journal and :func:`inbox_census` the receiving
+application's inbox: how often each message arrived and whether its payload is intact. The verdicts of
+:mod:`msh.exchange_demo`, :mod:`msh.multihop_demo` and the crash tests are computed from these.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import time
+from collections import Counter
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from msh.engine import OutboundStatus
+    from msh.runtime.msh import Msh
+    from msh.store.api import Event
+
+__all__ = ["InboxCensus", "inbox_census", "journal", "order_payload", "submit_orders", "wait_final"]
+
+
+def order_payload(i: int) -> bytes:
+    """Order number ``i``: an XML document of about 2 KB."""
+    line = f"<line n='{i}'><item>demo item</item><quantity>{i % 7 + 1}</quantity></line>"
+    body = line * (2048 // len(line))
+    return f"<?xml version='1.0'?><order id='{i}'>{body}</order>".encode()
+
+
+def submit_orders(
+    sender: Msh,
+    to_party: tuple[str, str],
+    numbers: Iterable[int],
+    *,
+    payload: Callable[[int], bytes] = order_payload,
+    pace: float = 0.02,
+    before: Callable[[int], None] | None = None,
+) -> dict[str, str]:
+    """Submit one NewOrder to ``to_party`` per number (``before(i)`` is called first, ``pace`` seconds
+    between them); returns MessageId → SHA-256 of its payload."""
+    from msh.faults.pair import ACTION, SERVICE
+    from msh.runtime.compose import Payload, Submission
+
+    sent: dict[str, str] = {}
+    for i in numbers:
+        if before is not None:
+            before(i)
+        body = payload(i)
+        submission = Submission(to_party, SERVICE, ACTION, (Payload(body, "application/xml"),))
+        sent[sender.submit(submission)] = hashlib.sha256(body).hexdigest()
+        if pace:
+            time.sleep(pace)
+    return sent
+
+
+def wait_final(sender: Msh, message_ids: Iterable[str], timeout: float) -> dict[str, OutboundStatus]:
+    """Wait up to ``timeout`` seconds until every message is final (delivered or failed) in the sender's
+    store; returns the final status of each that got there."""
+    waiting = list(message_ids)
+    final: dict[str, OutboundStatus] = {}
+    deadline = time.monotonic() + timeout
+    while True:
+        with sender.store.transaction(readonly=True) as tx:
+            for message_id in waiting:
+                state = tx.outbound_status(message_id)
+                if state is not None and state.status.final:
+                    final[message_id] = state.status
+        waiting = [m for m in waiting if m not in final]
+        if not waiting or time.monotonic() >= deadline:
+            return final
+        time.sleep(0.25)
+
+
+def journal(store_path: Path) -> list[Event]:
+    """Every event of the journal of the SQLite store at ``store_path``, oldest first."""
+    from msh.store import open_store
+
+    events: list[Event] = []
+    with open_store(str(store_path), migrate=False) as store:
+        while True:
+            with store.transaction(readonly=True) as tx:
+                batch = tx.list_events(events[-1].id if events else 0, limit=5000)
+            if not batch:
+                return events
+            events.extend(batch)
+
+
+@dataclass(frozen=True, slots=True)
+class InboxCensus:
+    """The receiving application's inbox against what was sent: ``seen`` counts the inbox entries of each
+    MessageId; ``intact`` how many sent messages arrived (first copy) with their payload byte for byte."""
+
+    sent: Mapping[str, str]
+    seen: Counter[str]
+    intact: int
+
+    @property
+    def once(self) -> int:
+        """Sent messages in the inbox exactly once."""
+        return sum(1 for m in self.sent if self.seen[m] == 1)
+
+    @property
+    def twice_or_more(self) -> int:
+        """Sent messages in the inbox more than once."""
+        return sum(1 for m in self.sent if self.seen[m] > 1)
+
+    @property
+    def missing(self) -> int:
+        """Sent messages not in the inbox."""
+        return sum(1 for m in self.sent if self.seen[m] == 0)
+
+    @property
+    def unexpected(self) -> int:
+        """Inbox MessageIds that were not sent."""
+        return sum(1 for m in self.seen if m not in self.sent)
+
+    @property
+    def extra(self) -> int:
+        """Deliveries beyond one per sent message: second copies and messages never sent."""
+        return sum(c - 1 for m, c in self.seen.items() if m in self.sent and c > 1) + self.unexpected
+
+
+def inbox_census(store_path: Path, sent: Mapping[str, str]) -> InboxCensus:
+    """Read the inbox of the SQLite store at ``store_path`` against ``sent`` (MessageId → payload SHA-256)."""
+    from msh.ebms.message import ParseMode, parse_message
+    from msh.store import open_store
+
+    seen: Counter[str] = Counter()
+    intact = 0
+    with open_store(str(store_path), migrate=False) as store, store.transaction(readonly=True) as tx:
+        for entry in tx.inbox_list(None, limit=len(sent) * 10 + 10):
+            seen[entry.message_id] += 1
+            record = tx.get_inbound(entry.id)
+            if record is None or entry.message_id not in sent or seen[entry.message_id] > 1:
+                continue
+            with tx.open_blob(record.body_blob_id) as blob:
+                parsed = parse_message(blob, record.content_type, mode=ParseMode.LENIENT)
+            try:
+                data = parsed.payloads[0].body.read_bytes() if parsed.payloads else b""
+            finally:
+                parsed.close()
+            intact += hashlib.sha256(data).hexdigest() == sent[entry.message_id]
+    return InboxCensus(sent, seen, intact)
