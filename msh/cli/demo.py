@@ -1,20 +1,31 @@
-"""``msh demo``: the two-partner reliable-messaging demo (:mod:`msh.exchange_demo`), or with ``--codec`` the
-codec demo over the sample message files (:mod:`msh.demo`)."""
+"""``msh demo``: the two-partner reliable-messaging demo (:mod:`msh.exchange_demo`), with ``--multihop`` the
+demo through an intermediary (:mod:`msh.multihop_demo`), or with ``--codec`` the codec demo over the sample
+message files (:mod:`msh.demo`)."""
 
 from __future__ import annotations
 
 import argparse
 
 from msh.cli.common import Subcommands, add_command, fraction, positive_int
+from msh.errors import ConfigurationError
 
 __all__ = ["add_demo_command"]
 
 
 def _demo(args: argparse.Namespace) -> int:
+    if args.codec and args.multihop:
+        raise ConfigurationError("--codec and --multihop are two different demos; give one of them")
+    if args.undeliverable is not None and not args.multihop:
+        raise ConfigurationError("--undeliverable is for the multi-hop demo; add --multihop")
     if args.codec:
         from msh.demo import run_demo
 
         return run_demo(args.samples)
+    if args.multihop:
+        from msh.multihop_demo import run_multihop_demo
+
+        undeliverable = 3 if args.undeliverable is None else args.undeliverable
+        return run_multihop_demo(messages=args.messages, loss=args.loss, undeliverable=undeliverable, keep=args.keep)
     from msh.exchange_demo import run_exchange_demo
 
     return run_exchange_demo(messages=args.messages, loss=args.loss, keep=args.keep)
@@ -31,8 +42,10 @@ def add_demo_command(sub: Subcommands) -> None:
             "Start partners A and B of samples/cpas/demo-a-b.xml as two MSH processes (ports 8081, 8082 and "
             "18082 on 127.0.0.1; each with its own SQLite file in a temporary folder), send reliable messages "
             "from A to B through a lossy stretch that loses requests and acknowledgments, and print what each "
-            "side saw. Exit status 0 when every message was delivered exactly once. With --codec: parse, "
-            "validate and round-trip the sample message files instead."
+            "side saw. Exit status 0 when every message was delivered exactly once. With --multihop: A sends to "
+            "C through an intermediary instead (three MSH processes, lossy proxies on both hops), then C stops and "
+            "A gets DeliveryFailures from the intermediary. With --codec: parse, validate and round-trip the sample "
+            "message files instead."
         ),
     )
     demo.add_argument(
@@ -47,6 +60,23 @@ def add_demo_command(sub: Subcommands) -> None:
     )
     demo.add_argument(
         "--keep", action="store_true", help="keep the work folder (stores, logs) after a successful run too"
+    )
+    demo.add_argument(
+        "--multihop",
+        action="store_true",
+        help=(
+            "the multi-hop demo: parties A and C of samples/cpas/demo-routed-a-c.xml and the intermediary between "
+            "them (samples/config/multihop, on free ports), losses on both hops; then C stops and the messages A "
+            "sends come back as DeliveryFailures from the intermediary. Exit status 0 when every message was "
+            "delivered exactly once and every later one reported failed"
+        ),
+    )
+    demo.add_argument(
+        "--undeliverable",
+        type=positive_int,
+        default=None,
+        metavar="N",
+        help="with --multihop: how many messages A sends after C stopped (default 3)",
     )
     demo.add_argument("--codec", action="store_true", help="run the codec demo over the sample message files")
     demo.add_argument("--samples", default=None, help="with --codec: folder of sample messages")

@@ -2,9 +2,10 @@
 
 :func:`submit_orders` submits numbered orders with payloads to a sender's store (its ``msh serve`` sends
 them) and remembers each payload's SHA-256; :func:`wait_final` waits, with a deadline, until each message
-is delivered or failed; :func:`journal` reads a store's journal and :func:`inbox_census` the receiving
-application's inbox: how often each message arrived and whether its payload is intact. The verdicts of
-:mod:`msh.exchange_demo`, :mod:`msh.multihop_demo` and the crash tests are computed from these.
+is delivered or failed (:func:`wait_states`: until each is in a state of the caller's choosing);
+:func:`journal` reads a store's journal and :func:`inbox_census` the receiving application's inbox: how
+often each message arrived and whether its payload is intact. The verdicts of :mod:`msh.exchange_demo`,
+:mod:`msh.multihop_demo` and the crash tests are computed from these.
 """
 
 from __future__ import annotations
@@ -18,11 +19,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from msh.engine import OutboundStatus
+    from msh.engine import OutboundState, OutboundStatus
     from msh.runtime.msh import Msh
     from msh.store.api import Event
 
-__all__ = ["InboxCensus", "inbox_census", "journal", "order_payload", "submit_orders", "wait_final"]
+__all__ = ["InboxCensus", "inbox_census", "journal", "order_payload", "submit_orders", "wait_final", "wait_states"]
 
 
 def order_payload(i: int) -> bytes:
@@ -40,13 +41,14 @@ def submit_orders(
     payload: Callable[[int], bytes] = order_payload,
     pace: float = 0.02,
     before: Callable[[int], None] | None = None,
+    into: dict[str, str] | None = None,
 ) -> dict[str, str]:
     """Submit one NewOrder to ``to_party`` per number (``before(i)`` is called first, ``pace`` seconds
-    between them); returns MessageId → SHA-256 of its payload."""
+    between them); returns MessageId → SHA-256 of its payload, in ``into`` when given (filled as they go)."""
     from msh.faults.pair import ACTION, SERVICE
     from msh.runtime.compose import Payload, Submission
 
-    sent: dict[str, str] = {}
+    sent: dict[str, str] = {} if into is None else into
     for i in numbers:
         if before is not None:
             before(i)
@@ -58,22 +60,31 @@ def submit_orders(
     return sent
 
 
-def wait_final(sender: Msh, message_ids: Iterable[str], timeout: float) -> dict[str, OutboundStatus]:
-    """Wait up to ``timeout`` seconds until every message is final (delivered or failed) in the sender's
-    store; returns the final status of each that got there."""
+def wait_states(
+    sender: Msh, message_ids: Iterable[str], done: Callable[[OutboundState], bool], timeout: float
+) -> dict[str, OutboundState]:
+    """Wait up to ``timeout`` seconds until the state of every message in the sender's store is ``done``;
+    returns the state of each that got there."""
     waiting = list(message_ids)
-    final: dict[str, OutboundStatus] = {}
+    reached: dict[str, OutboundState] = {}
     deadline = time.monotonic() + timeout
     while True:
         with sender.store.transaction(readonly=True) as tx:
             for message_id in waiting:
                 state = tx.outbound_status(message_id)
-                if state is not None and state.status.final:
-                    final[message_id] = state.status
-        waiting = [m for m in waiting if m not in final]
+                if state is not None and done(state):
+                    reached[message_id] = state
+        waiting = [m for m in waiting if m not in reached]
         if not waiting or time.monotonic() >= deadline:
-            return final
+            return reached
         time.sleep(0.25)
+
+
+def wait_final(sender: Msh, message_ids: Iterable[str], timeout: float) -> dict[str, OutboundStatus]:
+    """Wait up to ``timeout`` seconds until every message is final (delivered or failed) in the sender's
+    store; returns the final status of each that got there."""
+    final = wait_states(sender, message_ids, lambda state: state.status.final, timeout)
+    return {message_id: state.status for message_id, state in final.items()}
 
 
 def journal(store_path: Path) -> list[Event]:
