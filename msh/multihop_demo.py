@@ -22,10 +22,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from msh.faults.chain import INTERMEDIARY, PARTY_C, Chain, Timings, make_chain
-from msh.faults.outcome import inbox_census, journal, submit_orders, wait_final, wait_states
+from msh.faults.outcome import EventCounts, inbox_census, journal, submit_orders, wait_final, wait_states
 from msh.faults.pair import PARTY_A
 from msh.faults.workfolder import in_work_folder
-from msh.multihop_records import Records, delivery_failures, final_status_text, hop_lines, network_line
+from msh.multihop_records import delivery_failures, final_status_text, hop_lines, network_line
 
 if TYPE_CHECKING:
     from msh.engine import OutboundStatus
@@ -134,7 +134,7 @@ def _introduce(chain: Chain, messages: int, loss: float, work: Path) -> None:
 def _part_one(chain: Chain, sent: dict[str, str], final: dict[str, OutboundStatus], elapsed: float) -> bool:
     from msh.engine import OutboundStatus as Status
 
-    records = [Records.of(journal(p.store), sent) for p in (chain.a, chain.i, chain.c)]
+    records = [EventCounts.of(journal(p.store), sent) for p in (chain.a, chain.i, chain.c)]
     print()
     for line in hop_lines(*records):
         print(line)

@@ -1,57 +1,27 @@
 """What each MSH of the multi-hop demo recorded, read back from its store's journal, and the demo's verdicts.
 
 A (the From party), I (the intermediary) and C (the To party) each keep a journal of events
-(:mod:`msh.store`); :class:`Records` counts them per MSH, telling A's messages (``sent``) from the MSH
-signals that travel back (C's end-to-end acknowledgments, I's DeliveryFailures), and :func:`hop_lines`
-prints them. :func:`delivery_failures` pairs each DeliveryFailure A received with the one I journaled
-sending: the verdict of the second part of the demo is computed from both stores, not assumed.
+(:mod:`msh.store`); :class:`~msh.faults.outcome.EventCounts` counts them per MSH, telling A's messages
+(``sent``) from the MSH signals that travel back (C's end-to-end acknowledgments, I's DeliveryFailures),
+and :func:`hop_lines` prints them. :func:`delivery_failures` pairs each DeliveryFailure A received with
+the one I journaled sending: the verdict of the second part of the demo is computed from both stores,
+not assumed.
 """
 
 from __future__ import annotations
 
-from collections import Counter
-from collections.abc import Collection, Iterable, Mapping
+from collections.abc import Collection, Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
+
+from msh.faults.outcome import EventCounts
 
 if TYPE_CHECKING:
     from msh.engine import OutboundState
     from msh.faults.proxy import ProxyStats
     from msh.store.api import Event
 
-__all__ = ["DeliveryFailureSeen", "Records", "delivery_failures", "final_status_text", "hop_lines", "network_line"]
-
-
-@dataclass(frozen=True, slots=True)
-class Records:
-    """The events of one MSH's journal, counted by kind, for A's messages (``ours``) and for the others
-    (``signals``: acknowledgments and error messages about them, ours or relayed), and per message."""
-
-    ours: Counter[str]
-    signals: Counter[str]
-    messages_with: Mapping[str, frozenset[str]]
-
-    @classmethod
-    def of(cls, events: Iterable[Event], sent: Collection[str]) -> Records:
-        """Count ``events`` (one MSH's journal); ``sent`` are the MessageIds of A's messages."""
-        ours: Counter[str] = Counter()
-        signals: Counter[str] = Counter()
-        kinds: dict[str, set[str]] = {}
-        for event in events:
-            if event.message_id is not None and event.message_id in sent:
-                ours[event.kind] += 1
-                kinds.setdefault(event.kind, set()).add(event.message_id)
-            else:
-                signals[event.kind] += 1
-        return cls(ours, signals, {k: frozenset(v) for k, v in kinds.items()})
-
-    def with_kind(self, kind: str) -> frozenset[str]:
-        """A's messages with at least one event of ``kind``."""
-        return self.messages_with.get(kind, frozenset())
-
-    def count(self, kind: str) -> int:
-        """How many of A's messages have at least one event of ``kind``."""
-        return len(self.with_kind(kind))
+__all__ = ["DeliveryFailureSeen", "delivery_failures", "final_status_text", "hop_lines", "network_line"]
 
 
 def network_line(hop: str, where: str, stats: ProxyStats) -> str:
@@ -63,12 +33,12 @@ def network_line(hop: str, where: str, stats: ProxyStats) -> str:
     )
 
 
-def hop_lines(a: Records, i: Records, c: Records) -> list[str]:
+def hop_lines(a: EventCounts, i: EventCounts, c: EventCounts) -> list[str]:
     """What A, I and C recorded about A's messages and the signals that came back, one paragraph each."""
     forwarded_first = len(
         a.messages_with.get("hop-acknowledged", frozenset()) & a.messages_with.get("delivered", frozenset())
     )
-    copies, relayed = i.ours["forward"], i.signals["forward"]
+    copies, relayed = i.ours["forward"], i.others["forward"]
     return [
         f"party A (From party): {a.ours['submitted']} submitted, {a.ours['transmission']} transmissions to I "
         f"({a.ours['resent']} of them resends); {a.count('hop-acknowledged')} forwarded (I's hop acknowledgment, "
@@ -78,13 +48,13 @@ def hop_lines(a: Records, i: Records, c: Records) -> list[str]:
         f"({copies - i.count('forward')} resent copies, forwarded again: no duplicate elimination at an "
         f"intermediary), {i.ours['transmission']} transmissions to C ({i.ours['resent']} of them resends), "
         f"{i.count('forward-delivered')} acknowledged by C's hop acknowledgment; {relayed} signals from C relayed "
-        f"to A ({i.signals['resent']} resends), {i.ours['delivery-failure-sent']} DeliveryFailures sent to A",
+        f"to A ({i.others['resent']} resends), {i.ours['delivery-failure-sent']} DeliveryFailures sent to A",
         f"party C (To party):   {c.ours['received']} received and delivered to the inbox, {c.ours['duplicate']} "
-        f"duplicates eliminated, {c.ours['rejected']} refused; {c.signals['transmission']} transmissions of "
-        f"end-to-end acknowledgments to I ({c.signals['resent']} of them resends), {c.signals['signal-delivered']} "
+        f"duplicates eliminated, {c.ours['rejected']} refused; {c.others['transmission']} transmissions of "
+        f"end-to-end acknowledgments to I ({c.others['resent']} of them resends), {c.others['signal-delivered']} "
         f"taken by I",
-        f"resends per hop: A->I {a.ours['resent']}, I->C {i.ours['resent']}, C->I {c.signals['resent']} "
-        f"(acknowledgments), I->A {i.signals['resent']} (acknowledgments and DeliveryFailures)",
+        f"resends per hop: A->I {a.ours['resent']}, I->C {i.ours['resent']}, C->I {c.others['resent']} "
+        f"(acknowledgments), I->A {i.others['resent']} (acknowledgments and DeliveryFailures)",
     ]
 
 

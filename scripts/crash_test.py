@@ -3,7 +3,12 @@
 SIGKILL at random moments and restarted; then the receiving application must hold each message exactly
 once and the sender every message as acknowledged. Prints the outcome; exit status 0 when it held.
 
-    .venv/bin/python scripts/crash_test.py [--messages 1000] [--kill-for 60] [--seed N] [--keep DIR]
+With --multihop: A sends to C through an intermediary I (three MSH processes, the multi-hop samples on free
+ports) while I and C are killed at random moments and restarted; then C's application must hold each
+message exactly once and A every message as delivered (C's end-to-end acknowledgment). Prints the kills,
+the time, the duplicates C eliminated and the resends on each hop.
+
+    .venv/bin/python scripts/crash_test.py [--multihop] [--messages 1000] [--kill-for 60] [--seed N] [--keep DIR]
 """
 
 from __future__ import annotations
@@ -16,30 +21,66 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from msh.cli.common import positive_int, seconds
 from msh.faults.crash import run_crash_test
+
+
+def _say(text: str) -> None:
+    print(text, flush=True)
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--messages", type=int, default=1000)
-    parser.add_argument("--kill-for", type=float, default=60.0, help="seconds during which processes are killed")
-    parser.add_argument("--mean-gap", type=float, default=1.0, help="mean seconds between kills")
-    parser.add_argument("--seed", type=int, default=None)
+    parser.add_argument(
+        "--messages", type=positive_int, default=1000, metavar="N", help="how many messages (default 1000)"
+    )
+    parser.add_argument(
+        "--kill-for",
+        type=seconds,
+        default=60.0,
+        metavar="S",
+        help="seconds during which processes are killed (default 60)",
+    )
+    parser.add_argument(
+        "--mean-gap", type=seconds, default=1.0, metavar="S", help="mean seconds between kills (default 1)"
+    )
+    parser.add_argument(
+        "--seed", type=int, default=None, metavar="N", help="seed of the random kill moments (default: a new one)"
+    )
     parser.add_argument("--keep", metavar="DIR", default=None, help="work in DIR and keep it (stores and logs)")
+    parser.add_argument(
+        "--multihop",
+        action="store_true",
+        help="A sends to C through an intermediary; the intermediary and C are killed (not A)",
+    )
     args = parser.parse_args()
     work = Path(args.keep) if args.keep else Path(tempfile.mkdtemp(prefix="msh-crash-"))
     try:
-        report = run_crash_test(
+        if args.multihop:
+            from msh.faults.crash_multihop import run_multihop_crash_test
+
+            report = run_multihop_crash_test(
+                work / "run",
+                messages=args.messages,
+                kill_for=args.kill_for,
+                mean_gap=args.mean_gap,
+                seed=args.seed,
+                settle_timeout=300,
+                progress=_say,
+            )
+            print(report.summary())
+            return 0 if report.ok else 1
+        two = run_crash_test(
             work / "run",
             messages=args.messages,
             kill_for=args.kill_for,
             mean_gap=args.mean_gap,
             seed=args.seed,
             settle_timeout=300,
-            progress=lambda text: print(text, flush=True),
+            progress=_say,
         )
-        print(report.summary())
-        return 0 if report.ok else 1
+        print(two.summary())
+        return 0 if two.ok else 1
     finally:
         if not args.keep:
             shutil.rmtree(work, ignore_errors=True)

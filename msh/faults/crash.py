@@ -8,14 +8,12 @@ at random moments and restarted; afterwards the receiving application must hold 
 from __future__ import annotations
 
 import random
-import threading
-import time
-from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from msh.faults.outcome import inbox_census, submit_orders, wait_final
+from msh.faults.killer import send_under_kills
+from msh.faults.outcome import inbox_census
 from msh.faults.pair import PARTY_B, make_pair
 
 __all__ = ["CrashReport", "run_crash_test"]
@@ -78,59 +76,24 @@ def run_crash_test(
     until at least ``min_kills`` kills were made (a slow machine restarts the processes slowly, so a count
     of kills cannot follow from a duration; the extra killing is bounded by another ``kill_for``)."""
     from msh.engine import OutboundStatus
-    from msh.runtime.config import load_settings
-    from msh.runtime.msh import Msh
 
     say = progress or (lambda _text: None)
-    rng = random.Random(seed)
     pair = make_pair(work, retries=100, retry_interval="PT1S", first_resend="PT1S", http_timeout="PT0.8S", proxy=False)
-    kills = Counter[str]()
-    stop_killing = threading.Event()
-    started = time.monotonic()
-
-    def killer() -> None:
-        end = time.monotonic() + kill_for
-        limit = end + kill_for
-        while not stop_killing.is_set() and (time.monotonic() < end or kills.total() < min_kills):
-            if time.monotonic() >= limit:
-                break
-            if stop_killing.wait(rng.uniform(0.2, 2 * mean_gap)):
-                break
-            victim = pair.a if rng.random() < 0.5 else pair.b
-            victim.kill()
-            kills[victim.name] += 1
-            stop_killing.wait(rng.uniform(0.05, 0.5))
-            try:
-                victim.start()
-            except Exception as exc:  # a start that fails is retried on the next round
-                say(f"restart of {victim.name} failed: {exc}")
-
-    pair.b.start()
-    pair.a.start()
-    sender = Msh(load_settings(pair.a.config, env={}))
-    thread = threading.Thread(target=killer, name="killer", daemon=True)
-    sent: dict[str, str] = {}
-
-    def before(i: int) -> None:
-        if i and i % 200 == 0:
-            say(f"{i} submitted; kills so far A {kills['A']}, B {kills['B']}")
-
-    try:
-        thread.start()
-        pace = kill_for * 0.8 / max(messages, 1)
-        sent = submit_orders(sender, PARTY_B, range(messages), payload=_payload, pace=pace, before=before)
-        thread.join(2 * kill_for + 5)
-        stop_killing.set()
-        thread.join(10)
-        for partner in (pair.a, pair.b):
-            if not partner.alive:
-                partner.start()
-        say("killing over; waiting for every message to settle")
-        final = wait_final(sender, sent, timeout=settle_timeout)
-    finally:
-        stop_killing.set()
-        sender.close()
-        pair.stop()
+    run = send_under_kills(
+        (pair.b, pair.a),
+        (pair.a, pair.b),
+        pair.a.config,
+        PARTY_B,
+        messages=messages,
+        payload=_payload,
+        kill_for=kill_for,
+        min_kills=min_kills,
+        mean_gap=mean_gap,
+        settle_timeout=settle_timeout,
+        rng=random.Random(seed),
+        say=say,
+    )
+    sent, final, kills = run.sent, run.final, run.kills
     census = inbox_census(pair.b.store, sent)
     values = list(final.values())
     return CrashReport(
@@ -145,6 +108,6 @@ def run_crash_test(
         missing=census.missing,
         unexpected=census.unexpected,
         payloads_intact=census.intact,
-        seconds=time.monotonic() - started,
+        seconds=run.seconds,
         work=work,
     )

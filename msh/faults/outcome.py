@@ -3,9 +3,9 @@
 :func:`submit_orders` submits numbered orders with payloads to a sender's store (its ``msh serve`` sends
 them) and remembers each payload's SHA-256; :func:`wait_final` waits, with a deadline, until each message
 is delivered or failed (:func:`wait_states`: until each is in a state of the caller's choosing);
-:func:`journal` reads a store's journal and :func:`inbox_census` the receiving application's inbox: how
-often each message arrived and whether its payload is intact. The verdicts of :mod:`msh.exchange_demo`,
-:mod:`msh.multihop_demo` and the crash tests are computed from these.
+:func:`journal` reads a store's journal (:class:`EventCounts` counts it) and :func:`inbox_census` the
+receiving application's inbox: how often each message arrived and whether its payload is intact. The
+verdicts of :mod:`msh.exchange_demo`, :mod:`msh.multihop_demo` and the crash tests are computed from these.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from __future__ import annotations
 import hashlib
 import time
 from collections import Counter
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Collection, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -23,7 +23,16 @@ if TYPE_CHECKING:
     from msh.runtime.msh import Msh
     from msh.store.api import Event
 
-__all__ = ["InboxCensus", "inbox_census", "journal", "order_payload", "submit_orders", "wait_final", "wait_states"]
+__all__ = [
+    "EventCounts",
+    "InboxCensus",
+    "inbox_census",
+    "journal",
+    "order_payload",
+    "submit_orders",
+    "wait_final",
+    "wait_states",
+]
 
 
 def order_payload(i: int) -> bytes:
@@ -99,6 +108,39 @@ def journal(store_path: Path) -> list[Event]:
             if not batch:
                 return events
             events.extend(batch)
+
+
+@dataclass(frozen=True, slots=True)
+class EventCounts:
+    """The events of one MSH's journal counted by kind: those about the messages sent (``ours``), the others
+    (``others``: the MSH signals about them, acknowledgments and error messages), and the messages sent
+    with at least one event of each kind."""
+
+    ours: Counter[str]
+    others: Counter[str]
+    messages_with: Mapping[str, frozenset[str]]
+
+    @classmethod
+    def of(cls, events: Iterable[Event], sent: Collection[str]) -> EventCounts:
+        """Count ``events`` (one MSH's journal); ``sent`` are the MessageIds of the messages sent."""
+        ours: Counter[str] = Counter()
+        others: Counter[str] = Counter()
+        kinds: dict[str, set[str]] = {}
+        for event in events:
+            if event.message_id is not None and event.message_id in sent:
+                ours[event.kind] += 1
+                kinds.setdefault(event.kind, set()).add(event.message_id)
+            else:
+                others[event.kind] += 1
+        return cls(ours, others, {k: frozenset(v) for k, v in kinds.items()})
+
+    def with_kind(self, kind: str) -> frozenset[str]:
+        """The messages sent with at least one event of ``kind``."""
+        return self.messages_with.get(kind, frozenset())
+
+    def count(self, kind: str) -> int:
+        """How many of the messages sent have at least one event of ``kind``."""
+        return len(self.with_kind(kind))
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,12 +1,13 @@
-"""The crash test, shortened: both MSH processes are killed with SIGKILL at random moments while they
-exchange messages; nothing acknowledged is lost and nothing is delivered twice (DESIGN.md §5.6).
-The long form is ``scripts/crash_test.py``."""
+"""The crash test, shortened: MSH processes are killed with SIGKILL at random moments while they exchange
+messages; nothing acknowledged is lost and nothing is delivered twice (DESIGN.md §5.6).
+The long form is ``scripts/crash_test.py`` (``--multihop`` for the form through an intermediary)."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
 from msh.faults.crash import run_crash_test
+from msh.faults.crash_multihop import run_multihop_crash_test
 
 
 def test_sigkill_at_random_moments_loses_nothing_and_duplicates_nothing(tmp_path: Path) -> None:
@@ -15,3 +16,16 @@ def test_sigkill_at_random_moments_loses_nothing_and_duplicates_nothing(tmp_path
     )
     assert report.kills_a + report.kills_b >= 4, report.summary()
     assert report.ok, report.summary()
+
+
+def test_sigkill_of_the_intermediary_and_c_loses_nothing_and_duplicates_nothing(tmp_path: Path) -> None:
+    # ebMS2 §10: A -> I -> C; I and C die at random moments; every message reaches C's application once
+    # and ends delivered at A (C's end-to-end acknowledgment, back through I).
+    report = run_multihop_crash_test(
+        tmp_path / "crash", messages=60, kill_for=10.0, min_kills=3, mean_gap=1.0, settle_timeout=120, seed=5
+    )
+    # The seed fixes which process each kill hits: the first three hit both.
+    assert report.kills_i >= 1 and report.kills_c >= 1 and report.kills_i + report.kills_c >= 3, report.summary()
+    assert report.ok, report.summary()
+    assert report.delivered == report.delivered_once == report.payloads_intact == 60, report.summary()
+    assert report.forwarded_copies >= 60, report.summary()

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
-from msh.multihop_records import Records, delivery_failures, hop_lines
+from msh.faults.outcome import EventCounts
+from msh.multihop_records import delivery_failures, hop_lines
 from msh.store.api import Event
 
 A = "urn:oasis:names:tc:ebcore:partyid-type:iso6523:0088:123456789"
@@ -44,12 +45,12 @@ def test_records_tell_a_s_messages_from_the_signals_that_come_back() -> None:
     sent = {"m1", "m2"}
     a_kinds = [("submitted", "m1"), ("submitted", "m2"), ("hop-acknowledged", "m1")]
     a_kinds += [("delivered", "m1"), ("delivered", "m2"), ("resent", "m2")]
-    a = Records.of([event(kind, m) for kind, m in a_kinds], sent)
-    i = Records.of(
+    a = EventCounts.of([event(kind, m) for kind, m in a_kinds], sent)
+    i = EventCounts.of(
         [event("forward", "m1"), event("forward", "m1"), event("forward", "m2"), event("forward", "ack-1")], sent
     )
-    c = Records.of([event("received", "m1"), event("received", "m2"), event("signal-delivered", "ack-1")], sent)
-    assert a.count("delivered") == 2 and a.ours["resent"] == 1 and i.signals["forward"] == 1
+    c = EventCounts.of([event("received", "m1"), event("received", "m2"), event("signal-delivered", "ack-1")], sent)
+    assert a.count("delivered") == 2 and a.ours["resent"] == 1 and i.others["forward"] == 1
     lines = hop_lines(a, i, c)
     assert "1 forwarded (I's hop acknowledgment" in lines[0] and "2 delivered" in lines[0]
     assert "1 of them forwarded first" in lines[0]
