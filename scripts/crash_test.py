@@ -17,12 +17,15 @@ import argparse
 import shutil
 import sys
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from msh.cli.common import positive_int, seconds
 from msh.faults.crash import run_crash_test
+from msh.faults.crash_multihop import run_multihop_crash_test
+from msh.faults.killer import DeliveryOutcome
 
 
 def _say(text: str) -> None:
@@ -56,21 +59,8 @@ def main() -> int:
     args = parser.parse_args()
     work = Path(args.keep) if args.keep else Path(tempfile.mkdtemp(prefix="msh-crash-"))
     try:
-        if args.multihop:
-            from msh.faults.crash_multihop import run_multihop_crash_test
-
-            report = run_multihop_crash_test(
-                work / "run",
-                messages=args.messages,
-                kill_for=args.kill_for,
-                mean_gap=args.mean_gap,
-                seed=args.seed,
-                settle_timeout=300,
-                progress=_say,
-            )
-            print(report.summary())
-            return 0 if report.ok else 1
-        two = run_crash_test(
+        run: Callable[..., DeliveryOutcome] = run_multihop_crash_test if args.multihop else run_crash_test
+        report = run(
             work / "run",
             messages=args.messages,
             kill_for=args.kill_for,
@@ -79,8 +69,8 @@ def main() -> int:
             settle_timeout=300,
             progress=_say,
         )
-        print(two.summary())
-        return 0 if two.ok else 1
+        print(report.summary())
+        return 0 if report.ok else 1
     finally:
         if not args.keep:
             shutil.rmtree(work, ignore_errors=True)

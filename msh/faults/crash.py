@@ -12,7 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from msh.faults.killer import send_under_kills
+from msh.faults.killer import DeliveryOutcome, outcome_counts, send_under_kills
 from msh.faults.outcome import inbox_census
 from msh.faults.pair import PARTY_B, make_pair
 
@@ -20,32 +20,12 @@ __all__ = ["CrashReport", "run_crash_test"]
 
 
 @dataclass(frozen=True, slots=True)
-class CrashReport:
-    """What the crash test saw; :attr:`ok` is the verdict."""
+class CrashReport(DeliveryOutcome):
+    """What the crash test saw (:class:`~msh.faults.killer.DeliveryOutcome`) and the kills of A and B;
+    :attr:`ok` is the verdict."""
 
-    messages: int
     kills_a: int
     kills_b: int
-    acknowledged: int
-    failed: int
-    pending: int
-    delivered_once: int
-    delivered_twice_or_more: int
-    missing: int
-    unexpected: int
-    payloads_intact: int
-    seconds: float
-    work: Path
-
-    @property
-    def ok(self) -> bool:
-        return (
-            self.acknowledged == self.messages
-            and self.delivered_once == self.messages
-            and self.delivered_twice_or_more == 0
-            and self.unexpected == 0
-            and self.payloads_intact == self.messages
-        )
 
     def summary(self) -> str:
         return (
@@ -75,8 +55,6 @@ def run_crash_test(
     """Run the crash test in ``work``: submit ``messages`` while killing for ``kill_for`` seconds, and on
     until at least ``min_kills`` kills were made (a slow machine restarts the processes slowly, so a count
     of kills cannot follow from a duration; the extra killing is bounded by another ``kill_for``)."""
-    from msh.engine import OutboundStatus
-
     say = progress or (lambda _text: None)
     pair = make_pair(work, retries=100, retry_interval="PT1S", first_resend="PT1S", http_timeout="PT0.8S", proxy=False)
     run = send_under_kills(
@@ -93,21 +71,9 @@ def run_crash_test(
         rng=random.Random(seed),
         say=say,
     )
-    sent, final, kills = run.sent, run.final, run.kills
-    census = inbox_census(pair.b.store, sent)
-    values = list(final.values())
     return CrashReport(
-        messages=messages,
-        kills_a=kills["A"],
-        kills_b=kills["B"],
-        acknowledged=values.count(OutboundStatus.DELIVERED),
-        failed=values.count(OutboundStatus.FAILED),
-        pending=len(sent) - len(final),
-        delivered_once=census.once,
-        delivered_twice_or_more=census.twice_or_more,
-        missing=census.missing,
-        unexpected=census.unexpected,
-        payloads_intact=census.intact,
-        seconds=run.seconds,
+        **outcome_counts(run, inbox_census(pair.b.store, run.sent)),
         work=work,
+        kills_a=run.kills["A"],
+        kills_b=run.kills["B"],
     )

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from msh.faults.chain import PARTY_C, Timings, make_chain
-from msh.faults.killer import send_under_kills
+from msh.faults.killer import DeliveryOutcome, outcome_counts, send_under_kills
 from msh.faults.outcome import EventCounts, inbox_census, journal, order_payload
 
 __all__ = ["CRASH_TIMINGS", "MultihopCrashReport", "run_multihop_crash_test"]
@@ -37,8 +37,10 @@ CRASH_TIMINGS = Timings(
 
 
 @dataclass(frozen=True, slots=True)
-class MultihopCrashReport:
-    """What the multi-hop crash test saw; :attr:`ok` is the verdict.
+class MultihopCrashReport(DeliveryOutcome):
+    """What the multi-hop crash test saw (:class:`~msh.faults.killer.DeliveryOutcome`: ``acknowledged``
+    counts the messages ``delivered`` at A, by C's end-to-end acknowledgment) and the kills of I and C;
+    :attr:`ok` is the verdict.
 
     ``duplicates_eliminated`` counts the copies C received again and did not deliver; ``resends`` the
     resends on each hop, from the journals: A→I (A's messages), I→C (I's forwards), C→I (C's end-to-end
@@ -46,38 +48,17 @@ class MultihopCrashReport:
     messages I stored and forwarded (a resent copy is forwarded again: no duplicate elimination at an
     intermediary, ebMS2 §10.1)."""
 
-    messages: int
     kills_i: int
     kills_c: int
-    delivered: int
-    failed: int
-    pending: int
-    delivered_once: int
-    delivered_twice_or_more: int
-    missing: int
-    unexpected: int
-    payloads_intact: int
     duplicates_eliminated: int
     resends: dict[str, int]
     forwarded_copies: int
-    seconds: float
-    work: Path
-
-    @property
-    def ok(self) -> bool:
-        return (
-            self.delivered == self.messages
-            and self.delivered_once == self.messages
-            and self.delivered_twice_or_more == 0
-            and self.unexpected == 0
-            and self.payloads_intact == self.messages
-        )
 
     def summary(self) -> str:
         resends = ", ".join(f"{hop} {count}" for hop, count in self.resends.items())
         return (
             f"{self.messages} messages A -> I -> C, I killed {self.kills_i}x, C killed {self.kills_c}x (SIGKILL) in "
-            f"{self.seconds:.1f} s: A {self.delivered} delivered (end-to-end acknowledgment), {self.failed} failed, "
+            f"{self.seconds:.1f} s: A {self.acknowledged} delivered (end-to-end acknowledgment), {self.failed} failed, "
             f"{self.pending} pending; C {self.delivered_once} exactly once, {self.delivered_twice_or_more} more than "
             f"once, {self.missing} missing, {self.unexpected} unexpected, {self.payloads_intact} payloads intact; "
             f"{self.duplicates_eliminated} duplicates eliminated at C; {self.forwarded_copies} copies forwarded by I; "
@@ -99,8 +80,6 @@ def run_multihop_crash_test(
     """Run the multi-hop crash test in ``work``: submit ``messages`` to A while killing I and C for
     ``kill_for`` seconds, and on until at least ``min_kills`` kills were made (bounded by another
     ``kill_for``); then wait up to ``settle_timeout`` seconds for every message to be final at A."""
-    from msh.engine import OutboundStatus
-
     chain = make_chain(work, timings=CRASH_TIMINGS, proxies=False)
     run = send_under_kills(
         chain.partners,
@@ -116,21 +95,12 @@ def run_multihop_crash_test(
         rng=random.Random(seed),
         say=progress or (lambda _text: None),
     )
-    census = inbox_census(chain.c.store, run.sent)
-    values = list(run.final.values())
     a, i, c = (EventCounts.of(journal(p.store), run.sent) for p in (chain.a, chain.i, chain.c))
     return MultihopCrashReport(
-        messages=messages,
+        **outcome_counts(run, inbox_census(chain.c.store, run.sent)),
+        work=work,
         kills_i=run.kills[chain.i.name],
         kills_c=run.kills[chain.c.name],
-        delivered=values.count(OutboundStatus.DELIVERED),
-        failed=values.count(OutboundStatus.FAILED),
-        pending=len(run.sent) - len(run.final),
-        delivered_once=census.once,
-        delivered_twice_or_more=census.twice_or_more,
-        missing=census.missing,
-        unexpected=census.unexpected,
-        payloads_intact=census.intact,
         duplicates_eliminated=c.ours["duplicate"],
         resends={
             "A->I": a.ours["resent"],
@@ -139,6 +109,4 @@ def run_multihop_crash_test(
             "I->A": i.others["resent"],
         },
         forwarded_copies=i.ours["forward"],
-        seconds=run.seconds,
-        work=work,
     )

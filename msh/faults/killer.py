@@ -11,14 +11,15 @@ from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypedDict
 
 from msh.faults.pair import Partner
 
 if TYPE_CHECKING:
     from msh.engine import OutboundStatus
+    from msh.faults.outcome import InboxCensus
 
-__all__ = ["KillRun", "Killer", "send_under_kills"]
+__all__ = ["DeliveryOutcome", "KillRun", "Killer", "OutcomeCounts", "outcome_counts", "send_under_kills"]
 
 
 class Killer:
@@ -137,3 +138,70 @@ def send_under_kills(
         for partner in reversed(partners):
             partner.stop()
     return KillRun(sent, final, killer.kills, time.monotonic() - started)
+
+
+class OutcomeCounts(TypedDict):
+    """The fields of a :class:`DeliveryOutcome`, as :func:`outcome_counts` computes them."""
+
+    messages: int
+    acknowledged: int
+    failed: int
+    pending: int
+    delivered_once: int
+    delivered_twice_or_more: int
+    missing: int
+    unexpected: int
+    payloads_intact: int
+    seconds: float
+
+
+@dataclass(frozen=True, slots=True)
+class DeliveryOutcome:
+    """What a crash test saw at the sender (``acknowledged``: delivered, with the receiver's
+    acknowledgment; ``failed``; ``pending``: not final in time) and in the receiving application's inbox;
+    :attr:`ok` is the verdict: every message acknowledged and delivered exactly once, payload intact."""
+
+    messages: int
+    acknowledged: int
+    failed: int
+    pending: int
+    delivered_once: int
+    delivered_twice_or_more: int
+    missing: int
+    unexpected: int
+    payloads_intact: int
+    seconds: float
+    work: Path
+
+    @property
+    def ok(self) -> bool:
+        return (
+            self.acknowledged == self.messages
+            and self.delivered_once == self.messages
+            and self.delivered_twice_or_more == 0
+            and self.unexpected == 0
+            and self.payloads_intact == self.messages
+        )
+
+    def summary(self) -> str:
+        """One line: the figures and OK or FAILED."""
+        raise NotImplementedError
+
+
+def outcome_counts(run: KillRun, census: InboxCensus) -> OutcomeCounts:
+    """The counts of a :class:`DeliveryOutcome` of ``run``, whose receiver's inbox is ``census``."""
+    from msh.engine import OutboundStatus
+
+    values = list(run.final.values())
+    return OutcomeCounts(
+        messages=len(run.sent),
+        acknowledged=values.count(OutboundStatus.DELIVERED),
+        failed=values.count(OutboundStatus.FAILED),
+        pending=len(run.sent) - len(run.final),
+        delivered_once=census.once,
+        delivered_twice_or_more=census.twice_or_more,
+        missing=census.missing,
+        unexpected=census.unexpected,
+        payloads_intact=census.intact,
+        seconds=run.seconds,
+    )
