@@ -23,6 +23,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from msh.cli.common import positive_int, seconds
+from msh.errors import ConfigurationError
 from msh.faults.crash import run_crash_test
 from msh.faults.crash_multihop import run_multihop_crash_test
 from msh.faults.killer import DeliveryOutcome
@@ -60,15 +61,19 @@ def main() -> int:
     work = Path(args.keep) if args.keep else Path(tempfile.mkdtemp(prefix="msh-crash-"))
     try:
         run: Callable[..., DeliveryOutcome] = run_multihop_crash_test if args.multihop else run_crash_test
-        report = run(
-            work / "run",
-            messages=args.messages,
-            kill_for=args.kill_for,
-            mean_gap=args.mean_gap,
-            seed=args.seed,
-            settle_timeout=300,
-            progress=_say,
-        )
+        try:
+            report = run(
+                work / "run",
+                messages=args.messages,
+                kill_for=args.kill_for,
+                mean_gap=args.mean_gap,
+                seed=args.seed,
+                settle_timeout=300,
+                progress=_say,
+            )
+        except ConfigurationError as exc:
+            print(f"crash_test.py: error: {exc}", file=sys.stderr)
+            return 2
         print(report.summary())
         return 0 if report.ok else 1
     finally:

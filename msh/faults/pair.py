@@ -10,6 +10,7 @@ can lose requests and acknowledgments or take the network down.
 from __future__ import annotations
 
 import os
+import random
 import re
 import signal
 import socket
@@ -32,8 +33,34 @@ PARTY_B = ("987654321", ISO6523)
 SERVICE, ACTION = "urn:example:services:ordering", "NewOrder"
 
 
+_EPHEMERAL = Path("/proc/sys/net/ipv4/ip_local_port_range")
+
+
+def _ephemeral_range() -> tuple[int, int]:
+    """The kernel's range of ports for outgoing connections (Linux; the IANA range elsewhere)."""
+    try:
+        low, high = (int(x) for x in _EPHEMERAL.read_text().split())
+    except (OSError, ValueError):
+        return 49152, 65535
+    return low, high
+
+
 def free_port() -> int:
-    """A TCP port on 127.0.0.1 that was free a moment ago."""
+    """A TCP port on 127.0.0.1 that was free a moment ago.
+
+    It is taken below the kernel's ephemeral range when it can be: a port from that range may be given to
+    an outgoing connection (of any process on the machine) between this call and the server's bind."""
+    low, _ = _ephemeral_range()
+    if low > 20_000:
+        rng = random.SystemRandom()
+        for _ in range(50):
+            port = rng.randrange(10_000, low)
+            with socket.socket() as s:
+                try:
+                    s.bind(("127.0.0.1", port))
+                except OSError:
+                    continue
+                return port
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return int(s.getsockname()[1])
