@@ -12,7 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from msh.faults.killer import DeliveryOutcome, outcome_counts, send_under_kills
+from msh.faults.killer import DeliveryOutcome, send_under_kills
 from msh.faults.outcome import inbox_census
 from msh.faults.pair import PARTY_B, make_pair
 
@@ -71,9 +71,10 @@ def run_crash_test(
         rng=random.Random(seed),
         say=say,
     )
-    return CrashReport(
-        **outcome_counts(run, inbox_census(pair.b.store, run.sent)),
-        work=work,
+    return CrashReport.of(
+        run,
+        inbox_census(pair.b.store, run.sent),
+        work,
         kills_a=run.kills["A"],
         kills_b=run.kills["B"],
     )

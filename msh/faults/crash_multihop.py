@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from msh.faults.chain import PARTY_C, Timings, make_chain
-from msh.faults.killer import DeliveryOutcome, outcome_counts, send_under_kills
+from msh.faults.killer import DeliveryOutcome, send_under_kills
 from msh.faults.outcome import EventCounts, inbox_census, journal, order_payload
 
 __all__ = ["CRASH_TIMINGS", "MultihopCrashReport", "run_multihop_crash_test"]
@@ -96,9 +96,10 @@ def run_multihop_crash_test(
         say=progress or (lambda _text: None),
     )
     a, i, c = (EventCounts.of(journal(p.store), run.sent) for p in (chain.a, chain.i, chain.c))
-    return MultihopCrashReport(
-        **outcome_counts(run, inbox_census(chain.c.store, run.sent)),
-        work=work,
+    return MultihopCrashReport.of(
+        run,
+        inbox_census(chain.c.store, run.sent),
+        work,
         kills_i=run.kills[chain.i.name],
         kills_c=run.kills[chain.c.name],
         duplicates_eliminated=c.ours["duplicate"],

@@ -11,7 +11,7 @@ from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, TypedDict
+from typing import TYPE_CHECKING, Any, Self
 
 from msh.faults.pair import Partner
 
@@ -19,7 +19,7 @@ if TYPE_CHECKING:
     from msh.engine import OutboundStatus
     from msh.faults.outcome import InboxCensus
 
-__all__ = ["DeliveryOutcome", "KillRun", "Killer", "OutcomeCounts", "outcome_counts", "send_under_kills"]
+__all__ = ["DeliveryOutcome", "KillRun", "Killer", "send_under_kills"]
 
 
 class Killer:
@@ -140,21 +140,6 @@ def send_under_kills(
     return KillRun(sent, final, killer.kills, time.monotonic() - started)
 
 
-class OutcomeCounts(TypedDict):
-    """The fields of a :class:`DeliveryOutcome`, as :func:`outcome_counts` computes them."""
-
-    messages: int
-    acknowledged: int
-    failed: int
-    pending: int
-    delivered_once: int
-    delivered_twice_or_more: int
-    missing: int
-    unexpected: int
-    payloads_intact: int
-    seconds: float
-
-
 @dataclass(frozen=True, slots=True)
 class DeliveryOutcome:
     """What a crash test saw at the sender (``acknowledged``: delivered, with the receiver's
@@ -187,21 +172,23 @@ class DeliveryOutcome:
         """One line: the figures and OK or FAILED."""
         raise NotImplementedError
 
+    @classmethod
+    def of(cls, run: KillRun, census: InboxCensus, work: Path, **more: Any) -> Self:
+        """The outcome of ``run``, whose receiver's inbox is ``census``; ``more``: a subclass's fields."""
+        from msh.engine import OutboundStatus
 
-def outcome_counts(run: KillRun, census: InboxCensus) -> OutcomeCounts:
-    """The counts of a :class:`DeliveryOutcome` of ``run``, whose receiver's inbox is ``census``."""
-    from msh.engine import OutboundStatus
-
-    values = list(run.final.values())
-    return OutcomeCounts(
-        messages=len(run.sent),
-        acknowledged=values.count(OutboundStatus.DELIVERED),
-        failed=values.count(OutboundStatus.FAILED),
-        pending=len(run.sent) - len(run.final),
-        delivered_once=census.once,
-        delivered_twice_or_more=census.twice_or_more,
-        missing=census.missing,
-        unexpected=census.unexpected,
-        payloads_intact=census.intact,
-        seconds=run.seconds,
-    )
+        values = list(run.final.values())
+        return cls(
+            messages=len(run.sent),
+            acknowledged=values.count(OutboundStatus.DELIVERED),
+            failed=values.count(OutboundStatus.FAILED),
+            pending=len(run.sent) - len(run.final),
+            delivered_once=census.once,
+            delivered_twice_or_more=census.twice_or_more,
+            missing=census.missing,
+            unexpected=census.unexpected,
+            payloads_intact=census.intact,
+            seconds=run.seconds,
+            work=work,
+            **more,
+        )
