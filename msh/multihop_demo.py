@@ -70,7 +70,7 @@ def _run(work: Path, messages: int, loss: float, undeliverable: int, lossy_share
     _introduce(chain, messages, loss, work)
     (i_listen, i_target), (c_listen, c_target) = chain.proxied_hops()
     with contextlib.ExitStack() as stack:
-        stack.callback(chain.kill)  # whatever happens, no process outlives the demo
+        stack.callback(chain.stop)  # whatever happens, no process outlives the demo (SIGTERM, then SIGKILL)
         for partner in chain.partners:
             partner.start()
         lossy = dict(drop_requests=loss, drop_responses=loss)
@@ -104,8 +104,6 @@ def _run(work: Path, messages: int, loss: float, undeliverable: int, lossy_share
         print(network_line("I->C", "C", to_c.stats()))
         delivered = _part_one(chain, sent, final, elapsed)
         failures_ok = _part_two(chain, sender, undeliverable, messages, to_c)
-        sender.close()
-        chain.stop()
     return 0 if delivered and failures_ok else 1
 
 
@@ -170,9 +168,10 @@ def _part_two(chain: Chain, sender: Msh, count: int, first: int, to_c: RunningPr
             print(f"  {severity} DeliveryFailure, RefToMessageId {item.message_id}: {description}")
         if not item.received:
             print(f"  none about {item.message_id}")
+        outcome = final[item.message_id].value if item.message_id in final else "not final in time"
         print(
-            f"    I journaled sending it: {', '.join(item.sent_by_intermediary) or 'no'}; at A the message was "
-            f"{'forwarded (I acknowledged the hop), then ' if item.forwarded_first else ''}failed"
+            f"    I journaled sending it: {', '.join(item.sent_by_intermediary) or 'no'}; at A: "
+            f"{'forwarded (I acknowledged the hop), then ' if item.forwarded_first else ''}{outcome}"
         )
     print("A's statuses:")
     for message_id in sent:

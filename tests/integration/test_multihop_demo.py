@@ -49,7 +49,10 @@ def test_once_c_is_stopped_a_gets_delivery_failures_from_the_intermediary(
         r"^  (\S+@party-a\.example): failed after \d+ transmission\(s\); Error DeliveryFailure", part_two, re.M
     )
     assert sorted(statuses) == sorted(ref for _, ref in failures)
-    assert part_two.count("I journaled sending it: Error; at A the message was forwarded") == UNDELIVERABLE
+    assert (
+        part_two.count("I journaled sending it: Error; at A: forwarded (I acknowledged the hop), then failed")
+        == UNDELIVERABLE
+    )
     assert f"result: {UNDELIVERABLE}/{UNDELIVERABLE} failed at A, {UNDELIVERABLE}/{UNDELIVERABLE} reported" in out
     assert "\nevery undeliverable message reported to A by a DeliveryFailure from the intermediary\n" in out
     assert "work folder kept" not in out
