@@ -49,9 +49,11 @@ from msh.runtime.config import Settings
 from msh.runtime.core import Callbacks, Core, DeliveredCallback, FailedCallback, MessageCallback
 from msh.runtime.executor import AfterCommit, Executor
 from msh.runtime.inbound import InboundPipeline
+from msh.runtime.security import MessageSecurity
 from msh.runtime.sender import Sender
 from msh.runtime.submission import Prepared, Submissions, is_large
 from msh.runtime.timerloop import TimerLoop
+from msh.security import check_agreement_security
 from msh.store import api as store_api
 from msh.store import open_store
 from msh.store.api import Direction, InboxEntry, InboxState, OutboundMessage, Store
@@ -112,7 +114,13 @@ class Msh:
             if agreements is not None
             else load_agreements(settings.agreements.files(), verify_signatures=settings.agreements.verify_signatures)
         )
+        for cpa in loaded:
+            # An agreement asking for security the MSH lacks is refused when loaded for use, naming the element.
+            check_agreement_security(cpa)
         registry = agreement_registry(settings, loaded, party)
+        security = MessageSecurity(settings.security, registry, party)
+        # The keys the agreements need are there (refused at load, never at the first message).
+        security.check_agreements(registry)
         opened = store if store is not None else open_store(settings.store.url)
         self._own_store = store is None
         s = settings.sending
@@ -135,6 +143,7 @@ class Msh:
                 certificate=settings.tls.certificate, private_key=settings.tls.private_key, trusted=settings.tls.trusted
             ),
             callbacks=Callbacks(on_delivered, on_failed, on_message),
+            security=security,
             offload=offload,
             routes=tuple(routes) if routes is not None else settings.routing.routes,
         )

@@ -109,8 +109,8 @@ def test_a_partner_that_is_down_each_attempt_records_and_logs_why(
     assert main(["status", "--config", config, message_id]) == 0
     out = capsys.readouterr().out.splitlines()
     assert out[0] == f"{message_id}: awaiting-ack, 2 transmission(s), to {PARTY_B[1]}:{PARTY_B[0]} ({ACTION})"
-    assert out[1] == f"  transmission 1 at 2026-01-05T09:00:00Z: failed: {tried[0].error}"
-    assert out[2] == f"  transmission 2 at 2026-01-05T09:00:03Z: failed: {tried[1].error}"
+    assert out[1] == f"  transmission 1 at 2026-12-01T09:00:00Z: failed: {tried[0].error}"
+    assert out[2] == f"  transmission 2 at 2026-12-01T09:00:03Z: failed: {tried[1].error}"
     due = stored.state.next_due_at.isoformat(timespec="seconds").replace("+00:00", "Z")
     assert out[3] == f"  next attempt at {due}"
 
