@@ -4,7 +4,7 @@
 
 Application API (synchronous, thread-safe; each call is one store transaction)
     :meth:`Msh.submit` -> MessageId (:meth:`Msh.submit_async` on an event loop); :meth:`Msh.status`,
-    :meth:`Msh.attempts`; :meth:`Msh.inbox`, :meth:`Msh.fetch`, :meth:`Msh.ack`; callbacks
+    :meth:`Msh.attempts`, :meth:`Msh.receipt`; :meth:`Msh.inbox`, :meth:`Msh.fetch`, :meth:`Msh.ack`; callbacks
     ``on_delivered(message_id)``, ``on_failed(message_id, issue)`` and ``on_message(entry_id,
     message_id)``, called after the commit that decided them, on the runtime's event loop (keep them
     short; a callback that raises is logged, never retried). Only the runtime of this process calls them
@@ -47,7 +47,7 @@ from msh.runtime.agreements import agreement_registry, load_agreements
 from msh.runtime.compose import Submission, new_message_id
 from msh.runtime.config import Settings
 from msh.runtime.core import Callbacks, Core, DeliveredCallback, FailedCallback, MessageCallback
-from msh.runtime.executor import AfterCommit, Executor
+from msh.runtime.executor import RECEIPT, AfterCommit, Executor
 from msh.runtime.inbound import InboundPipeline
 from msh.runtime.security import MessageSecurity
 from msh.runtime.sender import Sender
@@ -261,6 +261,20 @@ class Msh:
         with self.core.store.transaction(readonly=True) as tx:
             events = tx.message_events(message_id, direction=Direction.OUTBOUND, limit=limit * 3)
         return attempts_.attempts(events)[-limit:]
+
+    def receipt(self, message_id: str) -> bytes | None:
+        """The signed receipt kept for a message we sent: the signed Acknowledgment message whose
+        ds:References matched what was sent (ebMS2 §6.3.2.5), as received; None when none was kept (no
+        such message, no signed acknowledgment asked for, or none received yet)."""
+        with self.core.store.transaction(readonly=True) as tx:
+            events = tx.message_events(message_id, direction=Direction.OUTBOUND)
+        kept = [e for e in events if e.kind == RECEIPT and isinstance(e.detail.get("blob"), int)]
+        if not kept:
+            return None
+        blob_id = kept[-1].detail["blob"]
+        assert isinstance(blob_id, int)
+        with self.core.store.open_blob(blob_id) as blob:
+            return blob.read()
 
     def inbox(self, state: InboxState | None = InboxState.NEW, *, limit: int = 100) -> list[InboxEntry]:
         """Received messages for the application (``state`` None: all), oldest first."""

@@ -1,0 +1,368 @@
+"""Message security in the running MSH, on the test network (ebMS2 §4.1, §6.3.1.2, §6.3.2.5): partners A
+and B of the sample agreement (which has both sign with rsa-sha256 / sha256) with their demo keys.
+
+Signed messages verify and are delivered once; a message changed on the way, unsigned, or signed by
+another party is refused with SecurityFailure and neither acknowledged nor delivered; signed
+acknowledgments are checked against what was sent and kept as receipts; encrypted payloads arrive
+decrypted; an agreement needing a key the settings lack is refused when loaded.
+"""
+
+from __future__ import annotations
+
+import pytest
+from lxml import etree
+
+from msh.ebms.envelope import serialise_envelope
+from msh.ebms.message import ParseMode, build_message, parse_message
+from msh.ebms.mime import AttachmentSpec
+from msh.ebms.model import Envelope
+from msh.engine import OutboundStatus
+from msh.engine.replies import acknowledgment_message
+from msh.errors import ConfigurationError, ErrorCode
+from msh.runtime.compose import compose
+from msh.runtime.msh import Msh
+from msh.security import check_receipt, load_certificates, load_private_key, receipt_references, sign
+from msh.store.api import Direction
+from msh.testing.network import TestNetwork
+from tests.support.endpoint import PARTY_A, RSA_SHA256, SHA256, signed_as_a
+from tests.support.secure_network import (
+    ACTION,
+    B_URL,
+    KEYS,
+    PARTY_B,
+    SERVICE,
+    agreement,
+    encrypted,
+    events,
+    order,
+    run_pair,
+    settings,
+    signed_acks,
+    stored_body,
+)
+
+DS = "http://www.w3.org/2000/09/xmldsig#"
+EB = "http://www.oasis-open.org/committees/ebxml-msg/schema/msg-header-2_0.xsd"
+
+
+def _soap(body: bytes, content_type: str) -> etree._Element:
+    message = parse_message(body, content_type, mode=ParseMode.LENIENT)
+    message.close()
+    return etree.fromstring(message.soap)
+
+
+def _received(msh: Msh, message_id: str) -> list[dict[str, object]]:
+    return [e.detail for e in events(msh, message_id, Direction.INBOUND) if e.kind == "received"]
+
+
+def _delivered(msh: Msh) -> list[str]:
+    return [entry.message_id for entry in msh.inbox(None, limit=1000)]
+
+
+# ------------------------------------------------------------------------------------------- signing
+
+
+def test_a_signed_message_is_verified_delivered_once_and_resent_with_the_same_signed_bytes() -> None:
+    sent: list[bytes] = []
+
+    def record(url: str, body: bytes) -> bytes:
+        if url == B_URL:
+            sent.append(body)
+        return body
+
+    async def scenario(net: TestNetwork, a: Msh, b: Msh) -> None:
+        net.faults.tamper = record
+        net.faults.lose_next_answers = 1  # the acknowledgment of the first transmission is lost: A resends
+        message_id = await a.submit_async(order(1))
+        await net.run_until(lambda: a.status(message_id).state.status.final)  # type: ignore[union-attr]
+        stored = a.status(message_id)
+        assert stored is not None and stored.state.status is OutboundStatus.DELIVERED
+        assert stored.state.attempts == 2
+        body = stored_body(a, message_id)
+        # DESIGN.md §5.1: every transmission sends the stored signed bytes.
+        assert sent == [body, body]
+        signature = _soap(body, stored.content_type).find(f".//{{{DS}}}Signature")
+        assert signature is not None
+        method = signature.find(f"{{{DS}}}SignedInfo/{{{DS}}}SignatureMethod")
+        assert method is not None and method.get("Algorithm") == RSA_SHA256
+        assert len(signature.findall(f"{{{DS}}}SignedInfo/{{{DS}}}Reference")) == 2  # envelope + payload
+        # B verified both copies, delivered the first, answered the second from its store.
+        assert _delivered(b) == [message_id]
+        assert [d["signed"] for d in _received(b, message_id)] == [True]
+        assert b.counters["signatures-verified"] == 2
+        # B's acknowledgments travel on its signal channel, which signs too: A verified them.
+        assert a.counters["signatures-verified"] >= 1
+        submitted = [e.detail for e in events(a, message_id, Direction.OUTBOUND) if e.kind == "submitted"]
+        assert submitted[0]["signed"] is True and submitted[0]["encrypted"] is False
+
+    run_pair(scenario)
+
+
+@pytest.mark.parametrize(
+    ("what", "old", "new"),
+    [
+        ("a payload byte", b"<item>bolts</item>", b"<item>nails</item>"),
+        ("a header element", b"<eb:Action>NewOrder</eb:Action>", b"<eb:Action>NewOrder </eb:Action>"),
+    ],
+)
+def test_a_message_changed_on_the_way_is_refused_with_security_failure_and_not_delivered(
+    what: str, old: bytes, new: bytes
+) -> None:
+    async def scenario(net: TestNetwork, a: Msh, b: Msh) -> None:
+        def tamper(url: str, body: bytes) -> bytes:
+            assert url != B_URL or old in body, what
+            return body.replace(old, new) if url == B_URL else body
+
+        net.faults.tamper = tamper
+        message_id = await a.submit_async(order(1))
+        await net.settle()
+        assert _delivered(b) == []
+        with b.store.transaction(readonly=True) as tx:
+            assert tx.find_inbound(message_id) is None  # nothing stored as received
+        assert b.counters["security-failures"] == 1
+        [rejected] = [e for e in events(b, message_id, Direction.INBOUND) if e.kind == "rejected"]
+        assert "SecurityFailure" in str(rejected.detail["issues"])
+        # The SecurityFailure went back to A in an ErrorList (signed by B): A's message failed with it.
+        [attempt] = a.attempts(message_id)
+        assert [e.error_code for e in attempt.errors] == [ErrorCode.SECURITY_FAILURE.value]
+        stored = a.status(message_id)
+        assert stored is not None and stored.state.status is OutboundStatus.FAILED
+
+    run_pair(scenario)
+
+
+def _unsigned_message(b: Msh, message_id: str) -> tuple[Envelope, tuple[AttachmentSpec, ...]]:
+    now = b.clock()
+    params = b.registry.resolve(
+        "cpa-demo-a-b", from_party=PARTY_A, to_party=PARTY_B, service=SERVICE, action=ACTION, now=now
+    )
+    composed = compose(
+        params, order(1), message_id=message_id, now=now, conversation_id="c-1", content_id_domain="a.example"
+    )
+    return composed.envelope, composed.attachments
+
+
+def test_an_unsigned_message_under_a_signing_agreement_is_refused() -> None:
+    async def scenario(net: TestNetwork, a: Msh, b: Msh) -> None:
+        envelope, attachments = _unsigned_message(b, "unsigned-1@a.example")
+        content_type, body = build_message(envelope, attachments)
+        reply = await b.handle_http(body, content_type)
+        assert b"SecurityFailure" in reply.body and b"is not signed" in reply.body
+        assert b"<eb:Acknowledgment" not in reply.body
+        assert _delivered(b) == []
+        with b.store.transaction(readonly=True) as tx:
+            assert tx.find_inbound("unsigned-1@a.example") is None
+
+    run_pair(scenario)
+
+
+def test_a_message_signed_by_another_party_is_refused() -> None:
+    async def scenario(net: TestNetwork, a: Msh, b: Msh) -> None:
+        envelope, attachments = _unsigned_message(b, "forged-1@a.example")
+        payloads = {x.content_id: x.body for x in attachments}
+        # Party C's key, its certificate in KeyInfo: not the certificate the agreement names for A.
+        key = load_private_key(KEYS / "party-c.key.pem")
+        [certificate] = load_certificates(KEYS / "party-c.cert.pem")
+        soap = sign(serialise_envelope(envelope), payloads, key, certificate, RSA_SHA256, SHA256)
+        content_type, body = build_message(envelope, attachments)
+        body = body.replace(serialise_envelope(envelope), soap)
+        reply = await b.handle_http(body, content_type)
+        assert b"SecurityFailure" in reply.body
+        assert _delivered(b) == []
+        # The same message signed with A's key goes through.
+        good_type, good = signed_as_a(envelope, attachments)
+        reply = await b.handle_http(good, good_type)
+        assert b"<eb:Acknowledgment" in reply.body
+        assert _delivered(b) == ["forged-1@a.example"]
+
+    run_pair(scenario)
+
+
+def test_an_agreement_that_has_us_sign_is_refused_when_loaded_without_a_signing_key() -> None:
+    async def scenario(net: TestNetwork, a: Msh, b: Msh) -> None:
+        with pytest.raises(ConfigurationError) as caught:
+            net.add("a2", settings("a", signing_key=None, signing_certificate=None))
+        text = str(caught.value)
+        assert "agreement cpa-demo-a-b, Party A, DeliveryChannel A_Channel: its SenderNonRepudiation" in text
+        assert "security.signing_key" in text
+
+    run_pair(scenario)
+
+
+def test_a_signing_key_that_is_not_the_agreements_certificate_is_refused_when_loaded() -> None:
+    async def scenario(net: TestNetwork, a: Msh, b: Msh) -> None:
+        with pytest.raises(ConfigurationError, match="SigningCertificateRef names certificate 'A_Cert'"):
+            net.add(
+                "a2",
+                settings("a", signing_key=KEYS / "party-c.key.pem", signing_certificate=KEYS / "party-c.cert.pem"),
+            )
+
+    run_pair(scenario)
+
+
+# ------------------------------------------------------------------------------------------- receipts
+
+
+def test_a_signed_acknowledgment_is_checked_against_what_was_sent_and_kept_as_the_receipt() -> None:
+    async def scenario(net: TestNetwork, a: Msh, b: Msh) -> None:
+        message_id = await a.submit_async(order(1))
+        await net.run_until(lambda: a.status(message_id).state.status.final)  # type: ignore[union-attr]
+        stored = a.status(message_id)
+        assert stored is not None and stored.state.status is OutboundStatus.DELIVERED
+        sent = stored_body(a, message_id)
+        asked = _soap(sent, stored.content_type).find(f".//{{{EB}}}AckRequested")
+        assert asked is not None and asked.get(f"{{{EB}}}signed") == "true"
+        receipt = a.receipt(message_id)
+        assert receipt is not None
+        root = etree.fromstring(receipt)
+        assert root.find(f".//{{{DS}}}Signature") is not None  # the acknowledgment is signed
+        references = root.findall(f".//{{{EB}}}Acknowledgment/{{{DS}}}Reference")
+        assert len(references) == 2
+        texts = [etree.tostring(r, encoding="unicode") for r in references]
+        sent_message = parse_message(sent, stored.content_type, mode=ParseMode.LENIENT)
+        try:
+            assert len(check_receipt(texts, sent_message.soap)) == 2
+        finally:
+            sent_message.close()
+        assert a.counters["receipts"] == 1
+        [kept] = [e for e in events(a, message_id, Direction.OUTBOUND) if e.kind == "receipt"]
+        assert kept.detail["references"] == 2
+
+    run_pair(scenario, cpa=signed_acks())
+
+
+def _ack_from_b(a: Msh, message_id: str, *, references: tuple[str, ...], signed: bool = True) -> bytes:
+    stored = a.status(message_id)
+    assert stored is not None
+    sent = parse_message(stored_body(a, message_id), stored.content_type, mode=ParseMode.LENIENT)
+    sent.close()
+    ack = acknowledgment_message(
+        sent.envelope, message_id="ack-1@party-b.example", now=a.clock(), references=references
+    )
+    body = serialise_envelope(ack)
+    if not signed:
+        return body
+    key = load_private_key(KEYS / "party-b.key.pem")
+    [certificate] = load_certificates(KEYS / "party-b.cert.pem")
+    return sign(body, {}, key, certificate, RSA_SHA256, SHA256)
+
+
+@pytest.mark.parametrize("problem", ["digest", "unsigned"])
+def test_a_receipt_that_does_not_match_what_was_sent_fails_the_message_with_security_failure(problem: str) -> None:
+    async def scenario(net: TestNetwork, a: Msh, b: Msh) -> None:
+        net.faults.down.add(B_URL)
+        message_id = await a.submit_async(order(1))
+        await net.settle()
+        stored = a.status(message_id)
+        assert stored is not None
+        sent = parse_message(stored_body(a, message_id), stored.content_type, mode=ParseMode.LENIENT)
+        sent.close()
+        references = list(receipt_references(sent.soap))
+        # The payload's digest as B would have computed it over other content.
+        references[1] = references[1].replace("<ds:DigestValue>", "<ds:DigestValue>AAAA", 1)
+        body = _ack_from_b(a, message_id, references=tuple(references), signed=problem != "unsigned")
+        if problem == "unsigned":
+            # B's signal channel signs: an unsigned acknowledgment is refused before it is a receipt at all.
+            await a.handle_http(body, "text/xml")
+            assert a.status(message_id).state.status is OutboundStatus.AWAITING_ACK  # type: ignore[union-attr]
+            assert a.receipt(message_id) is None
+            return
+        await a.handle_http(body, "text/xml")
+        stored = a.status(message_id)
+        assert stored is not None and stored.state.status is OutboundStatus.FAILED
+        assert stored.state.failure is not None
+        # ebMS2 §6.5.7: the application is told with a DeliveryFailure carrying the SecurityFailure.
+        assert stored.state.failure.error_code is ErrorCode.DELIVERY_FAILURE
+        assert "SecurityFailure" in stored.state.failure.description
+        assert "differs from the message sent" in stored.state.failure.description
+        assert a.receipt(message_id) is None
+        [refused] = [e for e in events(a, message_id, Direction.OUTBOUND) if e.kind == "receipt-refused"]
+        assert "cid:" in str(refused.detail["location"])
+
+    run_pair(scenario, cpa=signed_acks())
+
+
+# ------------------------------------------------------------------------------------------ encryption
+
+
+def test_encrypted_payloads_travel_encrypted_and_arrive_decrypted() -> None:
+    payload = b"<order n='7'><item>confidential bolts</item></order>"
+
+    async def scenario(net: TestNetwork, a: Msh, b: Msh) -> None:
+        message_id = await a.submit_async(order(7, payload))
+        await net.run_until(lambda: a.status(message_id).state.status.final)  # type: ignore[union-attr]
+        stored = a.status(message_id)
+        assert stored is not None and stored.state.status is OutboundStatus.DELIVERED
+        body = stored_body(a, message_id)
+        assert b"confidential bolts" not in body and b"EncryptedData" in body
+        [entry] = b.inbox(None)
+        received = b.fetch(entry.id)
+        try:
+            [part] = received.message.payloads
+            assert part.body.read_bytes() == payload
+            assert part.media_type == "application/xml"
+        finally:
+            received.close()
+        assert b.counters["decrypted"] == 1 and b.counters["signatures-verified"] >= 1
+        submitted = [e.detail for e in events(a, message_id, Direction.OUTBOUND) if e.kind == "submitted"]
+        assert submitted[0]["encrypted"] is True
+
+    run_pair(scenario, cpa=encrypted())
+
+
+def test_a_payload_that_does_not_decrypt_is_refused_with_security_failure() -> None:
+    async def scenario(net: TestNetwork, a: Msh, b: Msh) -> None:
+        message_id = await a.submit_async(order(1))
+        await net.settle()
+        assert _delivered(b) == []
+        assert b.counters["security-failures"] == 1
+        [attempt] = a.attempts(message_id)
+        assert [e.error_code for e in attempt.errors] == [ErrorCode.SECURITY_FAILURE.value]
+        assert any("cannot be decrypted" in (e.description or "") for e in attempt.errors)
+
+    # B decrypts with another key than the one of the certificate A encrypts for.
+    run_pair(scenario, cpa=encrypted(), b=settings("b", decryption_key=KEYS / "party-c.key.pem"))
+
+
+def test_an_agreement_encrypting_for_us_is_refused_when_loaded_without_a_decryption_key() -> None:
+    async def scenario(net: TestNetwork, a: Msh, b: Msh) -> None:
+        unset = {"signing_key": None, "signing_certificate": None, "decryption_key": None}
+        with pytest.raises(ConfigurationError, match="SenderDigitalEnvelope encrypts payloads for us"):
+            net.add("b2", settings("b", **unset), agreements=[agreement(encrypted())])
+
+    run_pair(scenario)
+
+
+def test_keys_are_read_from_encrypted_pem_with_the_passphrase_from_the_named_variable(
+    tmp_path: object, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from pathlib import Path
+
+    from cryptography.hazmat.primitives import serialization
+
+    from msh.runtime.config import SecuritySettings
+    from msh.runtime.security import load_keys
+
+    folder = Path(str(tmp_path))
+    key = load_private_key(KEYS / "party-a.key.pem")
+    locked = folder / "a.key.pem"
+    locked.write_bytes(
+        key.private_bytes(
+            serialization.Encoding.PEM,
+            serialization.PrivateFormat.PKCS8,
+            serialization.BestAvailableEncryption(b"s3cret"),
+        )
+    )
+    chosen = SecuritySettings(locked, KEYS / "party-a.cert.pem", None, "TEST_MSH_PASSPHRASE")
+    monkeypatch.delenv("TEST_MSH_PASSPHRASE", raising=False)
+    with pytest.raises(ConfigurationError, match="TEST_MSH_PASSPHRASE holds no passphrase"):
+        load_keys(chosen)
+    monkeypatch.setenv("TEST_MSH_PASSPHRASE", "wrong")
+    with pytest.raises(ConfigurationError, match="passphrase is wrong"):
+        load_keys(chosen)
+    monkeypatch.setenv("TEST_MSH_PASSPHRASE", "s3cret")
+    keys = load_keys(chosen)
+    assert keys.signing_key is not None and keys.decryption_key is not None
+    mismatch = SecuritySettings(KEYS / "party-b.key.pem", KEYS / "party-a.cert.pem")
+    with pytest.raises(ConfigurationError, match=r"is not the private key of security\.signing_certificate"):
+        load_keys(mismatch)
