@@ -116,3 +116,16 @@ def stored_body(msh: Msh, message_id: str) -> bytes:
     assert stored is not None
     with msh.store.open_blob(stored.body_blob_id) as blob:
         return blob.read()
+
+
+def unsigned_messages(cpa: bytes = DEMO_CPA) -> bytes:
+    """The agreement with A's business messages unsigned (no SenderNonRepudiation on A's reliable channel);
+    signals stay signed."""
+    root = etree.fromstring(cpa)
+    path = f".//{{{TP}}}DocExchange[@{{{TP}}}docExchangeId='A_ReliableSigned']/{{{TP}}}ebXMLSenderBinding"
+    binding = root.find(path)
+    assert binding is not None
+    element = binding.find(f"{{{TP}}}SenderNonRepudiation")
+    assert element is not None
+    binding.remove(element)
+    return etree.tostring(root, xml_declaration=True, encoding="UTF-8")

@@ -9,9 +9,14 @@ decrypted; an agreement needing a key the settings lack is refused when loaded.
 
 from __future__ import annotations
 
+import asyncio
+import dataclasses
+
 import pytest
+from cryptography.hazmat.primitives.serialization import Encoding
 from lxml import etree
 
+from cpa.model import ActionBinding, Certificate, CollaborationProtocolAgreement, DeliveryChannel, NonRepudiation
 from msh.ebms.envelope import serialise_envelope
 from msh.ebms.message import ParseMode, build_message, parse_message
 from msh.ebms.mime import AttachmentSpec
@@ -25,6 +30,8 @@ from msh.security import check_receipt, load_certificates, load_private_key, rec
 from msh.store.api import Direction
 from msh.testing.network import TestNetwork
 from tests.support.endpoint import PARTY_A, RSA_SHA256, SHA256, signed_as_a
+from tests.support.multihop import multihop, routed_cpa
+from tests.support.multihop import order as multihop_order
 from tests.support.secure_network import (
     ACTION,
     B_URL,
@@ -39,6 +46,7 @@ from tests.support.secure_network import (
     settings,
     signed_acks,
     stored_body,
+    unsigned_messages,
 )
 
 DS = "http://www.w3.org/2000/09/xmldsig#"
@@ -231,6 +239,24 @@ def test_a_signed_acknowledgment_is_checked_against_what_was_sent_and_kept_as_th
     run_pair(scenario, cpa=signed_acks())
 
 
+def test_the_receipt_of_an_unsigned_message_carries_references_derived_from_it() -> None:
+    async def scenario(net: TestNetwork, a: Msh, b: Msh) -> None:
+        message_id = await a.submit_async(order(1))
+        await net.run_until(lambda: a.status(message_id).state.status.final)  # type: ignore[union-attr]
+        stored = a.status(message_id)
+        assert stored is not None and stored.state.status is OutboundStatus.DELIVERED
+        sent = stored_body(a, message_id)
+        assert _soap(sent, stored.content_type).find(f".//{{{DS}}}Signature") is None
+        receipt = a.receipt(message_id)
+        assert receipt is not None
+        # ebMS2 §6.3.2.5: derived from the original message as the profile would sign it.
+        references = etree.fromstring(receipt).findall(f".//{{{EB}}}Acknowledgment/{{{DS}}}Reference")
+        assert [r.get("URI", "")[:4] for r in references] == ["", "cid:"]
+        assert [d["signed"] for d in _received(b, message_id)] == [False]
+
+    run_pair(scenario, cpa=signed_acks(unsigned_messages()))
+
+
 def _ack_from_b(a: Msh, message_id: str, *, references: tuple[str, ...], signed: bool = True) -> bytes:
     stored = a.status(message_id)
     assert stored is not None
@@ -366,3 +392,81 @@ def test_keys_are_read_from_encrypted_pem_with_the_passphrase_from_the_named_var
     mismatch = SecuritySettings(KEYS / "party-b.key.pem", KEYS / "party-a.cert.pem")
     with pytest.raises(ConfigurationError, match=r"is not the private key of security\.signing_certificate"):
         load_keys(mismatch)
+
+
+# ------------------------------------------------------------------------------------------ multi-hop
+
+
+def _signing_a(cpa: CollaborationProtocolAgreement) -> CollaborationProtocolAgreement:
+    """``cpa`` (from tests.support.multihop) with A's business channels signing with A's demo certificate."""
+    [certificate] = load_certificates(KEYS / "party-a.cert.pem")
+    named = Certificate("A_Sign", (certificate.public_bytes(Encoding.DER),))
+    nr = NonRepudiation("http://www.w3.org/2000/09/xmldsig#", SHA256, RSA_SHA256, certificate=named)
+
+    def signing(channel: DeliveryChannel) -> DeliveryChannel:
+        if not channel.channel_id.startswith("A_") or channel.channel_id == "A_msh":
+            return channel
+        exchange = channel.doc_exchange
+        assert exchange.sender_binding is not None
+        sender = dataclasses.replace(exchange.sender_binding, non_repudiation=nr)
+        return dataclasses.replace(channel, doc_exchange=dataclasses.replace(exchange, sender_binding=sender))
+
+    def bindings(actions: tuple[ActionBinding, ...]) -> tuple[ActionBinding, ...]:
+        return tuple(dataclasses.replace(b, channels=tuple(signing(c) for c in b.channels)) for b in actions)
+
+    infos = []
+    for info in cpa.party_infos:
+        roles = tuple(
+            dataclasses.replace(
+                r,
+                service_binding=dataclasses.replace(
+                    r.service_binding,
+                    can_send=bindings(r.service_binding.can_send),
+                    can_receive=bindings(r.service_binding.can_receive),
+                ),
+            )
+            for r in info.collaboration_roles
+        )
+        infos.append(
+            dataclasses.replace(
+                info,
+                collaboration_roles=roles,
+                delivery_channels=tuple(signing(c) for c in info.delivery_channels),
+            )
+        )
+    return dataclasses.replace(cpa, party_infos=tuple(infos))
+
+
+def test_a_signed_message_passes_an_intermediary_unchanged_and_verifies_at_the_to_party() -> None:
+    cpa = _signing_a(routed_cpa(de=True, e2e=True, hop=True))
+
+    async def scenario(net: TestNetwork) -> None:
+        path = multihop(net, cpa, keys={"a": (KEYS / "party-a.key.pem", KEYS / "party-a.cert.pem")})
+        await net.start()
+        message_id = await path.a.submit_async(multihop_order(1))
+        await net.run_until(lambda: path.a.status(message_id).state.status.final)  # type: ignore[union-attr]
+        assert path.a.status(message_id).state.status is OutboundStatus.DELIVERED  # type: ignore[union-attr]
+        # C verified A's signature: the intermediary changed only the elements aimed at the next MSH,
+        # which the signature leaves out (ebMS2 §4.1.3, §10.1.5), and signed nothing itself.
+        assert [d["signed"] for d in _received(path.c, message_id)] == [True]
+        assert path.c.counters["signatures-verified"] == 1
+        [intermediary] = path.hops
+        assert intermediary.counters["signatures-verified"] == 0
+        sent = stored_body(path.a, message_id)
+        forwarded = stored_body(intermediary, message_id)
+        a_type = path.a.status(message_id).content_type  # type: ignore[union-attr]
+        i_type = intermediary.status(message_id).content_type  # type: ignore[union-attr]
+        signatures = [_soap(body, t).find(f".//{{{DS}}}Signature") for body, t in ((sent, a_type), (forwarded, i_type))]
+        assert signatures[0] is not None and signatures[1] is not None
+        assert etree.tostring(signatures[0], method="c14n") == etree.tostring(signatures[1], method="c14n")
+        assert len(_soap(forwarded, i_type).findall(f".//{{{DS}}}Signature")) == 1  # never re-signed
+        assert _delivered(path.c) == [message_id]
+
+    async def main() -> None:
+        net = TestNetwork(seed=2)
+        try:
+            await scenario(net)
+        finally:
+            await net.close()
+
+    asyncio.run(main())
