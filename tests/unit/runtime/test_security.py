@@ -434,7 +434,8 @@ def _signing_a(cpa: CollaborationProtocolAgreement) -> CollaborationProtocolAgre
                 delivery_channels=tuple(signing(c) for c in info.delivery_channels),
             )
         )
-    return dataclasses.replace(cpa, party_infos=tuple(infos))
+    first, second = infos
+    return dataclasses.replace(cpa, party_infos=(first, second))
 
 
 def test_a_signed_message_passes_an_intermediary_unchanged_and_verifies_at_the_to_party() -> None:
