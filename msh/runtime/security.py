@@ -28,8 +28,8 @@ import io
 import logging
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from datetime import datetime
+from pathlib import Path
 from typing import Any
 
 from cryptography import x509

@@ -287,7 +287,7 @@ class SecuritySettings(Section):
     key_passphrase_env: str | None = field(
         default=None,
         metadata=setting(
-            'write the name of an environment variable, e.g. "MSH_KEY_PASSPHRASE"',
+            'write the name of an environment variable, e.g. "PYMSH_KEY_PASSPHRASE"',
             check=rules.environment_variable_name,
             meaning="the environment variable holding the passphrase of encrypted keys (its value is never shown)",
             unset="keys are unencrypted",

@@ -74,7 +74,13 @@ def environment_variable_name(value: str) -> str | None:
     if not _ENV_NAME.fullmatch(value):
         return (
             f"{show(value)} is not an environment variable name: write the name of the variable that holds the "
-            'passphrase (letters, digits and "_", e.g. "MSH_KEY_PASSPHRASE"), not the passphrase itself'
+            'passphrase (letters, digits and "_", e.g. "PYMSH_KEY_PASSPHRASE"), not the passphrase itself'
+        )
+    if value.upper().startswith("MSH_"):
+        # MSH_<SECTION>_<KEY> variables are settings: a passphrase there would be refused as an unknown one.
+        return (
+            f"{show(value)} starts with MSH_, the prefix of the settings' environment variables; name the "
+            'passphrase variable otherwise, e.g. "PYMSH_KEY_PASSPHRASE"'
         )
     return None
 
