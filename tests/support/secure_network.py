@@ -7,6 +7,7 @@ import asyncio
 import dataclasses
 import tomllib
 from collections.abc import Awaitable, Callable
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -88,11 +89,13 @@ def run_pair(
     a: Settings | None = None,
     b: Settings | None = None,
     seed: int = 3,
+    start: datetime | None = None,
 ) -> None:
-    """Run ``scenario`` with A and B on a test network (the sample agreement, or ``cpa``)."""
+    """Run ``scenario`` with A and B on a test network (the sample agreement, or ``cpa``; its clock from
+    ``start``, by default the network's)."""
 
     async def main() -> None:
-        net = TestNetwork(seed=seed)
+        net = TestNetwork(seed=seed, start=start)
         agreements = [load(cpa)] if cpa is not None else None
         msh_a = net.add("a", a or settings("a"), agreements=agreements)
         msh_b = net.add("b", b or settings("b"), agreements=agreements)

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+from datetime import timedelta
+from pathlib import Path
 
 import pytest
 from cryptography.hazmat.primitives.serialization import Encoding
@@ -25,6 +27,7 @@ from msh.engine import OutboundStatus
 from msh.engine.replies import acknowledgment_message
 from msh.errors import ConfigurationError, ErrorCode
 from msh.runtime.compose import compose
+from msh.runtime.config import load_settings
 from msh.runtime.msh import Msh
 from msh.security import check_receipt, load_certificates, load_private_key, receipt_references, sign
 from msh.store.api import Direction
@@ -35,6 +38,7 @@ from tests.support.multihop import order as multihop_order
 from tests.support.secure_network import (
     ACTION,
     B_URL,
+    CONFIG,
     KEYS,
     PARTY_B,
     SERVICE,
@@ -471,3 +475,37 @@ def test_a_signed_message_passes_an_intermediary_unchanged_and_verifies_at_the_t
             await net.close()
 
     asyncio.run(main())
+
+
+# ----------------------------------------------------------------------------------------------- demo
+
+
+def test_the_demo_signs_with_fresh_key_pairs_its_agreement_copy_names(tmp_path: Path) -> None:
+    from msh.exchange_demo import signing_agreement
+
+    env = signing_agreement(tmp_path)
+    copy = agreement(Path(env["A"]["MSH_AGREEMENTS_PATHS"]).read_bytes())
+    a_info = copy.party_infos[0]
+    assert {c.cert_id for c in a_info.certificates} == {"A_Cert", "A_SigningCert"}
+    [mine] = load_certificates(env["A"]["MSH_SECURITY_SIGNING_CERTIFICATE"])
+    named = {c.cert_id: c.x509[0] for c in a_info.certificates}["A_SigningCert"]
+    assert named == mine.public_bytes(Encoding.DER)
+    chosen = {
+        name: load_settings(CONFIG / f"party-{name.lower()}.toml", env={**env[name], "MSH_STORE_URL": "memory:"})
+        for name in ("A", "B")
+    }
+
+    async def scenario(net: TestNetwork, a: Msh, b: Msh) -> None:
+        message_id = await a.submit_async(order(1))
+        await net.run_until(lambda: a.status(message_id).state.status.final)  # type: ignore[union-attr]
+        assert a.status(message_id).state.status is OutboundStatus.DELIVERED  # type: ignore[union-attr]
+        assert [d["signed"] for d in _received(b, message_id)] == [True]
+
+    # The clock of the network must be within the new certificates' validity.
+    run_pair(
+        scenario,
+        cpa=Path(env["A"]["MSH_AGREEMENTS_PATHS"]).read_bytes(),
+        a=chosen["A"],
+        b=chosen["B"],
+        start=mine.not_valid_before_utc + timedelta(minutes=10),
+    )
