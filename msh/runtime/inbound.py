@@ -380,7 +380,8 @@ class InboundPipeline:
         if size is None and isinstance(body, bytes):
             size = len(body)
         try:
-            if not core.offload or (size is not None and size <= PARSE_ON_LOOP):
+            # A signature to verify (or payloads to decrypt) is work for the pool, whatever the size.
+            if not core.offload or (size is not None and size <= PARSE_ON_LOOP and not core.security.in_use):
                 parsed = self.parse(body, content_type, peer_certificate)
             else:
                 parsed = await core.off_loop(self.parse, body, content_type, peer_certificate)

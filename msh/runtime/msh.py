@@ -229,7 +229,9 @@ class Msh:
         """:meth:`submit` for asyncio applications: the commit is awaited, not waited for, so many
         submissions share a commit (group commit) and the event loop goes on meanwhile."""
         prepare = self.submissions.prepare
-        prepared = await self.core.off_loop(prepare, submission) if is_large(submission) else prepare(submission)
+        # Large payloads and signing (libxmlsec releases the GIL) are done beside the event loop.
+        offload = is_large(submission) or self.core.security.in_use
+        prepared = await self.core.off_loop(prepare, submission) if offload else prepare(submission)
         try:
             after = await self.core.writer.run(prepared.unit)
         finally:

@@ -167,6 +167,16 @@ def _ours(cpa: CollaborationProtocolAgreement, party: PartyKey) -> Iterable[Any]
     return (info for info in cpa.party_infos if party in party_keys(info))
 
 
+def _asks_security(cpa: CollaborationProtocolAgreement) -> bool:
+    """Whether ``cpa`` signs or encrypts anything (CPP/A 2.0 §8.4.40-§8.4.50)."""
+    for info in cpa.party_infos:
+        for channel in (*info.delivery_channels, info.default_msh_channel):
+            for binding in (channel.doc_exchange.sender_binding, channel.doc_exchange.receiver_binding):
+                if binding is not None and (binding.non_repudiation or binding.digital_envelope):
+                    return True
+    return False
+
+
 class MessageSecurity:
     """The MSH's keys applied as the agreements say (see the module docs)."""
 
@@ -178,6 +188,9 @@ class MessageSecurity:
         self._verifying: dict[tuple[str, str | None, str | None], tuple[object, VerificationPolicy]] = {}
         self._encrypting: dict[tuple[str, str | None, str | None], tuple[object, EncryptionPolicy | None]] = {}
         self._signed_acks: dict[str, tuple[object, bool]] = {}
+        self.in_use = any(_asks_security(cpa) for cpa in registry)
+        """Some agreement signs or encrypts: the runtime then does the work of messages off the event loop
+        (libxmlsec releases the GIL, so signing and verifying run beside the loop on the work pool)."""
 
     # -- the agreements, when loaded
 
