@@ -106,6 +106,7 @@ def test_a_signed_message_is_verified_delivered_once_and_resent_with_the_same_si
         assert a.counters["signatures-verified"] >= 1
         submitted = [e.detail for e in events(a, message_id, Direction.OUTBOUND) if e.kind == "submitted"]
         assert submitted[0]["signed"] is True and submitted[0]["encrypted"] is False
+        assert a.receipt(message_id) is None  # no signed acknowledgment was asked for: no receipt kept
 
     run_pair(scenario)
 
