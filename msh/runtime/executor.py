@@ -230,7 +230,11 @@ class Executor:
             envelope = replace(
                 envelope, acknowledgments=tuple(replace(a, references=references) for a in envelope.acknowledgments)
             )
-        return self.core.security.sign_signal(envelope, serialise_envelope(envelope), receipt=receipt, now=now)
+        body = serialise_envelope(envelope)
+        signed = self.core.security.sign_signal(envelope, body, receipt=receipt, now=now)
+        if signed is not body:
+            self.core.counters["signals-signed"] += 1
+        return signed
 
     def _keep_receipt(
         self, tx: Transaction, event: Event, verdict: ReceiptVerdict, message_id: str, now: datetime

@@ -43,8 +43,9 @@ from msh.ebms.message import EbxmlMessage, ParseMode, parse_message
 from msh.ebms.mime import AttachmentSpec, PartBody
 from msh.ebms.mime.writer import write_package
 from msh.ebms.model import Envelope
-from msh.ebms.namespaces import ACTOR_NEXT_MSH, SERVICE_MSH
+from msh.ebms.namespaces import ACTOR_NEXT_MSH, SERVICE_MSH, SOAP_ENV
 from msh.ebms.namespaces import EB as _EB
+from msh.engine.reliability import effective_actor
 from msh.errors import ConfigurationError, ErrorCode, Issue, SecurityError, Severity
 from msh.runtime.config.model import SecuritySettings
 from msh.security import (
@@ -462,17 +463,20 @@ class MessageSecurity:
     ) -> ReceiptVerdict | None:
         """The check of the acknowledgment in ``envelope`` (SOAP part ``ack_soap``, its signature
         ``verified`` or not) against the message we sent (``sent_soap`` as stored, ``sent_payloads``); None
-        when that message asked for no signed acknowledgment (nothing to check)."""
+        when that message asked the acknowledgment's actor for no signed acknowledgment (nothing to check)."""
         from msh.safexml import XmlLimits, parse_xml
 
         root = parse_xml(sent_soap, what="SOAP envelope sent", limits=XmlLimits(max_bytes=max(len(sent_soap), 1)))
-        asked = any(
-            el.get(f"{{{_EB}}}signed", el.get("signed", "false")).strip() in ("true", "1")
+        # ebMS2 §6.3.1.1, §6.3.2.1: each AckRequested is answered by the Acknowledgment of its actor.
+        signed_actors = {
+            effective_actor(el.get(f"{{{SOAP_ENV}}}actor"))
             for el in root.iter(f"{{{_EB}}}AckRequested")
-        )
-        ack = next(a for a in envelope.acknowledgments)
-        if not asked:
+            if el.get(f"{{{_EB}}}signed", el.get("signed", "false")).strip() in ("true", "1")
+        }
+        acks = [a for a in envelope.acknowledgments if effective_actor(a.actor) in signed_actors]
+        if not acks:
             return None
+        ack = acks[0]
         if not verified:
             return ReceiptVerdict(
                 ack.ref_to_message_id,
@@ -481,9 +485,8 @@ class MessageSecurity:
                     "//Header/Acknowledgment",
                 ),
             )
-        references = next((a.references for a in envelope.acknowledgments if a.references), ())
         try:
-            checked = check_receipt(references, sent_soap, sent_payloads)
+            checked = check_receipt(ack.references, sent_soap, sent_payloads)
         except SecurityError as exc:
             return ReceiptVerdict(ack.ref_to_message_id, issue=exc.issues[0])
         return ReceiptVerdict(ack.ref_to_message_id, receipt=ack_soap, references=len(checked))

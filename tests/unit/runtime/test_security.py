@@ -18,7 +18,14 @@ import pytest
 from cryptography.hazmat.primitives.serialization import Encoding
 from lxml import etree
 
-from cpa.model import ActionBinding, Certificate, CollaborationProtocolAgreement, DeliveryChannel, NonRepudiation
+from cpa.model import (
+    ActionBinding,
+    Certificate,
+    CollaborationProtocolAgreement,
+    DeliveryChannel,
+    NonRepudiation,
+    PerMessage,
+)
 from msh.ebms.envelope import serialise_envelope
 from msh.ebms.message import ParseMode, build_message, parse_message
 from msh.ebms.mime import AttachmentSpec
@@ -54,6 +61,8 @@ from tests.support.secure_network import (
 )
 
 DS = "http://www.w3.org/2000/09/xmldsig#"
+SOAP = "http://schemas.xmlsoap.org/soap/envelope/"
+XPATH = "http://www.w3.org/TR/1999/REC-xpath-19991116"
 EB = "http://www.oasis-open.org/committees/ebxml-msg/schema/msg-header-2_0.xsd"
 
 
@@ -402,8 +411,9 @@ def test_keys_are_read_from_encrypted_pem_with_the_passphrase_from_the_named_var
 # ------------------------------------------------------------------------------------------ multi-hop
 
 
-def _signing_a(cpa: CollaborationProtocolAgreement) -> CollaborationProtocolAgreement:
-    """``cpa`` (from tests.support.multihop) with A's business channels signing with A's demo certificate."""
+def _signing_a(cpa: CollaborationProtocolAgreement, *, hop_receipt: bool = False) -> CollaborationProtocolAgreement:
+    """``cpa`` (from tests.support.multihop) with A's business channels signing with A's demo certificate;
+    ``hop_receipt``: A's nextMSH channel asks the intermediary for a signed acknowledgment."""
     [certificate] = load_certificates(KEYS / "party-a.cert.pem")
     named = Certificate("A_Sign", (certificate.public_bytes(Encoding.DER),))
     nr = NonRepudiation("http://www.w3.org/2000/09/xmldsig#", SHA256, RSA_SHA256, certificate=named)
@@ -414,7 +424,13 @@ def _signing_a(cpa: CollaborationProtocolAgreement) -> CollaborationProtocolAgre
         exchange = channel.doc_exchange
         assert exchange.sender_binding is not None
         sender = dataclasses.replace(exchange.sender_binding, non_repudiation=nr)
-        return dataclasses.replace(channel, doc_exchange=dataclasses.replace(exchange, sender_binding=sender))
+        channel = dataclasses.replace(channel, doc_exchange=dataclasses.replace(exchange, sender_binding=sender))
+        if hop_receipt and channel.channel_id == "A_next":
+            characteristics = dataclasses.replace(
+                channel.messaging_characteristics, ack_signature_requested=PerMessage.ALWAYS
+            )
+            channel = dataclasses.replace(channel, messaging_characteristics=characteristics)
+        return channel
 
     def bindings(actions: tuple[ActionBinding, ...]) -> tuple[ActionBinding, ...]:
         return tuple(dataclasses.replace(b, channels=tuple(signing(c) for c in b.channels)) for b in actions)
@@ -510,3 +526,52 @@ def test_the_demo_signs_with_fresh_key_pairs_its_agreement_copy_names(tmp_path: 
         b=chosen["B"],
         start=mine.not_valid_before_utc + timedelta(minutes=10),
     )
+
+
+def test_an_intermediary_asked_for_a_signed_hop_acknowledgment_signs_it_over_the_whole_envelope() -> None:
+    cpa = _signing_a(routed_cpa(de=True, e2e=True, hop=True), hop_receipt=True)
+
+    async def scenario(net: TestNetwork) -> None:
+        keys = {
+            "a": (KEYS / "party-a.key.pem", KEYS / "party-a.cert.pem"),
+            "i1": (KEYS / "intermediary.key.pem", KEYS / "intermediary.cert.pem"),
+        }
+        path = multihop(net, cpa, keys=keys)
+        await net.start()
+        message_id = await path.a.submit_async(multihop_order(1))
+        await net.run_until(lambda: path.a.status(message_id).state.status.final)  # type: ignore[union-attr]
+        assert path.a.status(message_id).state.status is OutboundStatus.DELIVERED  # type: ignore[union-attr]
+        sent = _soap(stored_body(path.a, message_id), path.a.status(message_id).content_type)  # type: ignore[union-attr]
+        asked = [a for a in sent.iter(f"{{{EB}}}AckRequested") if a.get(f"{{{SOAP}}}actor", "").endswith("nextMSH")]
+        assert [a.get(f"{{{EB}}}signed") for a in asked] == ["true"]
+        [intermediary] = path.hops
+        assert intermediary.counters["signals-signed"] == 1  # its hop acknowledgment, signed; nothing else
+        assert path.c.counters["signatures-verified"] == 1  # the forwarded message still verifies at C
+
+    async def main() -> None:
+        net = TestNetwork(seed=2)
+        try:
+            await scenario(net)
+        finally:
+            await net.close()
+
+    asyncio.run(main())
+
+
+def test_a_signal_aimed_only_at_the_next_msh_is_signed_without_the_xpath_filter() -> None:
+    from msh.engine.intermediary import hop_acknowledgment
+    from msh.runtime.security import MessageSecurity
+
+    async def scenario(net: TestNetwork, a: Msh, b: Msh) -> None:
+        envelope, _ = _unsigned_message(b, "hop-1@a.example")
+        header = envelope.message_header
+        assert header is not None
+        hop = hop_acknowledgment(envelope, own_party=header.to_party, message_id="ack-hop@b", now=b.clock())
+        end = acknowledgment_message(envelope, message_id="ack-end@b", now=b.clock())
+        security: MessageSecurity = b.core.security
+        for ack, filtered in ((hop, False), (end, True)):
+            signed = security.sign_signal(ack, serialise_envelope(ack), receipt=True, now=b.clock())
+            transforms = [t.get("Algorithm") for t in etree.fromstring(signed).iter(f"{{{DS}}}Transform")]
+            assert (XPATH in transforms) is filtered
+
+    run_pair(scenario)
