@@ -1,4 +1,5 @@
-"""The RSA signature of the ebMS 2.0 profile computed without libxmlsec's XPath filter (ebMS2 §4.1.3).
+"""The RSA signature of the ebMS 2.0 profile computed, and checked, without libxmlsec's XPath filter
+(ebMS2 §4.1.3).
 
 libxmlsec evaluates the profile's XPath filter expression once for every node of the envelope (elements,
 attributes, namespace nodes, text): most of the time of signing a small message. What the filter selects is
@@ -11,26 +12,32 @@ PKCS#1 v1.5 is deterministic; the tests compare both byte for byte, and verifica
 
 It applies to RSA keys and to documents that are the Envelope alone (a processing instruction or comment
 beside it is signed by libxmlsec, as is everything else :func:`applies` refuses).
+
+:func:`verified_without_xmlsec` checks a received signature the same way, and can only accept: where it
+cannot tell, or a digest or the SignatureValue does not match, libxmlsec verifies (and says what failed).
 """
 
 from __future__ import annotations
 
 import base64
+import binascii
 import copy
 import hashlib
 from collections.abc import Mapping
 from typing import Final
 
+from cryptography import x509
+from cryptography.exceptions import InvalidSignature
 from cryptography.hazmat.primitives import hashes
 from cryptography.hazmat.primitives.asymmetric import padding, rsa
 from lxml import etree
 
 from msh.ebms.namespaces import SOAP_ENV
-from msh.security.algorithms import DigestAlgorithm, SignatureAlgorithm
+from msh.security.algorithms import CanonicalizationMethod, DigestAlgorithm, SignatureAlgorithm, Transform
 from msh.security.library import Openable, Payload, PrivateKey, bare_content_id
 from msh.security.profile import ds
 
-__all__ = ["applies", "sign_in_place"]
+__all__ = ["applies", "sign_in_place", "verified_without_xmlsec"]
 
 _ACTOR: Final = f"{{{SOAP_ENV}}}actor"
 # ebMS2 §4.1.3: the actors whose elements the profile's XPath filter leaves out.
@@ -173,3 +180,88 @@ def _whole_c14n(root: etree._Element, signature: etree._Element) -> bytes:
     copied = _same_in(doc, root, signature)
     _remove_keeping_tail(copied)
     return etree.tostring(doc.getroottree(), method="c14n", with_comments=False)
+
+
+# ------------------------------------------------------------------------------------------ verifying
+
+
+def _decoded(text: str | None) -> bytes | None:
+    try:
+        return base64.b64decode("".join((text or "").split()), validate=True)
+    except (binascii.Error, ValueError):
+        return None
+
+
+def _envelope_transforms(reference: etree._Element) -> bool | None:
+    """True: enveloped-signature, the ebMS XPath filter, C14N 1.0; False: enveloped-signature, C14N 1.0;
+    None: any other Transforms (left to libxmlsec)."""
+    transforms = reference.findall(f"{ds('Transforms')}/{ds('Transform')}")
+    algorithms = [t.get("Algorithm", "") for t in transforms]
+    if algorithms == [Transform.ENVELOPED_SIGNATURE, Transform.XPATH, CanonicalizationMethod.C14N]:
+        # profile_problems has checked the XPath expression: the ebMS2 §4.1.3 filter (either order).
+        return True
+    if algorithms == [Transform.ENVELOPED_SIGNATURE, CanonicalizationMethod.C14N]:
+        return False
+    return None
+
+
+def verified_without_xmlsec(
+    root: etree._Element,
+    signature: etree._Element,
+    payloads: Mapping[str, Payload],
+    certificate: x509.Certificate,
+) -> bool:
+    """Whether ``signature`` (the first of ``root``'s document, in the profile: checked by
+    :func:`msh.security.profile.profile_problems` and the coverage checks before) verifies with
+    ``certificate``'s RSA key, computed as :func:`sign_in_place` computes it. True only when every digest and
+    the SignatureValue match; False when it cannot tell or they do not: the caller then verifies with
+    libxmlsec, which also explains a failure. So this path can only accept what libxmlsec would."""
+    public = certificate.public_key()
+    signed_info = signature.find(ds("SignedInfo"))
+    if (
+        not isinstance(public, rsa.RSAPublicKey)
+        or signed_info is None
+        or root.getprevious() is not None
+        or root.getnext() is not None
+        or root.getroottree().docinfo.internalDTD is not None
+    ):
+        return False
+    c14n = signed_info.find(ds("CanonicalizationMethod"))
+    method = signed_info.find(ds("SignatureMethod"))
+    if c14n is None or c14n.get("Algorithm") != CanonicalizationMethod.C14N or method is None:
+        return False
+    try:
+        algorithm = _RSA[SignatureAlgorithm(method.get("Algorithm", ""))]
+    except (ValueError, KeyError):
+        return False
+    parts = {bare_content_id(cid): part for cid, part in payloads.items()}
+    for reference in signed_info.iterfind(ds("Reference")):
+        digest_method = reference.find(ds("DigestMethod"))
+        try:
+            digest = DigestAlgorithm(digest_method.get("Algorithm", "") if digest_method is not None else "")
+        except ValueError:
+            return False
+        claimed = _decoded(reference.findtext(ds("DigestValue")))
+        uri = reference.get("URI", "")
+        if uri == "":
+            filtered = _envelope_transforms(reference)
+            if filtered is None:
+                return False
+            document = _envelope_c14n(root, signature) if filtered else _whole_c14n(root, signature)
+            computed = hashlib.new(_HASHLIB[digest], document).digest()
+        else:
+            part = parts.get(bare_content_id(uri))
+            if part is None or reference.find(ds("Transforms")) is not None:
+                return False
+            computed = _decoded(_part_digest(part, digest)) or b""
+        if claimed is None or claimed != computed:
+            return False
+    value = _decoded(signature.findtext(ds("SignatureValue")))
+    if value is None:
+        return False
+    canonical = etree.tostring(signed_info, method="c14n", with_comments=False)
+    try:
+        public.verify(value, canonical, padding.PKCS1v15(), algorithm)
+    except InvalidSignature:
+        return False
+    return True
