@@ -107,7 +107,10 @@ class Msh:
         store at ``store.url``, the agreement files, HTTP(S), a group-commit writer); ``clock`` and ``ids``
         (the source of new MessageIds) to the real ones; ``offload`` False parses and reads on the event
         loop, never on a thread (the deterministic test network, :mod:`msh.testing.network`); ``routes``
-        (the routing table, :mod:`msh.engine.routing`) to the settings' ``routing.routes``."""
+        (the routing table, :mod:`msh.engine.routing`) to the settings' ``routing.routes``.
+
+        Raises :class:`ConfigurationError` when an agreement asks for message security the MSH does not
+        implement, or for keys the ``[security]`` settings do not give (:mod:`msh.runtime.security`)."""
         party: PartyKey = (settings.identity.party_id, settings.identity.party_id_type)
         loaded = (
             list(agreements)

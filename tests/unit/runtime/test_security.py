@@ -575,3 +575,16 @@ def test_a_signal_aimed_only_at_the_next_msh_is_signed_without_the_xpath_filter(
             assert (XPATH in transforms) is filtered
 
     run_pair(scenario)
+
+
+def test_an_agreement_with_a_digital_envelope_the_msh_lacks_is_refused_when_loaded_naming_the_element() -> None:
+    smime = encrypted().replace(b">XMLENC</", b">S/MIME</")
+
+    async def scenario(net: TestNetwork, a: Msh, b: Msh) -> None:
+        with pytest.raises(ConfigurationError) as caught:
+            net.add("a2", settings("a"), agreements=[agreement(smime)])
+        text = str(caught.value)
+        assert "ebXMLSenderBinding/SenderDigitalEnvelope/DigitalEnvelopeProtocol 'S/MIME'" in text
+        assert "is not implemented" in text
+
+    run_pair(scenario)
