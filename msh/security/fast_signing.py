@@ -56,6 +56,8 @@ _RSA: Final[dict[SignatureAlgorithm, hashes.HashAlgorithm]] = {
     SignatureAlgorithm.RSA_SHA384: hashes.SHA384(),
     SignatureAlgorithm.RSA_SHA512: hashes.SHA512(),
 }
+_RSA_BY_URI: Final = {method.value: algorithm for method, algorithm in _RSA.items()}
+_DIGEST_BY_URI: Final = {digest.value: digest for digest in _HASHLIB}
 _CHUNK: Final = 1 << 16
 
 
@@ -230,16 +232,14 @@ def verified_without_xmlsec(
     method = signed_info.find(ds("SignatureMethod"))
     if c14n is None or c14n.get("Algorithm") != CanonicalizationMethod.C14N or method is None:
         return False
-    try:
-        algorithm = _RSA[SignatureAlgorithm(method.get("Algorithm", ""))]
-    except (ValueError, KeyError):
+    algorithm = _RSA_BY_URI.get(method.get("Algorithm", ""))
+    if algorithm is None:
         return False
     parts = {bare_content_id(cid): part for cid, part in payloads.items()}
     for reference in signed_info.iterfind(ds("Reference")):
         digest_method = reference.find(ds("DigestMethod"))
-        try:
-            digest = DigestAlgorithm(digest_method.get("Algorithm", "") if digest_method is not None else "")
-        except ValueError:
+        digest = _DIGEST_BY_URI.get(digest_method.get("Algorithm", "") if digest_method is not None else "")
+        if digest is None:
             return False
         claimed = _decoded(reference.findtext(ds("DigestValue")))
         uri = reference.get("URI", "")

@@ -178,6 +178,7 @@ def verify(
     at: datetime | None = None,
     signature_algorithms: Collection[str] | None = None,
     digest_algorithms: Collection[str] | None = None,
+    parsed: etree._Element | None = None,
 ) -> Verification:
     """Verify the ebMS signature of the SOAP part ``soap`` (the bytes as received) over it and ``payloads``
     (Content-ID -> content after any Content-Transfer-Encoding, decrypted if it was encrypted, in package
@@ -185,14 +186,19 @@ def verify(
 
     Each trusted certificate must be valid at ``at`` (default: now) and, when ``anchors`` is given, chain to
     one of them through ``intermediates``. ``signature_algorithms`` and ``digest_algorithms``, when given,
-    are the only SignatureMethod and DigestMethod URIs accepted (the agreement's).
+    are the only SignatureMethod and DigestMethod URIs accepted (the agreement's). ``parsed``: ``soap``
+    already parsed by :func:`msh.safexml.parse_xml` (read only here), to spare a second parse.
 
     Returns the :class:`Verification`; raises :class:`~msh.errors.SecurityError` saying what failed and
     where (see the module docs), :class:`~msh.errors.EnvelopeError` when ``soap`` is not XML.
     """
     trusted = (trusted,) if isinstance(trusted, x509.Certificate) else tuple(trusted)
     at = at if at is not None else datetime.now(UTC)
-    root = parse_xml(soap, what="SOAP envelope", limits=XmlLimits(max_bytes=max(len(soap), 1)))
+    root = (
+        parsed
+        if parsed is not None
+        else parse_xml(soap, what="SOAP envelope", limits=XmlLimits(max_bytes=max(len(soap), 1)))
+    )
     signature = first_signature(root)
     if signature is None:
         # ebMS2 §4.1.1: a signed message carries ds:Signature as a child of the SOAP Header.
