@@ -1,9 +1,9 @@
 """Message security in the running MSH (ebMS2 §4.1): the keys of the settings, applied where the agreement
 asks for them.
 
-* :func:`load_keys` reads ``[security]``: the signing key and certificate, the decryption key (the
-  signing key unless another is named), encrypted PEM opened with the passphrase from the environment
-  variable the settings name.
+* :func:`~msh.runtime.keys.load_keys` reads ``[security]``: the signing key and certificate, the
+  decryption key (the signing key unless another is named), encrypted PEM opened with the passphrase from
+  the environment variable the settings name.
 * :meth:`MessageSecurity.agreement_problems`: an agreement that has us sign (a SenderNonRepudiation on a
   channel of ours) or encrypts payloads for us (a SenderDigitalEnvelope towards a channel of ours) while
   the settings give no key for it, or names another signing certificate for us than ours, is refused when
@@ -29,11 +29,10 @@ import logging
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from pathlib import Path
 from typing import Any
 
 from cryptography import x509
-from cryptography.hazmat.primitives.asymmetric import rsa
+from cryptography.hazmat.primitives.serialization import Encoding
 
 from cpa.check import CheckResult
 from cpa.model import CollaborationProtocolAgreement, PerMessage
@@ -48,6 +47,7 @@ from msh.ebms.namespaces import EB as _EB
 from msh.engine.reliability import effective_actor
 from msh.errors import ConfigurationError, ErrorCode, Issue, SecurityError, Severity
 from msh.runtime.config.model import SecuritySettings
+from msh.runtime.keys import Keys, load_keys
 from msh.security import (
     ENCRYPTED_CONTENT_TYPE,
     EncryptionPolicy,
@@ -58,8 +58,6 @@ from msh.security import (
     decrypt_payload,
     encrypt_payload,
     encryption_policy,
-    load_certificates,
-    load_private_key,
     receipt_references,
     sign,
     signing_policy,
@@ -68,74 +66,12 @@ from msh.security import (
 )
 from msh.security.algorithms import DigestAlgorithm, SignatureAlgorithm
 
-__all__ = ["Keys", "MessageSecurity", "Opened", "ReceiptVerdict", "load_keys"]
+__all__ = ["MessageSecurity", "Opened", "ReceiptVerdict"]
 
 log = logging.getLogger("msh.runtime")
 
 _SIGNATURE_MARK = b"Signature"
 """A SOAP part without these bytes carries no ds:Signature (checked before parsing it again)."""
-
-
-@dataclass(frozen=True, slots=True)
-class Keys:
-    """The MSH's own keys (``[security]`` settings): the signing key with its certificate (and chain above
-    it, leaf first), and the key that decrypts payloads encrypted for us."""
-
-    signing_key: PrivateKey | None
-    certificate: x509.Certificate | None
-    chain: tuple[x509.Certificate, ...]
-    decryption_key: rsa.RSAPrivateKey | None
-
-
-def load_keys(settings: SecuritySettings) -> Keys:
-    """Read the keys the settings name; :class:`ConfigurationError` naming the setting when one cannot be
-    used (unreadable, encrypted without its passphrase, not the certificate's key, not RSA for decryption)."""
-    signing_key: PrivateKey | None = None
-    certificate: x509.Certificate | None = None
-    chain: tuple[x509.Certificate, ...] = ()
-    if settings.signing_key is not None and settings.signing_certificate is not None:
-        try:
-            signing_key = load_private_key(
-                settings.signing_key, passphrase_env=_passphrase_env(settings, settings.signing_key)
-            )
-            certificate, *rest = load_certificates(settings.signing_certificate)
-        except ConfigurationError as exc:
-            raise ConfigurationError(f"security.signing_key / signing_certificate: {exc}") from None
-        chain = tuple(rest)
-        if _spki(signing_key.public_key()) != _spki(certificate.public_key()):
-            raise ConfigurationError(
-                f"security.signing_key {settings.signing_key} is not the private key of security.signing_certificate "
-                f"{settings.signing_certificate} (their public keys differ); give the two halves of one key pair"
-            )
-    decryption: Any = signing_key
-    if settings.decryption_key is not None:
-        try:
-            decryption = load_private_key(
-                settings.decryption_key, passphrase_env=_passphrase_env(settings, settings.decryption_key)
-            )
-        except ConfigurationError as exc:
-            raise ConfigurationError(f"security.decryption_key: {exc}") from None
-        if not isinstance(decryption, rsa.RSAPrivateKey):
-            raise ConfigurationError(
-                f"security.decryption_key {settings.decryption_key} is not an RSA key; XML Encryption key "
-                "transport (RSA-OAEP) needs the RSA key of our encryption certificate"
-            )
-    return Keys(signing_key, certificate, chain, decryption if isinstance(decryption, rsa.RSAPrivateKey) else None)
-
-
-def _passphrase_env(settings: SecuritySettings, path: Path) -> str | None:
-    """The passphrase variable, for an encrypted key only (an unencrypted one needs none set)."""
-    try:
-        head = path.read_bytes()[:200]
-    except OSError:
-        return None  # load_private_key says what is wrong with the file
-    return settings.key_passphrase_env if b"ENCRYPTED" in head else None
-
-
-def _spki(public_key: Any) -> bytes:
-    from cryptography.hazmat.primitives.serialization import Encoding, PublicFormat
-
-    return bytes(public_key.public_bytes(Encoding.DER, PublicFormat.SubjectPublicKeyInfo))
 
 
 @dataclass(frozen=True, slots=True)
@@ -212,7 +148,7 @@ class MessageSecurity:
                     )
                 elif nr is not None and nr.certificate is not None and keys.certificate is not None:
                     named = nr.certificate.x509[:1]
-                    ours = keys.certificate.public_bytes(_der())
+                    ours = keys.certificate.public_bytes(Encoding.DER)
                     if named and named[0] != ours:
                         problems.append(
                             f"{where}: its SigningCertificateRef names certificate {nr.certificate.cert_id!r}, "
@@ -496,9 +432,3 @@ class MessageSecurity:
         """The ds:Reference elements an acknowledgment of the unsigned ``message`` carries (ebMS2 §6.3.2.5)."""
         payloads = {p.content_id or "": p.body for p in message.payloads}
         return receipt_references(message.soap, payloads, digest=digest)
-
-
-def _der() -> Any:
-    from cryptography.hazmat.primitives.serialization import Encoding
-
-    return Encoding.DER

@@ -381,7 +381,7 @@ def test_keys_are_read_from_encrypted_pem_with_the_passphrase_from_the_named_var
     from cryptography.hazmat.primitives import serialization
 
     from msh.runtime.config import SecuritySettings
-    from msh.runtime.security import load_keys
+    from msh.runtime.keys import load_keys
 
     folder = Path(str(tmp_path))
     key = load_private_key(KEYS / "party-a.key.pem")
