@@ -47,7 +47,7 @@ from msh.ebms.namespaces import EB as _EB
 from msh.engine.reliability import effective_actor
 from msh.errors import ConfigurationError, ErrorCode, Issue, SecurityError, Severity
 from msh.runtime.config.model import SecuritySettings
-from msh.runtime.keys import Keys, load_keys
+from msh.runtime.keys import load_keys
 from msh.security import (
     ENCRYPTED_CONTENT_TYPE,
     EncryptionPolicy,
