@@ -42,6 +42,7 @@ from cpa.resolve import PartyKey
 from msh.ebms.message import EbxmlMessage, ParseMode, parse_message
 from msh.ebms.model import Envelope
 from msh.engine.routing import Route
+from msh.errors import ConfigurationError
 from msh.runtime import attempts as attempts_
 from msh.runtime.agreements import agreement_registry, load_agreements
 from msh.runtime.compose import Submission, new_message_id
@@ -102,6 +103,7 @@ class Msh:
         ids: Callable[[], str] | None = None,
         offload: bool = True,
         routes: Iterable[Route] | None = None,
+        keys: bool = True,
     ) -> None:
         """``store``, ``agreements``, ``transport`` and ``writer`` default to what ``settings`` say (the
         store at ``store.url``, the agreement files, HTTP(S), a group-commit writer); ``clock`` and ``ids``
@@ -110,7 +112,9 @@ class Msh:
         (the routing table, :mod:`msh.engine.routing`) to the settings' ``routing.routes``.
 
         Raises :class:`ConfigurationError` when an agreement asks for message security the MSH does not
-        implement, or for keys the ``[security]`` settings do not give (:mod:`msh.runtime.security`)."""
+        implement, or for keys the ``[security]`` settings do not give (:mod:`msh.runtime.security`).
+        ``keys`` False leaves the keys unread and unchecked (commands that only read the store: no
+        passphrase needed); such an MSH signs nothing and cannot :meth:`start`."""
         party: PartyKey = (settings.identity.party_id, settings.identity.party_id_type)
         loaded = (
             list(agreements)
@@ -121,9 +125,10 @@ class Msh:
             # An agreement asking for security the MSH lacks is refused when loaded for use, naming the element.
             check_agreement_security(cpa)
         registry = agreement_registry(settings, loaded, party)
-        security = MessageSecurity(settings.security, registry, party)
-        # The keys the agreements need are there (refused at load, never at the first message).
-        security.check_agreements(registry)
+        security = MessageSecurity(settings.security, registry, party, with_keys=keys)
+        if keys:
+            # The keys the agreements need are there (refused at load, never at the first message).
+            security.check_agreements(registry)
         opened = store if store is not None else open_store(settings.store.url)
         self._own_store = store is None
         s = settings.sending
@@ -340,6 +345,8 @@ class Msh:
         is False (then :meth:`run_due_timers` is the caller's to call)."""
         if self.core.running:
             return
+        if not self.core.security.with_keys:
+            raise ConfigurationError("this MSH was opened without its keys (Msh(keys=False)); it cannot run")
         self.core.begin()
         if timers:
             self.timers.start()

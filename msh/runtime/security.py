@@ -47,7 +47,7 @@ from msh.ebms.namespaces import EB as _EB
 from msh.engine.reliability import effective_actor
 from msh.errors import ConfigurationError, ErrorCode, Issue, SecurityError, Severity
 from msh.runtime.config.model import SecuritySettings
-from msh.runtime.keys import load_keys
+from msh.runtime.keys import Keys, load_keys
 from msh.security import (
     ENCRYPTED_CONTENT_TYPE,
     EncryptionPolicy,
@@ -117,8 +117,13 @@ def _asks_security(cpa: CollaborationProtocolAgreement) -> bool:
 class MessageSecurity:
     """The MSH's keys applied as the agreements say (see the module docs)."""
 
-    def __init__(self, settings: SecuritySettings, registry: CpaRegistry, party: PartyKey) -> None:
-        self.keys = load_keys(settings)
+    def __init__(
+        self, settings: SecuritySettings, registry: CpaRegistry, party: PartyKey, *, with_keys: bool = True
+    ) -> None:
+        """``with_keys`` False leaves the keys unread (a command that only reads the store needs no
+        passphrase): nothing can then be signed or decrypted."""
+        self.with_keys = with_keys
+        self.keys = load_keys(settings) if with_keys else Keys(None, None, (), None)
         self.registry = registry
         self.party = party
         self._signing: dict[tuple[str, str], tuple[object, SigningPolicy | None]] = {}
@@ -202,6 +207,11 @@ class MessageSecurity:
 
     def _signer(self, what: str) -> tuple[PrivateKey, x509.Certificate]:
         keys = self.keys
+        if not self.with_keys:
+            raise ConfigurationError(
+                f"{what} must be signed and this MSH was opened without its keys (for a command that only reads "
+                "the store); open it with its keys"
+            )
         if keys.signing_key is None or keys.certificate is None:
             raise ConfigurationError(
                 f"{what} must be signed and security.signing_key / security.signing_certificate are not set; "

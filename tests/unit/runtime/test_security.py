@@ -588,3 +588,58 @@ def test_an_agreement_with_a_digital_envelope_the_msh_lacks_is_refused_when_load
         assert "is not implemented" in text
 
     run_pair(scenario)
+
+
+def test_commands_that_only_read_the_store_need_no_key_passphrase(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from cryptography.hazmat.primitives import serialization
+
+    from msh.cli import main
+
+    locked = tmp_path / "a.key.pem"
+    locked.write_bytes(
+        load_private_key(KEYS / "party-a.key.pem").private_bytes(
+            serialization.Encoding.PEM,
+            serialization.PrivateFormat.PKCS8,
+            serialization.BestAvailableEncryption(b"s3cret"),
+        )
+    )
+    config = tmp_path / "a.toml"
+    config.write_text(
+        "\n".join(
+            [
+                "[identity]",
+                'party_id = "123456789"',
+                'party_id_type = "urn:oasis:names:tc:ebcore:partyid-type:iso6523:0088"',
+                "[agreements]",
+                f"paths = [{str(CONFIG.parent / 'cpas' / 'demo-a-b.xml')!r}]",
+                "[store]",
+                f"url = {str(tmp_path / 'a.sqlite')!r}",
+                "[server]",
+                "tls = false",
+                "[security]",
+                f"signing_key = {str(locked)!r}",
+                f"signing_certificate = {str(KEYS / 'party-a.cert.pem')!r}",
+                'key_passphrase_env = "PYMSH_TEST_LOCKED"',
+            ]
+        )
+        + "\n",
+        encoding="utf-8",
+    )
+    monkeypatch.delenv("PYMSH_TEST_LOCKED", raising=False)
+    monkeypatch.delenv("MSH_CONFIG", raising=False)
+    # Sending (and serving) needs the key: refused, saying which variable to set.
+    assert main(["send", "--config", str(config), "--to", "987654321", "--service", SERVICE, "--action", ACTION]) == 2
+    assert "PYMSH_TEST_LOCKED holds no passphrase" in capsys.readouterr().err
+    # Reading the store does not.
+    assert main(["status", "--config", str(config), "nope@a.example"]) == 1
+    captured = capsys.readouterr()
+    assert "nope@a.example: unknown" in captured.out and "passphrase" not in captured.err
+    assert main(["inbox", "--config", str(config)]) == 0
+    reader = Msh(load_settings(config, env={}), keys=False)
+    try:
+        with pytest.raises(ConfigurationError, match="opened without its keys"):
+            asyncio.run(reader.start())
+    finally:
+        reader.close()
