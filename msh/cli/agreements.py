@@ -67,7 +67,7 @@ def _show(args: argparse.Namespace) -> int:
 def _list(args: argparse.Namespace) -> int:
     from cpa.resolve import in_force
 
-    with running_msh(args) as msh:
+    with running_msh(args, keys=False) as msh:
         now = datetime.now(UTC)
         if len(msh.registry) == 0:
             print("no agreements (agreements.paths names none: this MSH only forwards along its routes)")

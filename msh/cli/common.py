@@ -77,12 +77,13 @@ def add_command(
 
 
 @contextlib.contextmanager
-def running_msh(args: argparse.Namespace) -> Iterator[Msh]:
-    """The MSH of the settings named by ``--config`` (or ``MSH_CONFIG``), closed on the way out."""
+def running_msh(args: argparse.Namespace, *, keys: bool = True) -> Iterator[Msh]:
+    """The MSH of the settings named by ``--config`` (or ``MSH_CONFIG``), closed on the way out; ``keys``
+    False for a command that only reads the store (its keys, and their passphrase, are not needed)."""
     from msh.runtime.config import load_settings
     from msh.runtime.msh import Msh
 
-    msh = Msh(load_settings(args.config))
+    msh = Msh(load_settings(args.config), keys=keys)
     try:
         yield msh
     finally:

@@ -19,7 +19,7 @@ def _inbox(args: argparse.Namespace) -> int:
 
     if args.take is not None:
         return _take(args, Path(args.take))
-    with running_msh(args) as msh:
+    with running_msh(args, keys=False) as msh:
         if args.all:
             entries = msh.inbox(None, limit=args.limit)
         else:  # waiting for the application: new, or fetched but not acknowledged
@@ -71,7 +71,7 @@ def _take(args: argparse.Namespace, folder: Path) -> int:
                 flush=True,
             )
 
-    with running_msh(args) as msh:
+    with running_msh(args, keys=False) as msh:
         results = take_inbox(msh, folder, report)
         refused = sum(1 for t in results if t.outcome is Outcome.REFUSED)
         if as_json:

@@ -7,13 +7,17 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from msh.cli.common import Subcommands, add_command, running_msh
+from msh.errors import ConfigurationError
 
 if TYPE_CHECKING:
     from msh.runtime.attempts import Attempt
+    from msh.runtime.msh import Msh
     from msh.store.api import OutboundMessage
 
 __all__ = ["add_status_command", "is_final", "status_line", "when"]
@@ -133,8 +137,31 @@ def _status_json(stored: OutboundMessage, attempts: list[Attempt]) -> dict[str, 
     }
 
 
+def _write_receipt(msh: Msh, message_id: str, path: Path) -> int:
+    """``--receipt FILE``: the signed receipt of ``message_id`` written to FILE (never over an existing one)."""
+    receipt = msh.receipt(message_id)
+    if receipt is None:
+        stored = msh.status(message_id)
+        why = (
+            f"unknown (never submitted to this store, {msh.store.url})"
+            if stored is None
+            else f"no signed receipt is kept (status {stored.state.status.value}: the agreement asks for no signed "
+            "acknowledgment (ackSignatureRequested), or none has come yet)"
+        )
+        print(f"msh status: error: {message_id}: {why}; nothing written to {path}", file=sys.stderr)
+        return 1
+    with path.open("xb") as out:
+        out.write(receipt)
+    print(f"{message_id}: signed receipt ({len(receipt)} bytes, the signed Acknowledgment message) written to {path}")
+    return 0
+
+
 def _status(args: argparse.Namespace) -> int:
-    with running_msh(args) as msh:
+    if args.receipt is not None and len(args.message_ids) != 1:
+        raise ConfigurationError("--receipt FILE takes one MESSAGE_ID: the message whose receipt to write")
+    with running_msh(args, keys=False) as msh:
+        if args.receipt is not None:
+            return _write_receipt(msh, args.message_ids[0], Path(args.receipt))
         unknown = 0
         out = []
         for message_id in args.message_ids:
@@ -166,9 +193,16 @@ def add_status_command(sub: Subcommands) -> None:
             "(with the DeliveryFailure), whether it is our own message, one forwarded for another party or a "
             "signal of ours sent along a route, each transmission with its outcome (the HTTP status and what the "
             "answer carried, or why it failed: connection refused, TLS failure, timeout; and any ErrorList the partner "
-            "sent back), and when the next attempt is due. Exit status 1 if one MESSAGE_ID is unknown."
+            "sent back), and when the next attempt is due. Exit status 1 if one MESSAGE_ID is unknown. "
+            "With --receipt FILE, write the signed receipt of one MESSAGE_ID instead."
         ),
         config=True,
     )
     status.add_argument("message_ids", nargs="+", metavar="MESSAGE_ID")
     status.add_argument("--json", action="store_true", help="print the same as JSON")
+    status.add_argument(
+        "--receipt",
+        metavar="FILE",
+        help="write the signed receipt kept for MESSAGE_ID (the signed Acknowledgment whose ds:References matched "
+        "what was sent, ebMS2 §6.3.2.5) to FILE, which must not exist; exit status 1 when none is kept",
+    )

@@ -416,16 +416,19 @@ def write_message(
     start_id: str = "ebxml-envelope@msh",
     boundary: str | None = None,
     multipart: bool | None = None,
+    soap: bytes | None = None,
 ) -> str:
     """Write the message to ``out`` and return the Content-Type header value to send with it.
 
     With payloads (or ``multipart=True``) the message is a ``multipart/related`` package whose first part
     is the SOAP envelope (ebMS2 §2.1.2, §2.1.3); payload bodies are copied in chunks, never held whole.
     Without payloads it is the bare envelope as ``text/xml``. Every ``cid:`` reference of the Manifest
-    must name one of the attachments.
+    must name one of the attachments. ``soap``, when given, is the SOAP part to write for ``envelope``
+    (e.g. its serialisation signed, :mod:`msh.security`).
     """
     _check_manifest(envelope, attachments)
-    soap = serialise_envelope(envelope)
+    if soap is None:
+        soap = serialise_envelope(envelope)
     if multipart is None:
         multipart = bool(attachments)
     if not multipart:

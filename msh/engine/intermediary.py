@@ -59,7 +59,7 @@ from msh.ebms.namespaces import ACTOR_NEXT_MSH, SERVICE_MSH
 from msh.ebms.via import ack_requested_element, read_via, via_element
 from msh.engine.inbound import EndpointRef, InboundDecision, Reject, ReplySync, SendAsync, StoreForward
 from msh.engine.reliability import Reliability, effective_actor
-from msh.engine.replies import ACTION_ACKNOWLEDGMENT, acknowledgment_message
+from msh.engine.replies import ACTION_ACKNOWLEDGMENT, acknowledgment_message, signed_references
 from msh.engine.routing import Route, find_route
 from msh.engine.sending import AcknowledgmentReceived, ErrorReceived
 from msh.errors import ErrorCode, Issue, Severity
@@ -102,10 +102,13 @@ def _refuse(
     return InboundDecision((reject,), (issue,))
 
 
-def hop_acknowledgment(envelope: Envelope, *, own_party: Party, message_id: str, now: datetime) -> Envelope:
+def hop_acknowledgment(
+    envelope: Envelope, *, own_party: Party, message_id: str, now: datetime, references: tuple[str, ...] = ()
+) -> Envelope:
     """The Acknowledgment aimed at nextMSH an intermediary returns for ``envelope`` (ebMS2 §10.1.2,
     §10.1.3): From (of the header and of the Acknowledgment element) is the intermediary's party, To the
-    message's From party, CPAId and ConversationId kept, RefToMessageId the message."""
+    message's From party, CPAId and ConversationId kept, RefToMessageId the message; ``references`` the
+    ds:Reference elements of a signed receipt (ebMS2 §6.3.2.5)."""
     ack = acknowledgment_message(envelope, message_id=message_id, now=now, actors=(ACTOR_NEXT_MSH,))
     assert ack.message_header is not None
     header = ack.message_header
@@ -121,7 +124,9 @@ def hop_acknowledgment(envelope: Envelope, *, own_party: Party, message_id: str,
     element = ack.acknowledgments[0]
     return Envelope(
         message_header=mine,
-        acknowledgments=(Acknowledgment(element.timestamp, element.ref_to_message_id, own_party, (), ACTOR_NEXT_MSH),),
+        acknowledgments=(
+            Acknowledgment(element.timestamp, element.ref_to_message_id, own_party, references, ACTOR_NEXT_MSH),
+        ),
     )
 
 
@@ -215,10 +220,14 @@ def forward(
     store = StoreForward(header.message_id, route, reliability, insert, signal, now)
     if not hop_asked:
         return InboundDecision((store,))
+    # ebMS2 §6.3.1.2: a signed acknowledgment asked of the next MSH is a signed receipt of the hop, with the
+    # message's own ds:References (§6.3.2.5; derived by the signing adapter when the message is unsigned).
+    signed = any(a.signed for a in envelope.ack_requested if effective_actor(a.actor) == ACTOR_NEXT_MSH)
+    references = signed_references(envelope) if signed else ()
     # ebMS2 §10.1.3: acknowledge to the previous hop once stored (the runtime commits before it answers).
-    ack = hop_acknowledgment(envelope, own_party=own_party, message_id=new_message_id, now=now)
+    ack = hop_acknowledgment(envelope, own_party=own_party, message_id=new_message_id, now=now, references=references)
     reply = ReplySync(ack) if sync else SendAsync(ack, EndpointRef.of(ack))
-    return InboundDecision((store, reply))
+    return InboundDecision((store, reply), sign_reply=signed, derive_references=signed and not references)
 
 
 def _relayable(envelope: Envelope) -> bool:

@@ -188,6 +188,9 @@ def _settings_text(
         "[tls]",
         f"certificate = {str(SAMPLES / 'keys' / f'party-{key}.cert.pem')!r}",
         f"private_key = {str(SAMPLES / 'keys' / f'party-{key}.key.pem')!r}",
+        "[security]",  # the agreement has both parties sign (ebMS2 §4.1.3)
+        f"signing_key = {str(SAMPLES / 'keys' / f'party-{key}.key.pem')!r}",
+        f"signing_certificate = {str(SAMPLES / 'keys' / f'party-{key}.cert.pem')!r}",
         "[sending]",
         f'first_resend_timeout = "{options["first_resend"]}"',
         f'http_timeout = "{options["http_timeout"]}"',

@@ -25,6 +25,7 @@ from cpa.resolve import PartyKey
 from msh.engine.routing import Route
 from msh.errors import Issue
 from msh.runtime.config import Settings
+from msh.runtime.security import MessageSecurity
 from msh.store.api import Store
 from msh.store.writer import Writer
 from msh.transport.port import Transport
@@ -61,8 +62,9 @@ def _owner() -> str:
 @dataclass
 class Core:
     """The MSH's shared parts (see the module docs); ``offload`` False runs parsing and reads on the event
-    loop instead of the work pool (the deterministic test network); ``routes`` is the routing table
-    (:mod:`msh.engine.routing`)."""
+        loop instead of the work pool (the deterministic test network); ``routes`` is the routing table
+        (:mod:`msh.engine.routing`); ``security`` applies the MSH's keys where the agreements ask
+    (:mod:`msh.runtime.security`)."""
 
     settings: Settings
     clock: Callable[[], datetime]
@@ -74,6 +76,7 @@ class Core:
     transport: Transport
     tls: ClientContexts
     callbacks: Callbacks
+    security: MessageSecurity
     offload: bool = True
     routes: tuple[Route, ...] = ()
     counters: Counter[str] = field(default_factory=Counter)

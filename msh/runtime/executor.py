@@ -20,6 +20,7 @@ from datetime import datetime
 from typing import BinaryIO
 
 from msh.ebms.envelope import serialise_envelope
+from msh.ebms.errorlist import error_list
 from msh.ebms.message import EbxmlMessage, ParseMode, parse_message
 from msh.ebms.model import Envelope, MessageHeader, Party
 from msh.engine import (
@@ -59,10 +60,15 @@ from msh.errors import EbmsError, Issue
 from msh.runtime import attempts
 from msh.runtime.core import Core
 from msh.runtime.forwarding import Forwarding
+from msh.runtime.security import ReceiptVerdict
+from msh.security.algorithms import DigestAlgorithm
 from msh.store.api import Direction, DuplicateMessage, OutboundKind, OutboundMessage, TimerKind, Transaction
 from msh.transport.port import SOAP_CONTENT_TYPE
 
-__all__ = ["AfterCommit", "Executor", "RaceLost"]
+__all__ = ["RECEIPT", "AfterCommit", "Executor", "RaceLost"]
+
+RECEIPT = "receipt"
+"""The journal event of a signed receipt kept (its ``detail["blob"]`` holds the Acknowledgment message)."""
 
 log = logging.getLogger("msh.runtime")
 
@@ -212,8 +218,63 @@ class Executor:
             self.report_delivery_failure(tx, stored, new.failure, now, after)
         return new.status
 
-    def route_to_outbound(self, tx: Transaction, routed: OutboundEvent, now: datetime, after: AfterCommit) -> None:
-        """Hand an acknowledgment or error about one of our messages to its sending machine, if it counts."""
+    def _signal_bytes(
+        self, envelope: Envelope, message: EbxmlMessage, decision: InboundDecision, now: datetime
+    ) -> bytes:
+        """The bytes of a signal the decision sends: signed when the agreement's channel for our signals
+        signs, or as a signed receipt (ebMS2 §6.3.1.2), its ds:References derived from the message when it
+        was not signed (§6.3.2.5)."""
+        receipt = decision.sign_reply and bool(envelope.acknowledgments)
+        if receipt and decision.derive_references:
+            references = self.core.security.derived_references(message, DigestAlgorithm.SHA256)
+            envelope = replace(
+                envelope, acknowledgments=tuple(replace(a, references=references) for a in envelope.acknowledgments)
+            )
+        body = serialise_envelope(envelope)
+        signed = self.core.security.sign_signal(envelope, body, receipt=receipt, now=now)
+        if signed is not body:
+            self.core.counters["signals-signed"] += 1
+        return signed
+
+    def _keep_receipt(
+        self, tx: Transaction, event: Event, verdict: ReceiptVerdict, message_id: str, now: datetime
+    ) -> Event:
+        """Keep a signed receipt that matches what we sent (ebMS2 §6.3.2.5), or turn one that does not into
+        the SecurityFailure the sending machine is told of."""
+        if verdict.receipt is not None:
+            blob = tx.put_blob(verdict.receipt)
+            self.core.counters["receipts"] += 1
+            tx.append_event(
+                at=now,
+                kind=RECEIPT,
+                message_id=message_id,
+                direction=Direction.OUTBOUND,
+                detail={"blob": blob, "references": verdict.references},
+            )
+            return event
+        issue = verdict.issue
+        assert issue is not None
+        self.core.counters["receipts-refused"] += 1
+        log.warning("acknowledgment of %s refused as a receipt: %s", message_id, issue.description)
+        tx.append_event(
+            at=now,
+            kind="receipt-refused",
+            message_id=message_id,
+            direction=Direction.OUTBOUND,
+            detail={"description": issue.description, "location": issue.location},
+        )
+        return ErrorReceived(error_list(issue))
+
+    def route_to_outbound(
+        self,
+        tx: Transaction,
+        routed: OutboundEvent,
+        now: datetime,
+        after: AfterCommit,
+        receipt: ReceiptVerdict | None = None,
+    ) -> None:
+        """Hand an acknowledgment or error about one of our messages to its sending machine, if it counts;
+        ``receipt``: the check of the acknowledgment as a signed receipt (kept, or a SecurityFailure)."""
         counters = self.core.counters
         stored = after.rows.get(routed.message_id) or tx.get_outbound(routed.message_id, for_update=True)
         if stored is None:
@@ -227,7 +288,9 @@ class Executor:
             counters["foreign-signals"] += 1
             log.warning("signal about %s ignored: %s", routed.message_id, reason)
             return
-        event = routed.event
+        event: Event = routed.event
+        if receipt is not None and isinstance(event, AcknowledgmentReceived):
+            event = self._keep_receipt(tx, event, receipt, routed.message_id, now)
         if routed.relay and isinstance(event, AcknowledgmentReceived):
             # ebMS2 §10.1.3: the next MSH's acknowledgment, from an intermediary on the path.
             event = replace(event, by_intermediary=True)
@@ -404,20 +467,25 @@ class Executor:
         after: AfterCommit,
         *,
         forwarded: tuple[BinaryIO | bytes, str] | None = None,
+        verified: bool = False,
+        receipts: Iterable[ReceiptVerdict] = (),
     ) -> bytes | None:
         """Carry out the receiving decision for ``message`` (whose body as received is ``raw``) in ``tx``;
         return the reply to put on the connection (None: nothing). ``forwarded`` is the body to forward
-        and its Content-Type, for a decision that forwards the message (:class:`StoreForward`)."""
+        and its Content-Type, for a decision that forwards the message (:class:`StoreForward`);
+        ``verified``: its signature was verified; ``receipts``: the checks of the signed acknowledgments
+        it carries (:meth:`route_to_outbound`)."""
         header = message.envelope.message_header
         counters, callbacks = self.core.counters, self.core.callbacks
         serialised: dict[int, bytes] = {}
+        by_message = {r.message_id: r for r in receipts}
 
         def wire(stored: bytes | Envelope) -> bytes:
             if isinstance(stored, bytes):
                 return stored
             key = id(stored)
             if key not in serialised:
-                serialised[key] = serialise_envelope(stored)
+                serialised[key] = self._signal_bytes(stored, message, decision, now)
             return serialised[key]
 
         sync_reply: bytes | None = None
@@ -459,6 +527,7 @@ class Executor:
                         "cpaid": header.cpa_id,
                         "action": header.action,
                         "acknowledged": ack is not None,
+                        "signed": verified,
                         "issues": [str(i) for i in decision.issues],
                     },
                 )
@@ -502,7 +571,7 @@ class Executor:
                     body = wire(action.error_message)
                     self._reply_async(tx, action.error_message, body, action.to_endpoint, now, after)
             elif isinstance(action, OutboundEvent):
-                self.route_to_outbound(tx, action, now, after)
+                self.route_to_outbound(tx, action, now, after, by_message.get(action.message_id))
             elif isinstance(action, SignalReceived):
                 counters[f"signal-{action.action}"] += 1
                 tx.append_event(

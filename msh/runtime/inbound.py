@@ -36,9 +36,10 @@ from msh.ebms.namespaces import SERVICE_MSH
 from msh.engine import Event, InboundDecision, StatusAnswer, StoredInbound, receive
 from msh.engine.binding import refusal, reply_status, transmission_outcome
 from msh.engine.intermediary import StoreForward, forward
-from msh.errors import ConfigurationError, EbmsError, EnvelopeError
+from msh.errors import ConfigurationError, EbmsError, EnvelopeError, SecurityError
 from msh.runtime.core import PARSE_ON_LOOP, Core
 from msh.runtime.executor import AfterCommit, Executor, RaceLost
+from msh.runtime.security import ReceiptVerdict
 from msh.safexml import parse_xml
 from msh.store.api import InboxState, OutboundKind, Transaction
 from msh.transport.asgi import server_fault
@@ -63,7 +64,9 @@ class Inbound:
     ``raw`` the body as received (stored as it is), ``digest`` its content digest (business messages
     only: what duplicate elimination compares). ``forward``: it is addressed to another party, and
     ``forwarded`` is the body to forward with its Content-Type (ebMS2 §10; None when it will be refused);
-    ``relayed``: a signal from an intermediary trusted to report on our messages it carries."""
+    ``relayed``: a signal from an intermediary trusted to report on our messages it carries; ``verified``:
+    its signature was verified (ebMS2 §4.1.3); ``receipts``: the checks of the signed acknowledgments it
+    carries against the messages we sent (ebMS2 §6.3.2.5)."""
 
     message: EbxmlMessage
     raw: BinaryIO | bytes
@@ -73,6 +76,8 @@ class Inbound:
     forward: bool = False
     forwarded: tuple[BinaryIO | bytes, str] | None = None
     relayed: bool = False
+    verified: bool = False
+    receipts: tuple[ReceiptVerdict, ...] = ()
 
     def close(self) -> None:
         """Release the spooled payloads and the spooled forwarded body."""
@@ -188,9 +193,63 @@ class InboundPipeline:
                 core.counters["certificate-mismatches"] += 1
                 log.warning("message %s refused: %s", header.message_id, issue.description)
                 result = replace(result, issues=(*result.issues, issue))
+        verified, receipts = False, tuple[ReceiptVerdict, ...]()
+        if header is not None and result.ok and result.cpa is not None and not relayed:
+            message, raw, result, verified = self._open(message, raw, result, now)
+            if result.ok and core.security.may_carry_receipts(message.envelope):
+                receipts = self._receipts(message, verified)
         # Computed here, off the store transaction: the unit of work only compares it (ebMS2 §6.5.6).
         digest = content_digest(message) if header is not None and header.service.value != SERVICE_MSH else None
-        return Inbound(message, raw, result, now, digest, relayed=relayed)
+        return Inbound(message, raw, result, now, digest, relayed=relayed, verified=verified, receipts=receipts)
+
+    def _open(
+        self, message: EbxmlMessage, raw: BinaryIO | bytes, result: CheckResult, now: datetime
+    ) -> tuple[EbxmlMessage, BinaryIO | bytes, CheckResult, bool]:
+        """Decrypt and verify a message the agreement allows (ebMS2 §4.1): a failure is SecurityFailure,
+        added to the check's issues, so the engine refuses the message (neither acknowledged nor delivered).
+        The message returned replaces ``message`` (closed when it does), and the body to store ``raw``."""
+        core = self.core
+        security = core.security
+        header = message.envelope.message_header
+        assert header is not None
+        issue = security.signed_ack_issue(message)
+        if issue is not None:
+            log.warning("message %s refused: %s", header.message_id, issue.description)
+            return message, raw, replace(result, issues=(*result.issues, issue)), False
+        try:
+            opened = security.open(message, result, at=now)
+        except SecurityError as exc:
+            core.counters["security-failures"] += 1
+            log.warning("message %s refused: %s", header.message_id, exc)
+            return message, raw, replace(result, issues=(*result.issues, *exc.issues)), False
+        if opened.verified:
+            core.counters["signatures-verified"] += 1
+        if opened.body is None:
+            return message, raw, result, opened.verified
+        core.counters["decrypted"] += 1
+        message.close()
+        return opened.message, opened.body[0], result, opened.verified
+
+    def _receipts(self, message: EbxmlMessage, verified: bool) -> tuple[ReceiptVerdict, ...]:
+        """The checks of the acknowledgments in ``message`` that answer messages of ours which asked for a
+        signed receipt (ebMS2 §6.3.2.5), against the messages as stored and sent."""
+        core = self.core
+        verdicts = []
+        for ack in message.envelope.acknowledgments:
+            with core.store.transaction(readonly=True) as tx:
+                stored = tx.get_outbound(ack.ref_to_message_id)
+            if stored is None:
+                continue
+            with core.store.open_blob(stored.body_blob_id) as blob:
+                sent = parse_message(blob, stored.content_type, mode=ParseMode.LENIENT)
+            try:
+                payloads = {p.content_id or "": p.body for p in sent.payloads}
+                verdict = core.security.receipt_verdict(message.envelope, message.soap, verified, sent.soap, payloads)
+            finally:
+                sent.close()
+            if verdict is not None:
+                verdicts.append(verdict)
+        return tuple(verdicts)
 
     def _elsewhere(self, message: EbxmlMessage, raw: BinaryIO | bytes, now: datetime) -> Inbound:
         """A message for another party: the body to forward, if it will be (the unit of work decides again,
@@ -286,6 +345,8 @@ class InboundPipeline:
                             inbound.now,
                             after,
                             forwarded=inbound.forwarded,
+                            verified=inbound.verified,
+                            receipts=inbound.receipts,
                         )
                         if then is not None:
                             then(tx, after)
@@ -319,7 +380,8 @@ class InboundPipeline:
         if size is None and isinstance(body, bytes):
             size = len(body)
         try:
-            if not core.offload or (size is not None and size <= PARSE_ON_LOOP):
+            # A signature to verify (or payloads to decrypt) is work for the pool, whatever the size.
+            if not core.offload or (size is not None and size <= PARSE_ON_LOOP and not core.security.in_use):
                 parsed = self.parse(body, content_type, peer_certificate)
             else:
                 parsed = await core.off_loop(self.parse, body, content_type, peer_certificate)

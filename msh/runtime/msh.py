@@ -4,7 +4,7 @@
 
 Application API (synchronous, thread-safe; each call is one store transaction)
     :meth:`Msh.submit` -> MessageId (:meth:`Msh.submit_async` on an event loop); :meth:`Msh.status`,
-    :meth:`Msh.attempts`; :meth:`Msh.inbox`, :meth:`Msh.fetch`, :meth:`Msh.ack`; callbacks
+    :meth:`Msh.attempts`, :meth:`Msh.receipt`; :meth:`Msh.inbox`, :meth:`Msh.fetch`, :meth:`Msh.ack`; callbacks
     ``on_delivered(message_id)``, ``on_failed(message_id, issue)`` and ``on_message(entry_id,
     message_id)``, called after the commit that decided them, on the runtime's event loop (keep them
     short; a callback that raises is logged, never retried). Only the runtime of this process calls them
@@ -42,16 +42,19 @@ from cpa.resolve import PartyKey
 from msh.ebms.message import EbxmlMessage, ParseMode, parse_message
 from msh.ebms.model import Envelope
 from msh.engine.routing import Route
+from msh.errors import ConfigurationError
 from msh.runtime import attempts as attempts_
 from msh.runtime.agreements import agreement_registry, load_agreements
 from msh.runtime.compose import Submission, new_message_id
 from msh.runtime.config import Settings
 from msh.runtime.core import Callbacks, Core, DeliveredCallback, FailedCallback, MessageCallback
-from msh.runtime.executor import AfterCommit, Executor
+from msh.runtime.executor import RECEIPT, AfterCommit, Executor
 from msh.runtime.inbound import InboundPipeline
+from msh.runtime.security import MessageSecurity
 from msh.runtime.sender import Sender
 from msh.runtime.submission import Prepared, Submissions, is_large
 from msh.runtime.timerloop import TimerLoop
+from msh.security import check_agreement_security
 from msh.store import api as store_api
 from msh.store import open_store
 from msh.store.api import Direction, InboxEntry, InboxState, OutboundMessage, Store
@@ -100,19 +103,32 @@ class Msh:
         ids: Callable[[], str] | None = None,
         offload: bool = True,
         routes: Iterable[Route] | None = None,
+        keys: bool = True,
     ) -> None:
         """``store``, ``agreements``, ``transport`` and ``writer`` default to what ``settings`` say (the
         store at ``store.url``, the agreement files, HTTP(S), a group-commit writer); ``clock`` and ``ids``
         (the source of new MessageIds) to the real ones; ``offload`` False parses and reads on the event
         loop, never on a thread (the deterministic test network, :mod:`msh.testing.network`); ``routes``
-        (the routing table, :mod:`msh.engine.routing`) to the settings' ``routing.routes``."""
+        (the routing table, :mod:`msh.engine.routing`) to the settings' ``routing.routes``.
+
+        Raises :class:`ConfigurationError` when an agreement asks for message security the MSH does not
+        implement, or for keys the ``[security]`` settings do not give (:mod:`msh.runtime.security`).
+        ``keys`` False leaves the keys unread and unchecked (commands that only read the store: no
+        passphrase needed); such an MSH signs nothing and cannot :meth:`start`."""
         party: PartyKey = (settings.identity.party_id, settings.identity.party_id_type)
         loaded = (
             list(agreements)
             if agreements is not None
             else load_agreements(settings.agreements.files(), verify_signatures=settings.agreements.verify_signatures)
         )
+        for cpa in loaded:
+            # An agreement asking for security the MSH lacks is refused when loaded for use, naming the element.
+            check_agreement_security(cpa)
         registry = agreement_registry(settings, loaded, party)
+        security = MessageSecurity(settings.security, registry, party, with_keys=keys)
+        if keys:
+            # The keys the agreements need are there (refused at load, never at the first message).
+            security.check_agreements(registry)
         opened = store if store is not None else open_store(settings.store.url)
         self._own_store = store is None
         s = settings.sending
@@ -135,6 +151,7 @@ class Msh:
                 certificate=settings.tls.certificate, private_key=settings.tls.private_key, trusted=settings.tls.trusted
             ),
             callbacks=Callbacks(on_delivered, on_failed, on_message),
+            security=security,
             offload=offload,
             routes=tuple(routes) if routes is not None else settings.routing.routes,
         )
@@ -220,7 +237,9 @@ class Msh:
         """:meth:`submit` for asyncio applications: the commit is awaited, not waited for, so many
         submissions share a commit (group commit) and the event loop goes on meanwhile."""
         prepare = self.submissions.prepare
-        prepared = await self.core.off_loop(prepare, submission) if is_large(submission) else prepare(submission)
+        # Large payloads and signing (libxmlsec releases the GIL) are done beside the event loop.
+        offload = is_large(submission) or self.core.security.in_use
+        prepared = await self.core.off_loop(prepare, submission) if offload else prepare(submission)
         try:
             after = await self.core.writer.run(prepared.unit)
         finally:
@@ -252,6 +271,20 @@ class Msh:
         with self.core.store.transaction(readonly=True) as tx:
             events = tx.message_events(message_id, direction=Direction.OUTBOUND, limit=limit * 3)
         return attempts_.attempts(events)[-limit:]
+
+    def receipt(self, message_id: str) -> bytes | None:
+        """The signed receipt kept for a message we sent: the signed Acknowledgment message whose
+        ds:References matched what was sent (ebMS2 §6.3.2.5), as received; None when none was kept (no
+        such message, no signed acknowledgment asked for, or none received yet)."""
+        with self.core.store.transaction(readonly=True) as tx:
+            events = tx.message_events(message_id, direction=Direction.OUTBOUND)
+        kept = [e for e in events if e.kind == RECEIPT and isinstance(e.detail.get("blob"), int)]
+        if not kept:
+            return None
+        blob_id = kept[-1].detail["blob"]
+        assert isinstance(blob_id, int)
+        with self.core.store.open_blob(blob_id) as blob:
+            return blob.read()
 
     def inbox(self, state: InboxState | None = InboxState.NEW, *, limit: int = 100) -> list[InboxEntry]:
         """Received messages for the application (``state`` None: all), oldest first."""
@@ -312,6 +345,8 @@ class Msh:
         is False (then :meth:`run_due_timers` is the caller's to call)."""
         if self.core.running:
             return
+        if not self.core.security.with_keys:
+            raise ConfigurationError("this MSH was opened without its keys (Msh(keys=False)); it cannot run")
         self.core.begin()
         if timers:
             self.timers.start()

@@ -197,7 +197,7 @@ class Sender:
         ``body``), with the signal it carries; for a forward (``kind``), what the next hop answered means
         for it and what in the answer is for another party (:func:`msh.engine.intermediary.hop_answer`)."""
         core = self.core
-        if len(body) <= PARSE_ON_LOOP:
+        if len(body) <= PARSE_ON_LOOP and not core.security.in_use:
             inbound, event = self.inbound.read_answer(message_id, status, content_type, body)
         else:
             inbound, event = await core.off_loop(self.inbound.read_answer, message_id, status, content_type, body)

@@ -16,6 +16,7 @@ from datetime import datetime
 from typing import Any, BinaryIO, Final
 
 from cpa.resolve import SendingParameters
+from msh.ebms.envelope import serialise_envelope
 from msh.ebms.message import write_message
 from msh.engine import Reliability, Submit, step
 from msh.engine.signals import party_text
@@ -114,9 +115,19 @@ class Submissions:
             hop_ack=composed.hop_ack,
         )
         state, actions = step(None, Submit(message_id, reliability), now)
+        # ebMS2 §4.1.3, §4.1.4.5: signed (then encrypted) as the agreement says, before the bytes are stored,
+        # so that every transmission sends the same signed message (DESIGN.md §5.1).
+        soap, attachments, signed, encrypted = core.security.seal(
+            params, serialise_envelope(composed.envelope), composed.attachments
+        )
         spool = tempfile.SpooledTemporaryFile(max_size=KEEP_FOR_FIRST_SEND)  # noqa: SIM115 (closed by Prepared.close)
         try:
-            content_type = write_message(spool, composed.envelope, composed.attachments)  # type: ignore[arg-type]
+            content_type = write_message(
+                spool,  # type: ignore[arg-type]
+                composed.envelope,
+                attachments,
+                soap=soap,
+            )
             small = spool.tell() <= KEEP_FOR_FIRST_SEND
             spool.seek(0)
             body: bytes | BinaryIO = spool.read() if small else spool  # type: ignore[assignment]
@@ -153,7 +164,13 @@ class Submissions:
                 kind="submitted",
                 message_id=message_id,
                 direction=Direction.OUTBOUND,
-                detail={"cpaid": params.cpaid, "action": params.action, "to": party_text(*submission.to_party)},
+                detail={
+                    "cpaid": params.cpaid,
+                    "action": params.action,
+                    "to": party_text(*submission.to_party),
+                    "signed": signed,
+                    "encrypted": encrypted,
+                },
             )
             # A new message has no timer to replace; with no runtime here, the serving process transmits it.
             self.executor.apply_sending_actions(

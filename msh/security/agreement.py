@@ -212,6 +212,7 @@ def verify_message(
         at=at,
         signature_algorithms=policy.signature_algorithms,
         digest_algorithms=policy.digest_algorithms,
+        parsed=root,
     )
 
 

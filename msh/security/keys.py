@@ -144,7 +144,7 @@ def load_private_key(
     if encrypted and passphrase is None:
         raise ConfigurationError(
             f"private key {path} is encrypted; give its passphrase in the environment variable the settings "
-            "name (e.g. --passphrase-env MSH_KEY_PASSPHRASE)"
+            "name (e.g. --passphrase-env PYMSH_KEY_PASSPHRASE)"
         )
     loader = serialization.load_pem_private_key if b"-----BEGIN" in data else serialization.load_der_private_key
     try:

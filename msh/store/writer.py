@@ -108,6 +108,11 @@ class GroupCommitWriter:
 
     # ------------------------------------------------------------------------------------------ callers
 
+    @property
+    def queued(self) -> int:
+        """Units of work waiting for the writer (not yet taken into a transaction)."""
+        return self._queue.qsize()
+
     def submit(self, unit: Unit[_T]) -> Future[_T]:
         """Queue ``unit``; the future holds its result once its transaction has committed."""
         future: Future[_T] = Future()

@@ -44,7 +44,7 @@ __all__ = ["FakeClock", "Node", "SequentialIds", "TestNetwork"]
 class FakeClock:
     """Time that moves only when told (aware UTC datetimes)."""
 
-    def __init__(self, start: datetime = datetime(2026, 1, 5, 9, 0, tzinfo=UTC)) -> None:
+    def __init__(self, start: datetime = datetime(2026, 12, 1, 9, 0, tzinfo=UTC)) -> None:
         self.now = start
 
     def __call__(self) -> datetime:

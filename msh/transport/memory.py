@@ -29,7 +29,9 @@ class NetworkFaults:
     with ``lose_answers``; the next ``lose_next_requests``/``lose_next_answers`` are lost for sure; every
     delivery waits ``delay`` on the network's clock; ``reorder`` delivers what is due in random order;
     an endpoint URL in ``down`` refuses connections; ``lose_requests_to`` / ``lose_answers_from`` map an
-    endpoint URL to the probability of losing a request to it / an answer from it (one hop of a path)."""
+    endpoint URL to the probability of losing a request to it / an answer from it (one hop of a path);
+    ``tamper``, when set, is a man in the middle: it gets each request's URL and body and returns the
+    body delivered (a test of what message security detects)."""
 
     lose_requests: float = 0.0
     lose_answers: float = 0.0
@@ -40,6 +42,7 @@ class NetworkFaults:
     delay: timedelta = timedelta(0)
     reorder: bool = False
     down: set[str] = field(default_factory=set)
+    tamper: Callable[[str, bytes], bytes] | None = None
 
 
 @dataclass
@@ -140,7 +143,8 @@ class MemoryNetwork:
             self.stats["requests-lost"] += 1
             delivery.future.set_exception(TransportFailure(f"the request to {request.url} was lost"))
             return
-        reply = await handler.handle_http(request.body, request.content_type, size=len(request.body))
+        body = request.body if self.faults.tamper is None else self.faults.tamper(request.url, request.body)
+        reply = await handler.handle_http(body, request.content_type, size=len(body))
         self.stats["delivered"] += 1
         if delivery.future.done():
             return

@@ -22,7 +22,7 @@ from msh.ebms.message import ParseMode, parse_message
 from msh.ebms.model import Envelope, Error
 from msh.runtime.config import ReceivingSettings
 from msh.runtime.msh import Msh
-from tests.support.endpoint import CPA_ID, PARTY_ID_TYPE, RunningMsh, party_b_settings, valid_message
+from tests.support.endpoint import CPA_ID, PARTY_ID_TYPE, RunningMsh, party_b_settings, resigned, valid_message
 
 TIMEOUT = 60.0
 MIB = 1 << 20
@@ -406,7 +406,9 @@ def test_accept_unterminated_packages_lets_lenient_mode_take_a_package_without_i
     try:
         message_id = "no-close-accepted@party-a.example"
         content_type, body = valid_message(msh, message_id, payload=b"<o>" + b"x" * 5000 + b"</o>")
-        cut = body[: body.rindex(b"--=_MSH_")]
+        # Cut before the CRLF of the closing delimiter: the last payload is whole (cut after it, the CRLF
+        # would end the payload, and the agreement's signature would refuse the changed payload).
+        cut = body[: body.rindex(b"\r\n--=_MSH_")]
         reply, _after = msh.receive_http(cut, content_type)
         assert reply.status == 200 and reply.content_type == SOAP_CT
         ack = parse_message(reply.body, SOAP_CT).envelope
@@ -504,7 +506,8 @@ def test_a_sync_reply_aimed_at_another_actor_is_refused_at_its_actor(party_b: Ru
     """ebMS2 §4.3.1: SyncReply's actor is SOAP's next; anything else is Inconsistent, never delivered."""
     message_id = "sync-actor@party-a.example"
     content_type, body = valid_message(party_b.msh, message_id)
-    body = patched(body, SOAP_NEXT, TO_PARTY)
+    # Signed again: the SyncReply aimed at SOAP's next is outside the signature, aimed elsewhere it is in it.
+    body = resigned(patched(body, SOAP_NEXT, TO_PARTY), content_type)
     reply = request(party_b, body, content_type)
     assert_error_list(reply, message_id, "Inconsistent", "//Header/SyncReply/@actor", "ebMS2 §4.3.1 requires")
     assert_refused(party_b, first, message_id, "after-sync-actor@party-a.example")
@@ -562,7 +565,8 @@ def test_the_same_message_id_with_other_content_is_refused_recorded_and_never_de
     """ebMS2 §6.5.6: only an identical message is a duplicate. Another one under the same MessageId gets an
     ErrorList, is journalled with both digests, and is never stored, delivered or acknowledged; the true
     copy still gets the stored acknowledgment byte for byte."""
-    other = patched(first.body, old, new)
+    # Signed again as A: the partner's own other message, not a forgery (which the signature refuses).
+    other = resigned(patched(first.body, old, new), first.content_type)
     reply = request(party_b, other, first.content_type)
     assert_error_list(
         reply,

@@ -4,24 +4,33 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import io
 import tomllib
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 import pytest
+from lxml import etree
 
-from msh.ebms.message import build_message
+from msh.ebms.envelope import serialise_envelope
+from msh.ebms.message import ParseMode, parse_message, write_message
+from msh.ebms.mime import AttachmentSpec
 from msh.ebms.model import Envelope, Party, PartyId
 from msh.runtime.compose import Payload, Submission, compose
 from msh.runtime.config import Settings, settings_from_mapping
 from msh.runtime.msh import Msh
+from msh.security import load_certificates, load_private_key, sign
 from msh.store.api import utc_now
 from msh.testing.threaded import serving_in_thread
 
 CONFIG_DIR = Path(__file__).resolve().parents[2] / "samples" / "config"
+KEYS_DIR = CONFIG_DIR.parent / "keys"
+RSA_SHA256 = "http://www.w3.org/2001/04/xmldsig-more#rsa-sha256"
+SHA256 = "http://www.w3.org/2001/04/xmlenc#sha256"
+DS = "http://www.w3.org/2000/09/xmldsig#"
 PARTY_ID_TYPE = "urn:oasis:names:tc:ebcore:partyid-type:iso6523:0088"
 PARTY_A = ("123456789", PARTY_ID_TYPE)
 PARTY_B = ("987654321", PARTY_ID_TYPE)
@@ -105,7 +114,43 @@ def valid_message(
     envelope = composed.envelope
     if cpa_id != CPA_ID or from_party != PARTY_A:
         envelope = _rewrite_header(envelope, cpa_id, from_party)
-    return build_message(envelope, composed.attachments)
+    return signed_as_a(envelope, composed.attachments)
+
+
+def signed_as_a(envelope: Envelope, attachments: Sequence[AttachmentSpec]) -> tuple[str, bytes]:
+    """The message (Content-Type, body) signed with party A's demo key, as the sample agreement has A sign
+    (rsa-sha256, sha256, ebMS2 §4.1.3)."""
+    key = load_private_key(KEYS_DIR / "party-a.key.pem")
+    certificate = load_certificates(KEYS_DIR / "party-a.cert.pem")[0]
+    payloads = {a.content_id: a.body for a in attachments}
+    soap = sign(serialise_envelope(envelope), payloads, key, certificate, RSA_SHA256, SHA256)
+    out = io.BytesIO()
+    content_type = write_message(out, envelope, attachments, soap=soap)
+    return content_type, out.getvalue()
+
+
+def resigned(body: bytes, content_type: str) -> bytes:
+    """``body`` (a package signed as A, then changed) signed again as A over what it now holds, the MIME
+    framing kept: a message that differs from the original yet carries a valid signature."""
+    message = parse_message(body, content_type, mode=ParseMode.LENIENT)
+    try:
+        root = etree.fromstring(message.soap)
+        for signature in root.iter(f"{{{DS}}}Signature"):
+            parent = signature.getparent()
+            assert parent is not None
+            previous = signature.getprevious()
+            if previous is not None:
+                previous.tail = signature.tail
+            parent.remove(signature)
+        key = load_private_key(KEYS_DIR / "party-a.key.pem")
+        certificate = load_certificates(KEYS_DIR / "party-a.cert.pem")[0]
+        payloads = {p.content_id or "": p.body for p in message.payloads}
+        unsigned = etree.tostring(root, xml_declaration=True, encoding="UTF-8")
+        soap = sign(unsigned, payloads, key, certificate, RSA_SHA256, SHA256)
+        assert body.count(message.soap) == 1
+        return body.replace(message.soap, soap)
+    finally:
+        message.close()
 
 
 def _rewrite_header(envelope: Envelope, cpa_id: str, from_party: tuple[str, str]) -> Envelope:

@@ -103,9 +103,11 @@ def _route_table(route: Route) -> dict[str, Any]:
     return table
 
 
-def settings_for(party: PartyId, domain: str, routes: tuple[Route, ...] = ()) -> Settings:
+def settings_for(
+    party: PartyId, domain: str, routes: tuple[Route, ...] = (), keys: tuple[Path, Path] | None = None
+) -> Settings:
     """Settings of one node: memory store, plain HTTP, the routing table written as the settings file
-    would have it (the agreements are handed to the network)."""
+    would have it (the agreements are handed to the network); ``keys``: its signing key and certificate."""
     data: dict[str, Any] = {
         "identity": {"party_id": party.value, "party_id_type": party.type, "message_id_domain": domain},
         "agreements": {"paths": []},
@@ -113,6 +115,8 @@ def settings_for(party: PartyId, domain: str, routes: tuple[Route, ...] = ()) ->
         "server": {"tls": False},
         "routing": {"routes": [_route_table(r) for r in routes]},
     }
+    if keys is not None:
+        data["security"] = {"signing_key": str(keys[0]), "signing_certificate": str(keys[1])}
     settings = settings_from_mapping(data, base_dir=Path.cwd(), source=f"<{domain}>", env={})
     assert settings.routing.routes == routes
     return settings
@@ -154,14 +158,22 @@ def multihop(
     hop_retries: int = 5,
     hop_interval: timedelta = timedelta(seconds=20),
     intermediary_routes: dict[int, tuple[Route, ...]] | None = None,
+    keys: dict[str, tuple[Path, Path]] | None = None,
 ) -> Path3:
     """A, ``intermediaries`` intermediaries and C on ``net`` (see the module docs); ``intermediary_routes``
-    replaces the routing table of intermediary n (1-based)."""
+    replaces the routing table of intermediary n (1-based); ``keys`` maps a node's name (``a``, ``i1``,
+    ``c``) to its signing key and certificate."""
+    keys = keys or {}
     first = intermediary_id(1)
     last = intermediary_id(intermediaries)
     a = net.add(
         "a",
-        settings_for(A, "a.example", (_route("a-to-c", C, intermediary_url(1), first, hop_retries, hop_interval),)),
+        settings_for(
+            A,
+            "a.example",
+            (_route("a-to-c", C, intermediary_url(1), first, hop_retries, hop_interval),),
+            keys.get("a"),
+        ),
         agreements=(cpa,),
         urls=(A_URL,),
     )
@@ -180,11 +192,11 @@ def multihop(
         hops.append(
             net.add(
                 f"i{n}",
-                settings_for(intermediary_id(n), f"i{n}.example", routes),
+                settings_for(intermediary_id(n), f"i{n}.example", routes, keys.get(f"i{n}")),
                 agreements=(),
                 urls=(intermediary_url(n),),
             )
         )
     back_route = _route("c-to-a", A, intermediary_url(intermediaries), last, hop_retries, hop_interval)
-    c = net.add("c", settings_for(C, "c.example", (back_route,)), agreements=(cpa,), urls=(C_URL,))
+    c = net.add("c", settings_for(C, "c.example", (back_route,), keys.get("c")), agreements=(cpa,), urls=(C_URL,))
     return Path3(net, a, hops, c)

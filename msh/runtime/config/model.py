@@ -28,6 +28,7 @@ __all__ = [
     "IdentitySettings",
     "ReceivingSettings",
     "RoutingSettings",
+    "SecuritySettings",
     "SendingSettings",
     "ServerSettings",
     "Settings",
@@ -245,6 +246,56 @@ class TlsSettings(Section):
 
 
 @dataclass(frozen=True, slots=True)
+class SecuritySettings(Section):
+    """Message security (ebMS2 §4.1): the key pair that signs our messages and signed acknowledgments, and
+    the key that decrypts payloads encrypted for us. What is signed or encrypted is the agreement's to say.
+
+    ``signing_key`` and ``signing_certificate`` go together (the certificate file may hold the chain above
+    it, leaf first); ``decryption_key`` defaults to the signing key. Keys may be encrypted PEM: their
+    passphrase is read from the environment variable named by ``key_passphrase_env`` (never from this
+    file, never printed).
+    """
+
+    section: ClassVar[str] = "security"
+
+    signing_key: Path | None = field(
+        default=None,
+        metadata=setting(
+            'write the path of a PEM private key, e.g. "keys/me.key.pem"',
+            kind=PEM_FILE,
+            meaning="the private key that signs our messages and acknowledgments (PEM, may be encrypted)",
+            unset="none: an agreement that has us sign is refused when loaded",
+        ),
+    )
+    signing_certificate: Path | None = field(
+        default=None,
+        metadata=setting(
+            'write the path of a PEM certificate, e.g. "keys/me.cert.pem"',
+            kind=PEM_FILE,
+            meaning="the certificate of the signing key, as the agreement names it (then its chain, leaf first)",
+        ),
+    )
+    decryption_key: Path | None = field(
+        default=None,
+        metadata=setting(
+            'write the path of a PEM private key, e.g. "keys/me.key.pem"',
+            kind=PEM_FILE,
+            meaning="the private key of our encryption certificate (PEM, may be encrypted)",
+            unset="`security.signing_key`",
+        ),
+    )
+    key_passphrase_env: str | None = field(
+        default=None,
+        metadata=setting(
+            'write the name of an environment variable, e.g. "PYMSH_KEY_PASSPHRASE"',
+            check=rules.environment_variable_name,
+            meaning="the environment variable holding the passphrase of encrypted keys (its value is never shown)",
+            unset="keys are unencrypted",
+        ),
+    )
+
+
+@dataclass(frozen=True, slots=True)
 class SendingSettings(Section):
     """Outbound transmissions.
 
@@ -375,6 +426,7 @@ class Settings:
     store: StoreSettings
     server: ServerSettings = ServerSettings()
     tls: TlsSettings = TlsSettings()
+    security: SecuritySettings = SecuritySettings()
     sending: SendingSettings = SendingSettings()
     receiving: ReceivingSettings = ReceivingSettings()
     timers: TimerSettings = TimerSettings()

@@ -66,6 +66,25 @@ def party_id_type_given(value: str) -> str | None:
     return None
 
 
+_ENV_NAME: Final = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
+def environment_variable_name(value: str) -> str | None:
+    """The name of an environment variable (not its value: a secret stays out of the settings file)."""
+    if not _ENV_NAME.fullmatch(value):
+        return (
+            f"{show(value)} is not an environment variable name: write the name of the variable that holds the "
+            'passphrase (letters, digits and "_", e.g. "PYMSH_KEY_PASSPHRASE"), not the passphrase itself'
+        )
+    if value.upper().startswith("MSH_"):
+        # MSH_<SECTION>_<KEY> variables are settings: a passphrase there would be refused as an unknown one.
+        return (
+            f"{show(value)} starts with MSH_, the prefix of the settings' environment variables; name the "
+            'passphrase variable otherwise, e.g. "PYMSH_KEY_PASSPHRASE"'
+        )
+    return None
+
+
 def message_id_domain(value: str) -> str | None:
     """The domain of our MessageIds can follow their '@'."""
     # RFC 2822 §3.6.4: the right-hand side of a msg-id (ebMS2 §3.1.6.1 MessageId) is a dot-atom.
@@ -192,6 +211,15 @@ def cross_problems(values: Mapping[str, Any], label: Label, bad: Collection[str]
             else ("tls.private_key", "tls.certificate")
         )
         problems.append(f"{label(given)} is set but {other} is not; a TLS client certificate needs both halves")
+    if usable("security.signing_key", "security.signing_certificate") and (values["security.signing_key"] is None) != (
+        values["security.signing_certificate"] is None
+    ):
+        given, other = (
+            ("security.signing_key", "security.signing_certificate")
+            if values["security.signing_key"] is not None
+            else ("security.signing_certificate", "security.signing_key")
+        )
+        problems.append(f"{label(given)} is set but {other} is not; signing needs the key and its certificate")
     first: Any = values.get("sending.first_resend_timeout")
     http: Any = values.get("sending.http_timeout")
     if usable("sending.first_resend_timeout", "sending.http_timeout") and first is not None and first <= http:

@@ -114,7 +114,7 @@ def test_an_agreement_counting_months_schedules_resends_a_calendar_month_apart()
 
     async def scenario(net: TestNetwork, a: Msh, b: Msh) -> None:
         net.faults.down.add(B_URL)
-        net.clock.set(datetime(2026, 1, 31, 10, 0, tzinfo=UTC))  # a month end: February has fewer days
+        net.clock.set(datetime(2027, 1, 31, 10, 0, tzinfo=UTC))  # a month end: February has fewer days
         message_id = await a.submit_async(submission())
         await net.settle()
         await net.advance(timedelta(seconds=3))  # the first resend
@@ -125,9 +125,9 @@ def test_an_agreement_counting_months_schedules_resends_a_calendar_month_apart()
             XsDuration(months=1),
             XsDuration(months=2),
         )
-        resent_at = datetime(2026, 1, 31, 10, 0, 3, tzinfo=UTC)
-        # Appendix E: 2026-01-31 plus P1M is pinned to 2026-02-28.
-        assert stored.state.next_due_at == datetime(2026, 2, 28, 10, 0, 3, tzinfo=UTC)
+        resent_at = datetime(2027, 1, 31, 10, 0, 3, tzinfo=UTC)
+        # Appendix E: 2027-01-31 plus P1M is pinned to 2027-02-28.
+        assert stored.state.next_due_at == datetime(2027, 2, 28, 10, 0, 3, tzinfo=UTC)
         assert stored.state.next_due_at == XsDuration(months=1).add_to(resent_at)
         await net.advance(timedelta(days=28))  # the third transmission, then PersistDuration ends it
         stored = a.status(message_id)

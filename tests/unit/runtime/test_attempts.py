@@ -26,12 +26,14 @@ from msh.runtime.attempts import Attempt, attempts, transmission_detail
 from msh.runtime.compose import Payload, Submission
 from msh.runtime.config import load_settings
 from msh.runtime.msh import Msh
+from msh.security import load_certificates, load_private_key, sign
 from msh.store import open_store
 from msh.store.api import Direction, Event, OutboundMessage, utc_now
 from msh.testing.network import TestNetwork
 from msh.testing.threaded import serving_in_thread
 from msh.transport.http import describe_failure as transport_error
 from msh.transport.port import SOAP_CONTENT_TYPE
+from tests.support.endpoint import RSA_SHA256, SHA256
 from tests.unit.runtime.test_api import settings as network_settings
 
 URL = "https://127.0.0.1:9/msh"
@@ -109,8 +111,8 @@ def test_a_partner_that_is_down_each_attempt_records_and_logs_why(
     assert main(["status", "--config", config, message_id]) == 0
     out = capsys.readouterr().out.splitlines()
     assert out[0] == f"{message_id}: awaiting-ack, 2 transmission(s), to {PARTY_B[1]}:{PARTY_B[0]} ({ACTION})"
-    assert out[1] == f"  transmission 1 at 2026-01-05T09:00:00Z: failed: {tried[0].error}"
-    assert out[2] == f"  transmission 2 at 2026-01-05T09:00:03Z: failed: {tried[1].error}"
+    assert out[1] == f"  transmission 1 at 2026-12-01T09:00:00Z: failed: {tried[0].error}"
+    assert out[2] == f"  transmission 2 at 2026-12-01T09:00:03Z: failed: {tried[1].error}"
     due = stored.state.next_due_at.isoformat(timespec="seconds").replace("+00:00", "Z")
     assert out[3] == f"  next attempt at {due}"
 
@@ -179,7 +181,10 @@ def _error_list_from_b(msh: Msh, message_id: str) -> bytes:
         location="//Header/MessageHeader/Action",
     )
     reply = error_message(refusal, in_reply_to=header, message_id="err-1@party-b.example", timestamp=utc_now())
-    return serialise_envelope(reply)
+    # The agreement's signal channel has B sign its signals (ebMS2 §4.1.3): an unsigned ErrorList is refused.
+    keys = CONFIG.parent / "keys"
+    key, [certificate] = load_private_key(keys / "party-b.key.pem"), load_certificates(keys / "party-b.cert.pem")
+    return sign(serialise_envelope(reply), {}, key, certificate, RSA_SHA256, SHA256)
 
 
 def test_an_error_list_received_is_stored_with_the_attempt(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -261,7 +261,7 @@ def test_unknown_sections_and_keys_in_the_file_are_refused_with_the_valid_ones()
         "the keys of [server] are host, port, path, tls, max_body_bytes, max_header_bytes, max_headers, "
         "read_timeout, max_connections_per_client",
         "[agreement] (in t.toml) is not a settings section (did you mean 'agreements'?); the sections are "
-        "[identity], [agreements], [store], [server], [tls], [sending], [receiving], [timers], [routing]",
+        "[identity], [agreements], [store], [server], [tls], [security], [sending], [receiving], [timers], [routing]",
     ]
 
 
@@ -609,3 +609,31 @@ def test_describe_shows_unset_settings_and_long_durations() -> None:
 def test_the_readme_table_is_drawn_from_the_declaration() -> None:
     readme = (Path(__file__).resolve().parents[3] / "README.md").read_text(encoding="utf-8")
     assert "\n\n" + config.settings_table() + "\n" in readme
+
+
+def test_the_security_settings_are_checked_and_never_show_the_passphrase() -> None:
+    keys = CONFIG.parent / "keys"
+    half = minimal(security={"signing_key": str(keys / "party-a.key.pem")})
+    assert one_problem(half) == (
+        "security.signing_key (from t.toml) is set but security.signing_certificate is not; signing needs the key "
+        "and its certificate"
+    )
+    assert problems_of(minimal(security={"key_passphrase_env": "MSH_SECRET"}))[0].startswith(
+        "security.key_passphrase_env (from t.toml): 'MSH_SECRET' starts with MSH_"
+    )
+    assert "not an environment variable name" in one_problem(minimal(security={"key_passphrase_env": "s3cret pw"}))
+    settings = settings_from_mapping(
+        minimal(
+            security={
+                "signing_key": str(keys / "party-a.key.pem"),
+                "signing_certificate": str(keys / "party-a.cert.pem"),
+                "key_passphrase_env": "PYMSH_TEST_PASSPHRASE",
+            }
+        ),
+        base_dir=CONFIG,
+        source="t.toml",
+        env={"PYMSH_TEST_PASSPHRASE": "hunter2"},
+    )
+    text = describe(settings)
+    assert 'security.key_passphrase_env = "PYMSH_TEST_PASSPHRASE"' in text
+    assert "hunter2" not in text

@@ -52,7 +52,10 @@ def test_submissions_queued_during_a_commit_share_the_next_transaction(tmp_path:
 
         async def main() -> list[str]:
             tasks = [asyncio.ensure_future(msh.submit_async(_submission(i))) for i in range(30)]
-            await asyncio.sleep(0)  # every task has composed its message and queued its unit
+            # Every task composes (and signs, on the work pool: the agreement signs) and queues its unit.
+            deadline = asyncio.get_running_loop().time() + WAIT
+            while msh.writer.queued < 30 and asyncio.get_running_loop().time() < deadline:  # type: ignore[attr-defined]
+                await asyncio.sleep(0.005)
             assert not any(t.done() for t in tasks)  # none returns before its commit
             release.set()
             return list(await asyncio.wait_for(asyncio.gather(*tasks), WAIT))

@@ -1,0 +1,444 @@
+"""Message security in the running MSH (ebMS2 §4.1): the keys of the settings, applied where the agreement
+asks for them.
+
+* :func:`~msh.runtime.keys.load_keys` reads ``[security]``: the signing key and certificate, the
+  decryption key (the signing key unless another is named), encrypted PEM opened with the passphrase from
+  the environment variable the settings name.
+* :meth:`MessageSecurity.agreement_problems`: an agreement that has us sign (a SenderNonRepudiation on a
+  channel of ours) or encrypts payloads for us (a SenderDigitalEnvelope towards a channel of ours) while
+  the settings give no key for it, or names another signing certificate for us than ours, is refused when
+  it is loaded (:class:`~msh.runtime.msh.Msh` construction), naming the agreement, the element and the
+  setting: never at the first message.
+* Outbound (:meth:`MessageSecurity.seal`): the composed SOAP part is signed (ebMS2 §4.1.3), then the
+  payloads encrypted (§4.1.4.5: sign first), before the bytes are stored, so every resend sends the same
+  signed bytes. Signals (:meth:`MessageSecurity.sign_signal`) are signed when the agreement's channel for
+  them signs, or when a signed acknowledgment was asked for (§6.3.1.2).
+* Inbound (:meth:`MessageSecurity.open`): after the agreement check, payloads are decrypted, then the
+  signature verified with the From party's certificate from the agreement (:func:`verify_message`).
+* Receipts (:meth:`MessageSecurity.receipt_verdict`): the sender's check of a signed acknowledgment
+  against what it sent (§6.3.2.5).
+
+Nothing here is done when the agreement asks for nothing: the policies are cached per channel pair, and
+a message is parsed again only when it carries a signature or must.
+"""
+
+from __future__ import annotations
+
+import io
+import logging
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from cryptography import x509
+from cryptography.hazmat.primitives.serialization import Encoding
+
+from cpa.check import CheckResult
+from cpa.model import CollaborationProtocolAgreement, PerMessage
+from cpa.registry import CpaRegistry
+from cpa.resolve import AgreementRefused, PartyKey, SendingParameters, party_keys
+from msh.ebms.message import EbxmlMessage, ParseMode, parse_message
+from msh.ebms.mime import AttachmentSpec, PartBody
+from msh.ebms.mime.writer import write_package
+from msh.ebms.model import Envelope
+from msh.ebms.namespaces import ACTOR_NEXT_MSH, SERVICE_MSH, SOAP_ENV
+from msh.ebms.namespaces import EB as _EB
+from msh.engine.reliability import effective_actor
+from msh.errors import ConfigurationError, ErrorCode, Issue, SecurityError, Severity
+from msh.runtime.config.model import SecuritySettings
+from msh.runtime.keys import Keys, load_keys
+from msh.security import (
+    ENCRYPTED_CONTENT_TYPE,
+    EncryptionPolicy,
+    PrivateKey,
+    SigningPolicy,
+    VerificationPolicy,
+    check_receipt,
+    decrypt_payload,
+    encrypt_payload,
+    encryption_policy,
+    receipt_references,
+    sign,
+    signing_policy,
+    verification_policy,
+    verify_message,
+)
+from msh.security.algorithms import DigestAlgorithm, SignatureAlgorithm
+
+__all__ = ["MessageSecurity", "Opened", "ReceiptVerdict"]
+
+log = logging.getLogger("msh.runtime")
+
+_SIGNATURE_MARK = b"Signature"
+"""A SOAP part without these bytes carries no ds:Signature (checked before parsing it again)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Opened:
+    """A received message after :meth:`MessageSecurity.open`: the message (its payloads decrypted), the body
+    to store (the received one, or a package rebuilt with the decrypted payloads: None when unchanged),
+    and whether a signature was verified."""
+
+    message: EbxmlMessage
+    body: tuple[bytes, str] | None
+    verified: bool
+
+
+@dataclass(frozen=True, slots=True)
+class ReceiptVerdict:
+    """The sender's check of an acknowledgment that was to be a signed receipt (ebMS2 §6.3.2.5):
+    ``receipt`` the acknowledgment's bytes to keep as evidence when it holds, else ``issue`` says why not."""
+
+    message_id: str
+    receipt: bytes | None = None
+    issue: Issue | None = None
+    references: int = 0
+
+
+def _security_issue(description: str, location: str) -> Issue:
+    return Issue(ErrorCode.SECURITY_FAILURE, Severity.ERROR, description, location)
+
+
+def _ours(cpa: CollaborationProtocolAgreement, party: PartyKey) -> Iterable[Any]:
+    return (info for info in cpa.party_infos if party in party_keys(info))
+
+
+def _asks_security(cpa: CollaborationProtocolAgreement) -> bool:
+    """Whether ``cpa`` signs or encrypts anything (CPP/A 2.0 §8.4.40-§8.4.50)."""
+    for info in cpa.party_infos:
+        for channel in (*info.delivery_channels, info.default_msh_channel):
+            for binding in (channel.doc_exchange.sender_binding, channel.doc_exchange.receiver_binding):
+                if binding is not None and (binding.non_repudiation or binding.digital_envelope):
+                    return True
+    return False
+
+
+class MessageSecurity:
+    """The MSH's keys applied as the agreements say (see the module docs)."""
+
+    def __init__(
+        self, settings: SecuritySettings, registry: CpaRegistry, party: PartyKey, *, with_keys: bool = True
+    ) -> None:
+        """``with_keys`` False leaves the keys unread (a command that only reads the store needs no
+        passphrase): nothing can then be signed or decrypted."""
+        self.with_keys = with_keys
+        self.keys = load_keys(settings) if with_keys else Keys(None, None, (), None)
+        self.registry = registry
+        self.party = party
+        self._signing: dict[tuple[str, str], tuple[object, SigningPolicy | None]] = {}
+        self._verifying: dict[tuple[str, str | None, str | None], tuple[object, VerificationPolicy]] = {}
+        self._encrypting: dict[tuple[str, str | None, str | None], tuple[object, EncryptionPolicy | None]] = {}
+        self._signed_acks: dict[str, tuple[object, bool]] = {}
+        self.in_use = any(_asks_security(cpa) for cpa in registry)
+        """Some agreement signs or encrypts: the runtime then does the work of messages off the event loop
+        (libxmlsec releases the GIL, so signing and verifying run beside the loop on the work pool)."""
+
+    # -- the agreements, when loaded
+
+    def agreement_problems(self, cpa: CollaborationProtocolAgreement) -> list[str]:
+        """What in ``cpa`` the settings' keys cannot do for our party (one line each, naming the setting)."""
+        problems: list[str] = []
+        keys = self.keys
+        for info in _ours(cpa, self.party):
+            for channel in (*info.delivery_channels, info.default_msh_channel):
+                sender = channel.doc_exchange.sender_binding
+                nr = sender.non_repudiation if sender is not None else None
+                where = f"agreement {cpa.cpaid}, {info.party_name}, DeliveryChannel {channel.channel_id}"
+                if nr is not None and keys.signing_key is None:
+                    problems.append(
+                        f"{where}: its SenderNonRepudiation has us sign what we send on it, and security.signing_key "
+                        "and security.signing_certificate are not set; give our signing key pair (PEM files), "
+                        "or remove the SenderNonRepudiation from the agreement"
+                    )
+                elif nr is not None and nr.certificate is not None and keys.certificate is not None:
+                    named = nr.certificate.x509[:1]
+                    ours = keys.certificate.public_bytes(Encoding.DER)
+                    if named and named[0] != ours:
+                        problems.append(
+                            f"{where}: its SigningCertificateRef names certificate {nr.certificate.cert_id!r}, "
+                            f"which is not security.signing_certificate ({keys.certificate.subject.rfc4514_string()}); "
+                            "the partner would refuse our signatures: give the key pair of that certificate"
+                        )
+        for other in cpa.party_infos:
+            if self.party in party_keys(other):
+                continue
+            for channel in other.delivery_channels:
+                sender = channel.doc_exchange.sender_binding
+                if sender is not None and sender.digital_envelope is not None and keys.decryption_key is None:
+                    problems.append(
+                        f"agreement {cpa.cpaid}, {other.party_name}, DeliveryChannel {channel.channel_id}: its "
+                        "SenderDigitalEnvelope encrypts payloads for us, and no RSA key is set to decrypt them: set "
+                        "security.decryption_key (or security.signing_key, an RSA key)"
+                    )
+                    break
+        return problems
+
+    def check_agreements(self, agreements: Iterable[CollaborationProtocolAgreement]) -> None:
+        """:class:`ConfigurationError` listing :meth:`agreement_problems` of every agreement."""
+        problems = list(dict.fromkeys(p for cpa in agreements for p in self.agreement_problems(cpa)))
+        if problems:
+            raise ConfigurationError("; ".join(problems))
+
+    # -- outbound
+
+    def _signing_policy(self, params: SendingParameters) -> SigningPolicy | None:
+        key = (params.cpaid, params.sending_channel_id)
+        hit = self._signing.get(key)
+        if hit is not None and hit[0] is params.signing:
+            return hit[1]
+        policy = signing_policy(params)
+        self._signing[key] = (params.signing, policy)
+        return policy
+
+    def _encryption_policy(self, params: SendingParameters) -> EncryptionPolicy | None:
+        if params.encryption is None:
+            return None
+        cpa = self.registry.get(params.cpaid)
+        if cpa is None:
+            return None
+        key = (params.cpaid, params.sending_channel_id, params.receiving_channel_id)
+        hit = self._encrypting.get(key)
+        if hit is not None and hit[0] is cpa:
+            return hit[1]
+        policy = encryption_policy(cpa, params.sending_channel_id, params.receiving_channel_id)
+        self._encrypting[key] = (cpa, policy)
+        return policy
+
+    def _signer(self, what: str) -> tuple[PrivateKey, x509.Certificate]:
+        keys = self.keys
+        if not self.with_keys:
+            raise ConfigurationError(
+                f"{what} must be signed and this MSH was opened without its keys (for a command that only reads "
+                "the store); open it with its keys"
+            )
+        if keys.signing_key is None or keys.certificate is None:
+            raise ConfigurationError(
+                f"{what} must be signed and security.signing_key / security.signing_certificate are not set; "
+                "give our signing key pair"
+            )
+        return keys.signing_key, keys.certificate
+
+    def seal(
+        self, params: SendingParameters, soap: bytes, attachments: Sequence[AttachmentSpec]
+    ) -> tuple[bytes, tuple[AttachmentSpec, ...], bool, bool]:
+        """``soap`` signed and ``attachments`` encrypted as the agreement of ``params`` says (sign first,
+        ebMS2 §4.1.4.5); returns them with whether each was done."""
+        policy = self._signing_policy(params)
+        signed = policy is not None
+        if policy is not None:
+            key, certificate = self._signer(f"agreement {params.cpaid} says {params.action}")
+            payloads = {a.content_id: a.body for a in attachments}
+            soap = sign(
+                soap,
+                payloads,
+                key,
+                certificate,
+                policy.signature_algorithm,
+                policy.digest_algorithm,
+                chain=self.keys.chain,
+            )
+        encryption = self._encryption_policy(params)
+        if encryption is None or not attachments:
+            return soap, tuple(attachments), signed, False
+        if encryption.certificate is None:
+            raise ConfigurationError(
+                f"agreement {params.cpaid} encrypts payloads of {params.action} but names no EncryptionCertificateRef "
+                f"in {params.to_party_name}'s ReceiverDigitalEnvelope: name the certificate to encrypt for"
+            )
+        sealed = []
+        for attachment in attachments:
+            with attachment.body.open() as reader:
+                content = reader.read()
+            document = encrypt_payload(
+                content, encryption.certificate, encryption.algorithm, content_type=attachment.content_type
+            )
+            sealed.append(AttachmentSpec(attachment.content_id, ENCRYPTED_CONTENT_TYPE, PartBody.from_bytes(document)))
+        return soap, tuple(sealed), signed, True
+
+    def _signal_policy(self, envelope: Envelope, now: datetime) -> SigningPolicy | None:
+        header = envelope.message_header
+        if header is None or header.cpa_id not in self.registry:
+            return None
+        try:
+            params = self.registry.resolve(
+                header.cpa_id,
+                from_party=self.party,
+                to_party=header.to_party,
+                service=SERVICE_MSH,
+                action=header.action,
+                now=now,
+            )
+        except AgreementRefused:
+            return None
+        return self._signing_policy(params)
+
+    def sign_signal(self, envelope: Envelope, body: bytes, *, receipt: bool, now: datetime) -> bytes:
+        """The bytes of the signal ``envelope`` (serialised as ``body``) signed when the agreement's channel
+        for our signals signs (CPP/A 2.0 §8.4.1 default MSH channel), or ``receipt``: a signed
+        acknowledgment was asked for (ebMS2 §6.3.1.2); else ``body``. An Acknowledgment aimed only at the
+        next MSH is signed over the whole envelope, without the XPath filter (ebMS2 §10.1.4)."""
+        policy = self._signal_policy(envelope, now)
+        if policy is None and not receipt:
+            return body
+        if self.keys.signing_key is None:
+            # Refused at the agreement check when the agreement asks; a signed receipt is refused on receipt.
+            return body
+        key, certificate = self._signer("the signal")
+        acks = envelope.acknowledgments
+        hop_only = bool(acks) and all(a.actor == ACTOR_NEXT_MSH for a in acks)
+        return sign(
+            body,
+            {},
+            key,
+            certificate,
+            policy.signature_algorithm if policy is not None else SignatureAlgorithm.RSA_SHA256,
+            policy.digest_algorithm if policy is not None else DigestAlgorithm.SHA256,
+            chain=self.keys.chain,
+            xpath_filter=not hop_only,
+        )
+
+    # -- inbound
+
+    def _verification_policy(self, result: CheckResult) -> VerificationPolicy | None:
+        cpa = result.cpa
+        if cpa is None:
+            return None
+        key = (cpa.cpaid, result.sending_channel_id, result.receiving_channel_id)
+        hit = self._verifying.get(key)
+        if hit is not None and hit[0] is cpa:
+            return hit[1]
+        policy = verification_policy(cpa, result.sending_channel_id, result.receiving_channel_id)
+        self._verifying[key] = (cpa, policy)
+        return policy
+
+    def _inbound_encryption(self, result: CheckResult) -> EncryptionPolicy | None:
+        cpa = result.cpa
+        if cpa is None:
+            return None
+        key = (cpa.cpaid, result.sending_channel_id, result.receiving_channel_id)
+        hit = self._encrypting.get(key)
+        if hit is not None and hit[0] is cpa:
+            return hit[1]
+        policy = encryption_policy(cpa, result.sending_channel_id, result.receiving_channel_id)
+        self._encrypting[key] = (cpa, policy)
+        return policy
+
+    def signed_ack_issue(self, message: EbxmlMessage) -> Issue | None:
+        """ebMS2 §6.3.1.2: a signed acknowledgment asked of an MSH that has no signing key is refused
+        (Inconsistent), rather than answered unsigned."""
+        if self.keys.signing_key is not None or not any(a.signed for a in message.envelope.ack_requested):
+            return None
+        return Issue(
+            ErrorCode.INCONSISTENT,
+            Severity.ERROR,
+            "a signed Acknowledgment is requested and this MSH has no signing key to sign it with (ebMS2 §6.3.1.2)",
+            "//Header/AckRequested/@signed",
+        )
+
+    def open(self, message: EbxmlMessage, result: CheckResult, *, at: datetime) -> Opened:
+        """Decrypt the payloads (when the agreement encrypts them), then verify the signature (when the
+        agreement signs the route, or the message is signed): :class:`SecurityError` when either fails or a
+        required signature is missing (ebMS2 §4.1.3, §4.1.4.5)."""
+        opened, body = message, None
+        encryption = self._inbound_encryption(result) if message.payloads else None
+        if encryption is not None:
+            opened, body = self._decrypt(message, encryption)
+        policy = self._verification_policy(result)
+        if policy is None or (not policy.required and _SIGNATURE_MARK not in opened.soap):
+            return Opened(opened, body, False)
+        payloads = {p.content_id or "": p.body for p in opened.payloads}
+        try:
+            verification = verify_message(opened.soap, payloads, policy, at=at)
+        except BaseException:
+            if opened is not message:
+                opened.close()
+            raise
+        return Opened(opened, body, verification is not None)
+
+    def _decrypt(self, message: EbxmlMessage, policy: EncryptionPolicy) -> tuple[EbxmlMessage, tuple[bytes, str]]:
+        key = self.keys.decryption_key
+        if key is None:
+            raise SecurityError(
+                "the payloads are encrypted for this MSH and it has no decryption key (security.decryption_key)",
+                location="cid:" + (message.payloads[0].content_id or ""),
+            )
+        attachments = []
+        for part in message.payloads:
+            cid = part.content_id or ""
+            decrypted = decrypt_payload(
+                part.body.read_bytes(), key, content_id=cid, algorithms={policy.algorithm.value}
+            )
+            attachments.append(
+                AttachmentSpec(
+                    cid, decrypted.content_type or "application/octet-stream", PartBody.from_bytes(decrypted.content)
+                )
+            )
+        out = io.BytesIO()
+        content_type = write_package(out, message.soap, attachments, start_id="ebxml-envelope@msh")
+        body = out.getvalue()
+        return parse_message(body, content_type, mode=ParseMode.LENIENT), (body, content_type)
+
+    # -- receipts
+
+    def _asks_signed_acks(self, cpa: CollaborationProtocolAgreement) -> bool:
+        hit = self._signed_acks.get(cpa.cpaid)
+        if hit is not None and hit[0] is cpa:
+            return hit[1]
+        asks = any(
+            channel.messaging_characteristics.ack_signature_requested is not PerMessage.NEVER
+            for info in _ours(cpa, self.party)
+            for channel in info.delivery_channels
+        )
+        self._signed_acks[cpa.cpaid] = (cpa, asks)
+        return asks
+
+    def may_carry_receipts(self, envelope: Envelope) -> bool:
+        """Whether an acknowledgment in ``envelope`` may be a receipt we asked for (cheap: the agreement
+        lets our channels ask for signed acknowledgments, or the acknowledgment carries References)."""
+        if not envelope.acknowledgments:
+            return False
+        if any(a.references for a in envelope.acknowledgments):
+            return True
+        header = envelope.message_header
+        cpa = self.registry.get(header.cpa_id) if header is not None else None
+        return cpa is not None and self._asks_signed_acks(cpa)
+
+    def receipt_verdict(
+        self, envelope: Envelope, ack_soap: bytes, verified: bool, sent_soap: bytes, sent_payloads: Mapping[str, Any]
+    ) -> ReceiptVerdict | None:
+        """The check of the acknowledgment in ``envelope`` (SOAP part ``ack_soap``, its signature
+        ``verified`` or not) against the message we sent (``sent_soap`` as stored, ``sent_payloads``); None
+        when that message asked the acknowledgment's actor for no signed acknowledgment (nothing to check)."""
+        from msh.safexml import XmlLimits, parse_xml
+
+        root = parse_xml(sent_soap, what="SOAP envelope sent", limits=XmlLimits(max_bytes=max(len(sent_soap), 1)))
+        # ebMS2 §6.3.1.1, §6.3.2.1: each AckRequested is answered by the Acknowledgment of its actor.
+        signed_actors = {
+            effective_actor(el.get(f"{{{SOAP_ENV}}}actor"))
+            for el in root.iter(f"{{{_EB}}}AckRequested")
+            if el.get(f"{{{_EB}}}signed", el.get("signed", "false")).strip() in ("true", "1")
+        }
+        acks = [a for a in envelope.acknowledgments if effective_actor(a.actor) in signed_actors]
+        if not acks:
+            return None
+        ack = acks[0]
+        if not verified:
+            return ReceiptVerdict(
+                ack.ref_to_message_id,
+                issue=_security_issue(
+                    "a signed Acknowledgment was requested and the Acknowledgment is not signed (ebMS2 §6.3.1.2)",
+                    "//Header/Acknowledgment",
+                ),
+            )
+        try:
+            checked = check_receipt(ack.references, sent_soap, sent_payloads)
+        except SecurityError as exc:
+            return ReceiptVerdict(ack.ref_to_message_id, issue=exc.issues[0])
+        return ReceiptVerdict(ack.ref_to_message_id, receipt=ack_soap, references=len(checked))
+
+    @staticmethod
+    def derived_references(message: EbxmlMessage, digest: str | DigestAlgorithm) -> tuple[str, ...]:
+        """The ds:Reference elements an acknowledgment of the unsigned ``message`` carries (ebMS2 §6.3.2.5)."""
+        payloads = {p.content_id or "": p.body for p in message.payloads}
+        return receipt_references(message.soap, payloads, digest=digest)

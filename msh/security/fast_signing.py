@@ -1,0 +1,267 @@
+"""The RSA signature of the ebMS 2.0 profile computed, and checked, without libxmlsec's XPath filter
+(ebMS2 §4.1.3).
+
+libxmlsec evaluates the profile's XPath filter expression once for every node of the envelope (elements,
+attributes, namespace nodes, text): most of the time of signing a small message. What the filter selects is
+known in advance: every node except the subtrees of the elements whose ``SOAP:actor`` is the next MSH or
+SOAP's next (and the signature itself, the enveloped-signature transform). :func:`sign_in_place` removes
+those subtrees from a copy of the document (keeping the text around them), canonicalises the copy with
+C14N 1.0 (no comments) for the envelope's digest, digests the payload parts' octets, and signs the
+canonical SignedInfo with the RSA key: the DigestValues and SignatureValue libxmlsec would write (RSA
+PKCS#1 v1.5 is deterministic; the tests compare both byte for byte, and verification stays libxmlsec's).
+
+It applies to RSA keys and to documents that are the Envelope alone (a processing instruction or comment
+beside it is signed by libxmlsec, as is everything else :func:`applies` refuses).
+
+:func:`verified_without_xmlsec` checks a received signature the same way, and can only accept: where it
+cannot tell, or a digest or the SignatureValue does not match, libxmlsec verifies (and says what failed).
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import copy
+import hashlib
+from collections.abc import Mapping
+from typing import Final
+
+from cryptography import x509
+from cryptography.exceptions import InvalidSignature
+from cryptography.hazmat.primitives import hashes
+from cryptography.hazmat.primitives.asymmetric import padding, rsa
+from lxml import etree
+
+from msh.ebms.namespaces import SOAP_ENV
+from msh.security.algorithms import CanonicalizationMethod, DigestAlgorithm, SignatureAlgorithm, Transform
+from msh.security.library import Openable, Payload, PrivateKey, bare_content_id
+from msh.security.profile import ds
+
+__all__ = ["applies", "sign_in_place", "verified_without_xmlsec"]
+
+_ACTOR: Final = f"{{{SOAP_ENV}}}actor"
+# ebMS2 §4.1.3: the actors whose elements the profile's XPath filter leaves out.
+_LEFT_OUT: Final = frozenset(
+    {"urn:oasis:names:tc:ebxml-msg:actor:nextMSH", "http://schemas.xmlsoap.org/soap/actor/next"}
+)
+_HASHLIB: Final = {
+    DigestAlgorithm.SHA1: "sha1",
+    DigestAlgorithm.SHA256: "sha256",
+    DigestAlgorithm.SHA384: "sha384",
+    DigestAlgorithm.SHA512: "sha512",
+}
+_RSA: Final[dict[SignatureAlgorithm, hashes.HashAlgorithm]] = {
+    SignatureAlgorithm.RSA_SHA1: hashes.SHA1(),
+    SignatureAlgorithm.RSA_SHA256: hashes.SHA256(),
+    SignatureAlgorithm.RSA_SHA384: hashes.SHA384(),
+    SignatureAlgorithm.RSA_SHA512: hashes.SHA512(),
+}
+_RSA_BY_URI: Final = {method.value: algorithm for method, algorithm in _RSA.items()}
+_DIGEST_BY_URI: Final = {digest.value: digest for digest in _HASHLIB}
+_CHUNK: Final = 1 << 16
+
+
+def applies(root: etree._Element, key: PrivateKey, method: SignatureAlgorithm) -> bool:
+    """Whether :func:`sign_in_place` may sign ``root``'s document with ``key`` and ``method``."""
+    return (
+        isinstance(key, rsa.RSAPrivateKey)
+        and method in _RSA
+        and root.getprevious() is None
+        and root.getnext() is None
+        and root.getroottree().docinfo.internalDTD is None
+    )
+
+
+def _base64(value: bytes) -> str:
+    """Base64 in lines of 64 characters, as libxmlsec writes DigestValue and SignatureValue."""
+    text = base64.b64encode(value).decode("ascii")
+    return "\n".join(text[i : i + 64] for i in range(0, len(text), 64))
+
+
+def _digest(data: bytes, algorithm: DigestAlgorithm) -> str:
+    return _base64(hashlib.new(_HASHLIB[algorithm], data).digest())
+
+
+def _part_digest(part: Payload, algorithm: DigestAlgorithm) -> str:
+    """The digest of a payload part's octets, read as libxmlsec's ``cid:`` resolution reads them
+    (:mod:`msh.security.library`: bytes, an Openable opened afresh, a stream from its start)."""
+    digest = hashlib.new(_HASHLIB[algorithm])
+    if isinstance(part, (bytes, bytearray, memoryview)):
+        digest.update(part)
+    else:
+        if isinstance(part, Openable):
+            reader = part.open()
+        else:
+            part.seek(0)
+            reader = part
+        try:
+            while chunk := reader.read(_CHUNK):
+                digest.update(chunk)
+        finally:
+            if reader is not part:
+                reader.close()
+    return _base64(digest.digest())
+
+
+def _remove_keeping_tail(element: etree._Element) -> None:
+    parent = element.getparent()
+    assert parent is not None
+    if element.tail:
+        previous = element.getprevious()
+        if previous is not None:
+            previous.tail = (previous.tail or "") + element.tail
+        else:
+            parent.text = (parent.text or "") + element.tail
+    parent.remove(element)
+
+
+def _same_in(doc: etree._Element, root: etree._Element, element: etree._Element) -> etree._Element:
+    """The element of the copy ``doc`` of ``root`` that is ``element`` in ``root``."""
+    steps = []
+    node = element
+    while node is not root:
+        parent = node.getparent()
+        assert parent is not None
+        steps.append(parent.index(node))
+        node = parent
+    for step in reversed(steps):
+        doc = doc[step]
+    return doc
+
+
+def _envelope_c14n(root: etree._Element, signature: etree._Element) -> bytes:
+    """C14N 1.0 of the document without ``signature`` and the elements aimed at the next MSH or node."""
+    doc = copy.deepcopy(root)
+    copied = _same_in(doc, root, signature)
+    left_out = [e for e in doc.iter() if isinstance(e.tag, str) and e.get(_ACTOR) in _LEFT_OUT]
+    for element in (copied, *left_out):
+        # One inside an element already left out went with it.
+        if any(a is doc for a in element.iterancestors()):
+            _remove_keeping_tail(element)
+    return etree.tostring(doc.getroottree(), method="c14n", with_comments=False)
+
+
+def sign_in_place(
+    root: etree._Element,
+    signature: etree._Element,
+    payloads: Mapping[str, Payload],
+    key: PrivateKey,
+    method: SignatureAlgorithm,
+    digest: DigestAlgorithm,
+    *,
+    xpath_filter: bool = True,
+) -> None:
+    """Fill in the DigestValues and the SignatureValue of the template ``signature`` (in ``root``'s
+    document, as :func:`msh.security.profile.signature_template` made it) for ``payloads`` (Content-ID ->
+    content, as in :func:`msh.security.signing.sign`); :func:`applies` must hold."""
+    assert isinstance(key, rsa.RSAPrivateKey)
+    signed_info = signature.find(ds("SignedInfo"))
+    assert signed_info is not None
+    parts = {bare_content_id(cid): part for cid, part in payloads.items()}
+    for reference in signed_info.iterfind(ds("Reference")):
+        value = reference.find(ds("DigestValue"))
+        assert value is not None
+        uri = reference.get("URI", "")
+        if uri == "":
+            if xpath_filter:
+                value.text = _digest(_envelope_c14n(root, signature), digest)
+            else:
+                value.text = _digest(_whole_c14n(root, signature), digest)
+        else:
+            value.text = _part_digest(parts[bare_content_id(uri)], digest)
+    canonical = etree.tostring(signed_info, method="c14n", with_comments=False)
+    signature_value = key.sign(canonical, padding.PKCS1v15(), _RSA[method])
+    element = signature.find(ds("SignatureValue"))
+    assert element is not None
+    element.text = _base64(signature_value)
+
+
+def _whole_c14n(root: etree._Element, signature: etree._Element) -> bytes:
+    """C14N 1.0 of the document without ``signature`` (the enveloped-signature transform alone)."""
+    doc = copy.deepcopy(root)
+    copied = _same_in(doc, root, signature)
+    _remove_keeping_tail(copied)
+    return etree.tostring(doc.getroottree(), method="c14n", with_comments=False)
+
+
+# ------------------------------------------------------------------------------------------ verifying
+
+
+def _decoded(text: str | None) -> bytes | None:
+    try:
+        return base64.b64decode("".join((text or "").split()), validate=True)
+    except (binascii.Error, ValueError):
+        return None
+
+
+def _envelope_transforms(reference: etree._Element) -> bool | None:
+    """True: enveloped-signature, the ebMS XPath filter, C14N 1.0; False: enveloped-signature, C14N 1.0;
+    None: any other Transforms (left to libxmlsec)."""
+    transforms = reference.findall(f"{ds('Transforms')}/{ds('Transform')}")
+    algorithms = [t.get("Algorithm", "") for t in transforms]
+    if algorithms == [Transform.ENVELOPED_SIGNATURE, Transform.XPATH, CanonicalizationMethod.C14N]:
+        # profile_problems has checked the XPath expression: the ebMS2 §4.1.3 filter (either order).
+        return True
+    if algorithms == [Transform.ENVELOPED_SIGNATURE, CanonicalizationMethod.C14N]:
+        return False
+    return None
+
+
+def verified_without_xmlsec(
+    root: etree._Element,
+    signature: etree._Element,
+    payloads: Mapping[str, Payload],
+    certificate: x509.Certificate,
+) -> bool:
+    """Whether ``signature`` (the first of ``root``'s document, in the profile: checked by
+    :func:`msh.security.profile.profile_problems` and the coverage checks before) verifies with
+    ``certificate``'s RSA key, computed as :func:`sign_in_place` computes it. True only when every digest and
+    the SignatureValue match; False when it cannot tell or they do not: the caller then verifies with
+    libxmlsec, which also explains a failure. So this path can only accept what libxmlsec would."""
+    public = certificate.public_key()
+    signed_info = signature.find(ds("SignedInfo"))
+    if (
+        not isinstance(public, rsa.RSAPublicKey)
+        or signed_info is None
+        or root.getprevious() is not None
+        or root.getnext() is not None
+        or root.getroottree().docinfo.internalDTD is not None
+    ):
+        return False
+    c14n = signed_info.find(ds("CanonicalizationMethod"))
+    method = signed_info.find(ds("SignatureMethod"))
+    if c14n is None or c14n.get("Algorithm") != CanonicalizationMethod.C14N or method is None:
+        return False
+    algorithm = _RSA_BY_URI.get(method.get("Algorithm", ""))
+    if algorithm is None:
+        return False
+    parts = {bare_content_id(cid): part for cid, part in payloads.items()}
+    for reference in signed_info.iterfind(ds("Reference")):
+        digest_method = reference.find(ds("DigestMethod"))
+        digest = _DIGEST_BY_URI.get(digest_method.get("Algorithm", "") if digest_method is not None else "")
+        if digest is None:
+            return False
+        claimed = _decoded(reference.findtext(ds("DigestValue")))
+        uri = reference.get("URI", "")
+        if uri == "":
+            filtered = _envelope_transforms(reference)
+            if filtered is None:
+                return False
+            document = _envelope_c14n(root, signature) if filtered else _whole_c14n(root, signature)
+            computed = hashlib.new(_HASHLIB[digest], document).digest()
+        else:
+            part = parts.get(bare_content_id(uri))
+            if part is None or reference.find(ds("Transforms")) is not None:
+                return False
+            computed = _decoded(_part_digest(part, digest)) or b""
+        if claimed is None or claimed != computed:
+            return False
+    value = _decoded(signature.findtext(ds("SignatureValue")))
+    if value is None:
+        return False
+    canonical = etree.tostring(signed_info, method="c14n", with_comments=False)
+    try:
+        public.verify(value, canonical, padding.PKCS1v15(), algorithm)
+    except InvalidSignature:
+        return False
+    return True
