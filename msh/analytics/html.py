@@ -43,7 +43,9 @@ def _pct(value: Any) -> str:
     return "-" if value is None else f"{100 * float(value):.2f}%"
 
 
-def _bars(name: str, title: str, labels: Sequence[str], values: Sequence[float | None], unit: str = "") -> str:
+def _bars(
+    name: str, title: str, labels: Sequence[str], values: Sequence[float | None], unit: str = "", *, percent: bool = False
+) -> str:
     """A horizontal bar chart."""
     width, row, left = 760, 22, 260
     height = row * len(labels) + 30
@@ -55,7 +57,7 @@ def _bars(name: str, title: str, labels: Sequence[str], values: Sequence[float |
     for i, (label, value) in enumerate(zip(labels, values, strict=True)):
         y = 10 + i * row
         length = 0.0 if value is None else (width - left - 90) * float(value) / top
-        shown = _num(value) + unit
+        shown = _pct(value) if percent else _num(value) + unit
         parts.append(
             f'<text x="{left - 6}" y="{y + 14}" font-size="12" text-anchor="end">{escape(label[-40:])}</text>'
             f'<rect x="{left}" y="{y + 2}" width="{length:.1f}" height="{row - 6}" fill="{_COLOURS[0]}" '
@@ -161,7 +163,7 @@ def render(summary: dict[str, Any]) -> str:
     meta = summary["meta"]
     days = summary["days"]
     partners = summary["partners"]
-    top = [p for p in partners if (p.get("sent") or 0) > 0][:20]
+    top = sorted((p for p in partners if (p.get("sent") or 0) > 0), key=lambda p: -int(p["sent"]))[:20]
     reconciliation = summary["reconciliation"]
     sections = [
         f"<h1>Delivery report</h1><p class='muted'>{_num(meta['events'])} events from "
@@ -183,6 +185,7 @@ def render(summary: dict[str, Any]) -> str:
             "delivery rate per partner",
             [f"{p['source']} → {p['partner']}" for p in top],
             [p.get("delivery_rate") for p in top],
+            percent=True,
         ),
         "<h2>Latency from submission to end-to-end acknowledgment, p95 (busiest 20)</h2>",
         _bars(
