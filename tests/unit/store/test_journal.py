@@ -10,8 +10,8 @@ import pytest
 from sqlalchemy import Engine, create_engine, text
 
 from msh.store import Direction, Store, migrations
-from msh.store.records import Event
 from msh.store.journal import MessageFacts, Role, cause_of, retry_window_end, severity_of
+from msh.store.records import Event
 from msh.store.sql import resolve_url
 from tests.support.store import RELIABILITY, T0, add_outbound
 
@@ -125,7 +125,8 @@ def test_revision_0005_fills_the_typed_columns_of_older_events(
     with raw_engine.begin() as conn:
         blob = conn.execute(
             text(
-                "INSERT INTO blobs (size, chunk_count, created_at) VALUES (42, 0, '2025-03-01 12:00:00.000000') RETURNING id"
+                "INSERT INTO blobs (size, chunk_count, created_at) "
+                "VALUES (42, 0, '2025-03-01 12:00:00.000000') RETURNING id"
             )
             if raw_engine.dialect.name == "sqlite"
             else text("INSERT INTO blobs (size, chunk_count, created_at) VALUES (42, 0, now()) RETURNING id")
