@@ -18,6 +18,7 @@ import hashlib
 import json
 import re
 from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import asdict, dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -163,21 +164,31 @@ def _table(source: str, columns: dict[str, list[Any]], details: list[Any]) -> pa
 
 
 def _sql_chunks(store: Store, start: int, hi: int, chunk: int) -> Iterator[tuple[dict[str, list[Any]], list[Any]]]:
-    """The events with an id in (start, hi], ``chunk`` at a time, as raw columns (no per-row objects)."""
+    """The events with an id in (start, hi], ``chunk`` at a time, as raw columns (no per-row objects: the
+    driver's own cursor, read-only, one statement per chunk)."""
     assert isinstance(store, SqlStore)
-    query = text(
+    engine = store.engine
+    marker = "?" if engine.dialect.paramstyle == "qmark" else "%s"
+    query = (
         f"SELECT {', '.join(_READ_COLUMNS)}, CAST(detail AS TEXT) AS detail FROM events"
-        " WHERE id > :after AND id <= :hi ORDER BY id LIMIT :n"
+        f" WHERE id > {marker} AND id <= {marker} ORDER BY id LIMIT {marker}"
     )
     after = start
-    with store.engine.connect() as conn:
+    connection = engine.raw_connection()
+    try:
+        cursor = connection.cursor()
         while after < hi:
-            rows = conn.execute(query, {"after": after, "hi": hi, "n": chunk}).all()
+            cursor.execute(query, (after, hi, chunk))
+            rows = cursor.fetchall()
             if not rows:
-                return
+                break
             cols = list(zip(*rows, strict=True))
             yield {name: list(cols[i]) for i, name in enumerate(_READ_COLUMNS)}, list(cols[-1])
             after = int(rows[-1][0])
+        cursor.close()
+    finally:
+        connection.rollback()
+        connection.close()
 
 
 def _port_chunks(store: Store, start: int, hi: int, chunk: int) -> Iterator[tuple[dict[str, list[Any]], list[Any]]]:
@@ -274,14 +285,23 @@ def export_journal(
     reader = _sql_chunks if isinstance(store, SqlStore) else _port_chunks
     events = files = 0
     slug = _slug(source)
-    for columns, details in reader(store, start, hi, chunk):
-        table = _keep(_table(source, columns, details), since, until, covered)
-        if table.num_rows:
-            first, last = columns["id"][0], columns["id"][-1]
-            files += write_days(table, out, f"part-{slug}-{first:012d}-{last:012d}-{_tag(since, until)}")
-            events += table.num_rows
-        if progress is not None:
-            progress(events, hi)
+    # One chunk is converted and written while the next is read (pyarrow works outside the GIL).
+    with ThreadPoolExecutor(max_workers=1) as writer:
+        pending: Future[int] | None = None
+        for columns, details in reader(store, start, hi, chunk):
+            table = _keep(_table(source, columns, details), since, until, covered)
+            if pending is not None:
+                files += pending.result()
+                pending = None
+            if table.num_rows:
+                first, last = columns["id"][0], columns["id"][-1]
+                name = f"part-{slug}-{first:012d}-{last:012d}-{_tag(since, until)}"
+                pending = writer.submit(write_days, table, out, name)
+                events += table.num_rows
+            if progress is not None:
+                progress(events, hi)
+        if pending is not None:
+            files += pending.result()
     if hi > start:
         windows = _merged([*windows, Window(start, hi, _iso(since), _iso(until))])
         _save_windows(state, windows)

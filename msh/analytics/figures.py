@@ -28,10 +28,28 @@ __all__ = ["KEYS", "attempts", "failures", "messages", "prepare", "traffic"]
 KEYS: Final = ("source", "cpa_id", "partner", "service", "action", "day")
 
 
+_USED: Final = (
+    "source",
+    "at",
+    "kind",
+    "message_id",
+    "role",
+    "cpa_id",
+    "from_party",
+    "to_party",
+    "service",
+    "action",
+    "attempt",
+    "severity",
+    "cause",
+    "deadline",
+)
+
+
 def prepare(journal: DataFrame) -> DataFrame:
-    """The journal with ``partner`` and ``day`` added."""
+    """The journal's columns the figures use, with ``partner`` and ``day`` added."""
     partner = F.when(F.col("role") == "receiver", F.col("from_party")).otherwise(F.col("to_party"))
-    return journal.withColumn("partner", partner).withColumn("day", F.to_date("at"))
+    return journal.select(*_USED).withColumn("partner", partner).withColumn("day", F.to_date("at"))
 
 
 def _first(name: str) -> Column:
