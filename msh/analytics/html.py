@@ -44,7 +44,13 @@ def _pct(value: Any) -> str:
 
 
 def _bars(
-    name: str, title: str, labels: Sequence[str], values: Sequence[float | None], unit: str = "", *, percent: bool = False
+    name: str,
+    title: str,
+    labels: Sequence[str],
+    values: Sequence[float | None],
+    unit: str = "",
+    *,
+    percent: bool = False,
 ) -> str:
     """A horizontal bar chart."""
     width, row, left = 760, 22, 260
