@@ -10,8 +10,9 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from msh.analytics.columns import SCHEMA, day_of
+from msh.errors import ConfigurationError
 
-__all__ = ["journal_files", "write_days"]
+__all__ = ["check_journal_folders", "journal_files", "write_days"]
 
 
 def write_days(table: pa.Table, out: Path, name: str) -> int:
@@ -36,3 +37,17 @@ def write_days(table: pa.Table, out: Path, name: str) -> int:
 def journal_files(folder: Path) -> list[Path]:
     """The Parquet files of a journal folder (``day=…/*.parquet``), in name order."""
     return sorted(p for p in folder.glob("day=*/*.parquet") if not p.name.startswith("."))
+
+
+def check_journal_folders(folders: list[Path]) -> None:
+    """:class:`ConfigurationError` for the first folder that is not a journal (before any work starts)."""
+    if not folders:
+        raise ConfigurationError("give at least one journal folder (made by msh export or msh journal generate)")
+    for folder in folders:
+        if not folder.is_dir():
+            raise ConfigurationError(f"{folder}: no such folder; give a journal folder made by msh export")
+        if not journal_files(folder):
+            raise ConfigurationError(
+                f"{folder}: no journal files in it (day=YYYY-MM-DD/*.parquet); export one with "
+                "'msh export --config FILE --out DIR' or make one with 'msh journal generate'"
+            )

@@ -157,9 +157,7 @@ def _table(source: str, columns: dict[str, list[Any]], details: list[Any]) -> pa
             arrays[name] = pa.array(columns[name], pa.int32())
         else:
             arrays[name] = pa.array(columns[name], pa.string())
-    arrays["detail"] = pa.array(
-        [d if isinstance(d, str) or d is None else json.dumps(d, separators=(",", ":")) for d in details], pa.string()
-    )
+    arrays["detail"] = pa.array([d if isinstance(d, str) or d is None else json.dumps(d) for d in details], pa.string())
     return pa.table([arrays[f.name] for f in SCHEMA], schema=SCHEMA)
 
 

@@ -21,7 +21,7 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from msh.analytics import figures
-from msh.analytics.dataset import journal_files
+from msh.analytics.dataset import check_journal_folders
 from msh.analytics.generate import FAULT_CASES
 from msh.analytics.html import render
 from msh.analytics.reconcile import reconcile
@@ -72,17 +72,9 @@ def spark_schema() -> T.StructType:
 def read_journals(spark: SparkSession, folders: Sequence[Path]) -> DataFrame:
     """The events of every journal folder, as one DataFrame (:class:`ConfigurationError` for a folder that
     holds no journal)."""
-    if not folders:
-        raise ConfigurationError("give at least one journal folder (made by msh export or msh journal generate)")
+    check_journal_folders(list(folders))
     frames = []
     for folder in folders:
-        if not folder.is_dir():
-            raise ConfigurationError(f"{folder}: no such folder; give a journal folder made by msh export")
-        if not journal_files(folder):
-            raise ConfigurationError(
-                f"{folder}: no journal files in it (day=YYYY-MM-DD/*.parquet); export one with "
-                "'msh export --config FILE --out DIR' or make one with 'msh journal generate'"
-            )
         frame = spark.read.schema(spark_schema()).parquet(str(folder / "day=*"))
         frames.append(frame.select(*spark_schema().fieldNames()))
     journal = frames[0]

@@ -8,6 +8,7 @@ caller says otherwise.
 from __future__ import annotations
 
 import os
+import sys
 from typing import TYPE_CHECKING
 
 from msh.analytics.needs import spark_missing
@@ -35,6 +36,9 @@ def spark_session(
         raise ConfigurationError(f"Spark cannot run here: {missing}")
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     os.environ.setdefault("PYARROW_IGNORE_TIMEZONE", "1")
+    # The Python workers run this interpreter (its packages: the project, lxml, xmlsec), not the first python3.
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
     from pyspark.sql import SparkSession
 
     builder = (

@@ -11,7 +11,7 @@ from pathlib import Path
 from msh.cli.common import Subcommands, add_command, positive_int
 from msh.errors import ConfigurationError
 
-__all__ = ["add_analytics_commands", "moment"]
+__all__ = ["add_analytics_commands", "add_revalidate_command", "moment"]
 
 
 def moment(text: str) -> datetime:
@@ -65,10 +65,14 @@ def _report(args: argparse.Namespace) -> int:
     missing = spark_missing()
     if missing is not None:
         raise ConfigurationError(f"the report runs on Spark, which cannot run here: {missing}")
+    from msh.analytics.dataset import check_journal_folders
     from msh.analytics.progress import Progress
     from msh.analytics.report import run_report
     from msh.analytics.session import spark_session
 
+    check_journal_folders([Path(p) for p in args.journals])
+    if Path(args.out).exists() and not Path(args.out).is_dir():
+        raise ConfigurationError(f"{args.out} is a file; give a folder for the report (--out)")
     progress = Progress("report")
     progress.stage(f"starting Spark ({args.master})")
     spark = spark_session(args.master, shuffle_partitions=args.shuffle_partitions)
@@ -193,4 +197,53 @@ def add_analytics_commands(sub: Subcommands) -> None:
     generate.add_argument("--days", type=positive_int, default=30, metavar="N", help="days spanned (default 30)")
     generate.add_argument(
         "--faults", type=positive_int, default=5, metavar="N", help="planted faults per reconciliation case (default 5)"
+    )
+    add_revalidate_command(sub)
+
+
+def _revalidate(args: argparse.Namespace) -> int:
+    from msh.analytics.needs import spark_missing
+
+    missing = spark_missing()
+    if missing is not None:
+        raise ConfigurationError(f"revalidation runs on Spark, which cannot run here: {missing}")
+    from msh.analytics.progress import Progress
+    from msh.analytics.revalidate import list_items, revalidate
+    from msh.analytics.session import spark_session
+
+    list_items(args.archives)  # a missing archive is said before Spark starts
+    progress = Progress("revalidate")
+    progress.stage(f"starting Spark ({args.master})")
+    spark = spark_session(args.master)
+    try:
+        progress.stage("checking the stored messages")
+        result = revalidate(spark, args.archives, args.cpa, Path(args.out))
+    finally:
+        progress.done()
+        spark.stop()
+    print(f"checked {result.messages:,} message(s): {result.violations:,} violation(s)")
+    print(f"violations: {result.parquet} (Parquet), {result.csv} (CSV)")
+    return 1 if result.violations else 0
+
+
+def add_revalidate_command(sub: Subcommands) -> None:
+    """Add ``msh revalidate``."""
+    command = add_command(
+        sub,
+        "revalidate",
+        _revalidate,
+        help="check stored messages again (schema, agreement, signature), on Spark",
+        description=(
+            "Check every message of the archives again, in parallel on Spark: its envelope and MIME package "
+            "against the ebMS schemas, its header against the agreements given with --cpa, and its signature "
+            "as the agreement asks. An ARCHIVE is a store (SQLite file or store URL: every message it received, "
+            "sent or forwarded), a folder of message files, or one message file. Writes one row per violation "
+            "as Parquet and CSV under --out. Exit status 0 when nothing is wrong, 1 when a violation was found."
+        ),
+    )
+    command.add_argument("archives", nargs="+", metavar="ARCHIVE", help="stores, folders or files of messages")
+    command.add_argument("--cpa", action="append", required=True, metavar="FILE", help="an agreement (repeat)")
+    command.add_argument("--out", required=True, metavar="DIR", help="folder of the violation tables")
+    command.add_argument(
+        "--master", default="local[2]", metavar="URL", help="Spark master (default local[2]), e.g. spark://HOST:PORT"
     )
