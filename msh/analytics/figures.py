@@ -52,40 +52,51 @@ def prepare(journal: DataFrame) -> DataFrame:
     return journal.select(*_USED).withColumn("partner", partner).withColumn("day", F.to_date("at"))
 
 
-def _first(name: str) -> Column:
-    return F.first(name, ignorenulls=True).alias(name)
-
-
 def _at_of(kind: str) -> Column:
     return F.min(F.when(F.col("kind") == kind, F.col("at")))
 
 
+_FACTS: Final = ("cpa_id", "partner", "from_party", "to_party", "service", "action")
+
+
 def messages(events: DataFrame) -> DataFrame:
-    """One row per submitted message of each source's application (see the module docs)."""
+    """One row per submitted message of each source's application (see the module docs).
+
+    Built from aggregations with fixed-width results only (times, counts, ranks), which Spark runs as hash
+    aggregations, joined with the message's facts as its ``submitted`` event carries them (grouped on
+    those facts, so a message journaled twice still counts once)."""
     sent = events.filter(F.col("role") == "sender").filter(F.col("message_id").isNotNull())
-    failed = F.col("kind") == "failed"
-    per_message = sent.groupBy("source", "message_id").agg(
-        _first("cpa_id"),
-        _first("partner"),
-        _first("from_party"),
-        _first("to_party"),
-        _first("service"),
-        _first("action"),
+    kind = F.col("kind")
+    failed = kind == "failed"
+    transmission = kind == "transmission"
+    rank = F.when(failed & (F.col("severity") == "Error"), 2).when(failed & (F.col("severity") == "Warning"), 1)
+    outcome = sent.groupBy("source", "message_id").agg(
         _at_of("submitted").alias("submitted_at"),
         _at_of("delivered").alias("delivered_at"),
         _at_of("failed").alias("failed_at"),
-        F.max(F.when(failed, F.col("severity"))).alias("failure_severity"),
-        F.max(F.when(failed, F.col("cause"))).alias("failure_cause"),
-        F.coalesce(F.max(F.when(F.col("kind") == "transmission", F.col("attempt"))), F.lit(0)).alias("attempts"),
-        F.max(F.when((F.col("kind") == "transmission") & F.col("cause").isNull(), F.lit(True))).alias("reached"),
+        F.max(rank).alias("severity_rank"),
+        F.coalesce(F.max(F.when(transmission, F.col("attempt"))), F.lit(0)).alias("attempts"),
+        F.max(F.when(transmission & F.col("cause").isNull(), 1)).alias("reached_n"),
         F.max("deadline").alias("deadline"),
     )
-    submitted = per_message.filter(F.col("submitted_at").isNotNull())
+    facts = (
+        sent.filter(kind == "submitted")
+        .groupBy("source", "message_id", *_FACTS)
+        .agg(F.count(F.lit(1)).alias("submissions"))
+        .drop("submissions")
+    )
+    causes = sent.filter(failed).groupBy("source", "message_id").agg(F.max("cause").alias("failure_cause"))
     latency = (F.unix_micros("delivered_at") - F.unix_micros("submitted_at")) / F.lit(1_000_000.0)
+    severity = F.when(F.col("severity_rank") == 2, "Error").when(F.col("severity_rank") == 1, "Warning")
     return (
-        submitted.withColumn("day", F.to_date("submitted_at"))
-        .withColumn("reached", F.coalesce(F.col("reached"), F.lit(False)))
+        outcome.filter(F.col("submitted_at").isNotNull())
+        .join(facts, ["source", "message_id"], "inner")
+        .join(causes, ["source", "message_id"], "left")
+        .withColumn("failure_severity", severity)
+        .withColumn("reached", F.col("reached_n").isNotNull())
+        .withColumn("day", F.to_date("submitted_at"))
         .withColumn("latency_s", F.when(F.col("delivered_at").isNotNull(), latency))
+        .drop("severity_rank", "reached_n")
     )
 
 

@@ -41,19 +41,9 @@ def reconcile(events: DataFrame, sent: DataFrame) -> DataFrame:
         .distinct()
         .withColumn("covered", F.lit(True))
     )
-    received = (
-        events.filter((kind == "received") & (F.col("role") == "receiver"))
-        .groupBy("message_id")
-        .agg(
-            F.count(F.lit(1)).alias("received_copies"),
-            F.min("at").alias("received_at"),
-            F.first("source").alias("receiver_journal"),
-            F.first("from_party").alias("r_from"),
-            F.first("to_party").alias("r_to"),
-            F.first("cpa_id").alias("r_cpa"),
-            F.first("service").alias("r_service"),
-            F.first("action").alias("r_action"),
-        )
+    receipts = events.filter((kind == "received") & (F.col("role") == "receiver"))
+    received = receipts.groupBy("message_id").agg(
+        F.count(F.lit(1)).alias("received_copies"), F.min("at").alias("received_at")
     )
     forwarded = (
         events.filter((kind == "forward") & (F.col("role") == "intermediary"))
@@ -76,7 +66,7 @@ def reconcile(events: DataFrame, sent: DataFrame) -> DataFrame:
     )
     both = (
         ours.join(received, "message_id", "full_outer")
-        .join(parties, F.coalesce(F.col("to_party"), F.col("r_to")) == F.col("party"), "left")
+        .join(parties, F.col("to_party") == F.col("party"), "left")
         .join(forwarded, "message_id", "left")
     )
     copies = F.coalesce(F.col("received_copies"), F.lit(0))
@@ -92,22 +82,35 @@ def reconcile(events: DataFrame, sent: DataFrame) -> DataFrame:
         .when(sender & (copies >= 1) & failed, F.lit("failed_but_delivered"))
     )
     outcome = F.when(acked, F.lit("acknowledged")).when(failed, F.lit("failed")).when(sender, F.lit("pending"))
-    return (
-        both.withColumn("case", case)
-        .filter(F.col("case").isNotNull())
+    found = both.withColumn("case", case).filter(F.col("case").isNotNull()).withColumn("sender_outcome", outcome)
+    # Who received each one and under which agreement, from its receipts (only those of the cases).
+    names = ("receiver_journal", "r_from", "r_to", "r_cpa", "r_service", "r_action")
+    receipt_facts = (
+        receipts.join(F.broadcast(found.select("message_id")), "message_id")
         .select(
-            "case",
             "message_id",
-            F.coalesce("from_party", "r_from").alias("from_party"),
-            F.coalesce("to_party", "r_to").alias("to_party"),
-            F.coalesce("cpa_id", "r_cpa").alias("cpa_id"),
-            F.coalesce("service", "r_service").alias("service"),
-            F.coalesce("action", "r_action").alias("action"),
-            "sender_journal",
-            "receiver_journal",
-            "submitted_at",
-            outcome.alias("sender_outcome"),
-            copies.alias("received_copies"),
-            "forwarded_by",
+            F.col("source").alias("receiver_journal"),
+            F.col("from_party").alias("r_from"),
+            F.col("to_party").alias("r_to"),
+            F.col("cpa_id").alias("r_cpa"),
+            F.col("service").alias("r_service"),
+            F.col("action").alias("r_action"),
         )
+        .groupBy("message_id")
+        .agg(*(F.min(name).alias(name) for name in names))
+    )
+    return found.join(receipt_facts, "message_id", "left").select(
+        "case",
+        "message_id",
+        F.coalesce("from_party", "r_from").alias("from_party"),
+        F.coalesce("to_party", "r_to").alias("to_party"),
+        F.coalesce("cpa_id", "r_cpa").alias("cpa_id"),
+        F.coalesce("service", "r_service").alias("service"),
+        F.coalesce("action", "r_action").alias("action"),
+        "sender_journal",
+        "receiver_journal",
+        "submitted_at",
+        "sender_outcome",
+        copies.alias("received_copies"),
+        "forwarded_by",
     )

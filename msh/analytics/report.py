@@ -158,7 +158,7 @@ def run_report(
     if out.exists() and not out.is_dir():
         raise ConfigurationError(f"{out} is a file; give a folder for the report (--out)")
     say("reading the journals")
-    events = figures.prepare(read_journals(spark, folders)).cache()
+    events = figures.prepare(read_journals(spark, folders))
     latest = events.agg(F.max("at").alias("latest"), F.count(F.lit(1)).alias("n")).collect()[0]
     if latest["n"] == 0:
         raise ConfigurationError("the journals hold no events; export again after some traffic")
