@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import sys
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from msh.analytics.needs import spark_missing
@@ -20,6 +21,7 @@ if TYPE_CHECKING:
 __all__ = ["DEFAULT_MASTER", "spark_session"]
 
 DEFAULT_MASTER = "local[2]"
+_LOG_CONFIG = Path(__file__).with_name("log4j2.properties")
 
 
 def spark_session(
@@ -50,6 +52,7 @@ def spark_session(
         .config("spark.sql.shuffle.partitions", str(shuffle_partitions))
         .config("spark.driver.memory", driver_memory)
         .config("spark.sql.execution.arrow.pyspark.enabled", "true")
+        .config("spark.driver.extraJavaOptions", f"-Dlog4j2.configurationFile={_LOG_CONFIG.as_uri()}")
     )
     try:
         session = builder.getOrCreate()
