@@ -61,5 +61,5 @@ def spark_session(
             f"Spark did not start on master {master or DEFAULT_MASTER!r}: {str(exc).splitlines()[0]}; "
             "check --master (local[N], spark://HOST:PORT, yarn, k8s://...) and that Java 17 is installed"
         ) from None
-    session.sparkContext.setLogLevel("ERROR")
+    session.sparkContext.setLogLevel("FATAL")
     return session

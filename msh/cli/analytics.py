@@ -5,6 +5,8 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
+from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -77,9 +79,10 @@ def _report(args: argparse.Namespace) -> int:
     progress.stage(f"starting Spark ({args.master})")
     spark = spark_session(args.master, shuffle_partitions=args.shuffle_partitions)
     try:
-        result = run_report(
-            spark, [Path(p) for p in args.journals], Path(args.out), as_of=args.as_of, stage=progress.stage
-        )
+        with _spark_failures("the report"):
+            result = run_report(
+                spark, [Path(p) for p in args.journals], Path(args.out), as_of=args.as_of, stage=progress.stage
+            )
     finally:
         progress.done()
         spark.stop()
@@ -201,6 +204,27 @@ def add_analytics_commands(sub: Subcommands) -> None:
     add_revalidate_command(sub)
 
 
+@contextlib.contextmanager
+def _spark_failures(what: str) -> Iterator[None]:
+    """A Spark job that fails on its input (an unreadable Parquet file, a folder that is not a journal)
+    becomes one line saying so."""
+    from py4j.protocol import Py4JJavaError
+    from pyspark.errors import PySparkException
+
+    try:
+        yield
+    except (PySparkException, Py4JJavaError) as exc:
+        lines = [line.strip() for line in str(exc).splitlines() if line.strip()]
+        causes = [line for line in lines if line.startswith("Caused by:")]
+        first = (causes[-1].removeprefix("Caused by:").strip() if causes else None) or next(
+            (line.lstrip(": ") for line in lines if "Exception:" in line), lines[0] if lines else type(exc).__name__
+        )
+        raise ConfigurationError(
+            f"{what} failed on Spark: {first[:400]}; check that the input folders hold files written by msh "
+            "(msh export, msh journal generate); --debug shows the traceback"
+        ) from None
+
+
 def _revalidate(args: argparse.Namespace) -> int:
     from msh.analytics.needs import spark_missing
 
@@ -217,7 +241,8 @@ def _revalidate(args: argparse.Namespace) -> int:
     spark = spark_session(args.master)
     try:
         progress.stage("checking the stored messages")
-        result = revalidate(spark, args.archives, args.cpa, Path(args.out))
+        with _spark_failures("the revalidation"):
+            result = revalidate(spark, args.archives, args.cpa, Path(args.out))
     finally:
         progress.done()
         spark.stop()

@@ -111,3 +111,16 @@ def test_summary_totals_and_the_html_page(report: Any, reference: Any) -> None:
         assert f'data-figure="total-{name}">{total:,}<' in page
     assert "http://" not in page.replace('xmlns="http://www.w3.org/2000/svg"', "") and "https://" not in page
     assert "<script" not in page and "<link" not in page
+
+
+def test_a_broken_journal_file_is_one_clear_error(spark: Any, tmp_path: Path) -> None:
+    from msh.analytics.report import run_report
+    from msh.cli.analytics import _spark_failures
+    from msh.errors import ConfigurationError
+
+    broken = tmp_path / "j" / "day=2026-01-01"
+    broken.mkdir(parents=True)
+    (broken / "part.parquet").write_bytes(b"garbage")
+    expected = r"the report failed on Spark: .*part\.parquet is not a Parquet file"
+    with pytest.raises(ConfigurationError, match=expected), _spark_failures("the report"):
+        run_report(spark, [tmp_path / "j"], tmp_path / "out")
