@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import errno
 import socket
+import tempfile
 import time
 from collections import Counter
 from pathlib import Path
@@ -70,19 +71,34 @@ def check_ports_free(ports: tuple[int, ...] | None = None) -> None:
 
 
 def run_exchange_demo(
-    messages: int = 100, loss: float = 0.15, lossy_share: float = 0.6, seed: int = 7, keep: bool = False
+    messages: int = 100,
+    loss: float = 0.15,
+    lossy_share: float = 0.6,
+    seed: int = 7,
+    keep: bool = False,
+    analytics: bool = True,
 ) -> int:
     """Run the demo; return 0 when every message was delivered exactly once (see the module docs).
 
-    The work folder (stores, logs) is removed after a successful run unless ``keep``; after a failed one
-    it is kept and named, for the logs. :class:`ConfigurationError` when a port it needs is in use."""
+    With ``analytics``, both journals are then exported and the delivery report is run on them
+    (:mod:`msh.demo_analytics`, skipped with a note where Spark cannot run); the report stays in a folder of
+    its own. The work folder (stores, logs) is removed after a successful run unless ``keep``; after a
+    failed one it is kept and named, for the logs. :class:`ConfigurationError` when a port it needs is in
+    use."""
     check_ports_free()
     return in_work_folder(
         "msh-demo-",
-        lambda work: _run(work, messages, loss, lossy_share, seed),
+        lambda work: _run_and_report(work, messages, loss, lossy_share, seed, analytics),
         keep=keep,
         contents="stores party-a.sqlite, party-b.sqlite; logs a.log, b.log",
     )
+
+
+def _run_and_report(work: Path, messages: int, loss: float, lossy_share: float, seed: int, analytics: bool) -> int:
+    status = _run(work, messages, loss, lossy_share, seed)
+    if analytics:
+        _analytics(work)
+    return status
 
 
 def _tp(name: str) -> str:
@@ -137,6 +153,26 @@ def _security_counts(store: Path) -> Counter[str]:
         for e in journal(store)
         if e.kind in ("submitted", "received") and e.detail.get("signed") is True
     )
+
+
+def _analytics(work: Path) -> None:
+    """Export both partners' journals and run the delivery report on them (kept in its own folder)."""
+    from msh.demo_analytics import export_and_report
+    from msh.engine.signals import party_text
+    from msh.runtime.config import load_settings
+    from msh.store import open_store
+
+    out = Path(tempfile.mkdtemp(prefix="msh-demo-report-"))
+    stores = []
+    try:
+        for key in ("a", "b"):
+            identity = load_settings(CONFIG / f"party-{key}.toml").identity
+            store = open_store(str(work / f"party-{key}.sqlite"), migrate=False)
+            stores.append((party_text(identity.party_id, identity.party_id_type), store))
+        export_and_report(stores, out)
+    finally:
+        for _party, store in stores:
+            store.close()
 
 
 def _run(work: Path, messages: int, loss: float, lossy_share: float, seed: int) -> int:

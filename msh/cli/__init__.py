@@ -12,6 +12,8 @@ Subcommands:
 - ``msh demo``: the two-partner reliable-messaging demo (``--codec``: round-trip the sample messages).
 - ``msh cpa validate FILE…``, ``msh cpa show FILE``: check agreements and summarise one; ``msh cpa list``:
   the agreements of the running MSH (:mod:`msh.cli.agreements`).
+- ``msh export``, ``msh report``, ``msh journal generate`` (:mod:`msh.cli.analytics`) and ``msh revalidate``
+  (:mod:`msh.cli.revalidate`): delivery analytics on Spark (the ``analytics`` extra).
 - ``msh serve`` (:mod:`msh.cli.serve`), ``send`` (:mod:`msh.cli.send`), ``status`` (:mod:`msh.cli.status`),
   ``inbox`` (:mod:`msh.cli.inbox`): the running MSH. Each takes ``--config FILE`` (or the file named by
   ``MSH_CONFIG``); every setting can be overridden by an environment variable (:mod:`msh.runtime.config`).
@@ -36,6 +38,7 @@ import traceback
 from collections.abc import Sequence
 
 from msh.cli.agreements import add_cpa_commands
+from msh.cli.analytics import add_analytics_commands
 from msh.cli.common import EXIT_INTERNAL, EXIT_INTERRUPTED, EXIT_USAGE, Parser
 from msh.cli.demo import add_demo_command
 from msh.cli.inbox import add_inbox_command
@@ -68,7 +71,8 @@ def build_parser() -> argparse.ArgumentParser:
         description=(
             "ebXML Messaging 2.0 Message Service Handler: run an MSH (serve), send messages and follow them\n"
             "(send, status), take the received ones (inbox); tools for message files, CPP/CPA agreements and\n"
-            "keys (message, cpa, keys) and the two-partner demo (demo). Every command has --help."
+            "keys (message, cpa, keys), the two-partner demo (demo) and delivery analytics on Spark\n"
+            "(export, report, journal, revalidate). Every command has --help."
         ),
         epilog=_EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
@@ -84,6 +88,7 @@ def build_parser() -> argparse.ArgumentParser:
         add_status_command,
         add_inbox_command,
         add_keys_command,
+        add_analytics_commands,
     ):
         add(sub)
     for leaf in _leaves(parser):
@@ -105,7 +110,7 @@ def _leaves(parser: argparse.ArgumentParser) -> list[argparse.ArgumentParser]:
 def _command(args: argparse.Namespace) -> str:
     words = ["msh"] + [
         getattr(args, name)
-        for name in ("command", "message_command", "cpa_command", "keys_command")
+        for name in ("command", "message_command", "cpa_command", "keys_command", "journal_command")
         if getattr(args, name, None)
     ]
     return " ".join(words)

@@ -28,7 +28,7 @@ def _demo(args: argparse.Namespace) -> int:
         return run_multihop_demo(messages=args.messages, loss=args.loss, undeliverable=undeliverable, keep=args.keep)
     from msh.exchange_demo import run_exchange_demo
 
-    return run_exchange_demo(messages=args.messages, loss=args.loss, keep=args.keep)
+    return run_exchange_demo(messages=args.messages, loss=args.loss, keep=args.keep, analytics=not args.no_analytics)
 
 
 def add_demo_command(sub: Subcommands) -> None:
@@ -42,7 +42,9 @@ def add_demo_command(sub: Subcommands) -> None:
             "Start partners A and B of samples/cpas/demo-a-b.xml as two MSH processes (ports 8081, 8082 and "
             "18082 on 127.0.0.1; each with its own SQLite file in a temporary folder), send reliable messages "
             "from A to B through a lossy stretch that loses requests and acknowledgments, and print what each "
-            "side saw. Exit status 0 when every message was delivered exactly once. With --multihop: A sends to "
+            "side saw; then both journals are exported and the delivery report (Spark) runs on them, and the "
+            "path of its HTML page is printed (skipped, with the reason, where Spark cannot run). "
+            "Exit status 0 when every message was delivered exactly once. With --multihop: A sends to "
             "C through an intermediary instead (three MSH processes, lossy proxies on both hops), then C stops and "
             "A gets DeliveryFailures from the intermediary. With --codec: parse, validate and round-trip the sample "
             "message files instead."
@@ -77,6 +79,9 @@ def add_demo_command(sub: Subcommands) -> None:
         default=None,
         metavar="N",
         help="with --multihop: how many messages A sends after C stopped (default 3)",
+    )
+    demo.add_argument(
+        "--no-analytics", action="store_true", help="skip exporting the journals and the Spark delivery report"
     )
     demo.add_argument("--codec", action="store_true", help="run the codec demo over the sample message files")
     demo.add_argument("--samples", default=None, help="with --codec: folder of sample messages")

@@ -174,7 +174,14 @@ class Timer:
 
 @dataclass(frozen=True, slots=True)
 class Event:
-    """One entry of the append-only journal (the source of the delivery reports)."""
+    """One entry of the append-only journal (the source of the delivery reports).
+
+    Besides the free-form ``detail``, the facts the reports group and count by are typed fields
+    (:mod:`msh.store.journal`): this MSH's ``role`` for the message (sender, receiver, intermediary), the
+    agreement, both parties, service, action, conversation, the body's ``size`` in bytes, the transmission
+    ``attempt``, and for a failure its ``severity`` and ``cause``; ``deadline`` is when the agreement's retry
+    window ends (on the ``submitted`` event). None where the event has no such fact.
+    """
 
     id: int
     at: datetime
@@ -182,3 +189,15 @@ class Event:
     message_id: str | None
     direction: Direction | None
     detail: dict[str, object]
+    role: str | None = None
+    cpa_id: str | None = None
+    from_party: str | None = None
+    to_party: str | None = None
+    service: str | None = None
+    action: str | None = None
+    conversation_id: str | None = None
+    size: int | None = None
+    attempt: int | None = None
+    severity: str | None = None
+    cause: str | None = None
+    deadline: datetime | None = None

@@ -20,7 +20,8 @@ Tables
     ``timers``
         Work due at ``due_at`` for a message, with a lease while a process executes it.
     ``events``
-        The append-only journal.
+        The append-only journal: each event's time, kind, message and detail, and in typed columns the
+        facts the delivery reports group by (:mod:`msh.store.journal`, revision 0005).
     ``schema_version``
         Alembic's record of the applied revision (not described here).
 
@@ -157,6 +158,7 @@ OUTBOUND_KINDS = ("own", "forward", "signal")
 INBOX_STATES = ("new", "delivered-to-app", "acknowledged-by-app")
 SEVERITIES = ("Error", "Warning")
 DIRECTIONS = ("outbound", "inbound")
+ROLES = ("sender", "receiver", "intermediary")
 DE_INDEX = "uq_inbound_messages_message_id_de"
 DE_WHERE = "duplicate_elimination"
 
@@ -295,7 +297,22 @@ events = Table(
     Column("direction", Text, nullable=True),
     Column("kind", Text, nullable=False),
     Column("detail", JSON_TYPE, nullable=False),
+    # The typed columns of the journal (revision 0005, msh.store.journal): what the reports group by.
+    Column("role", Text, nullable=True),
+    Column("cpa_id", Text, nullable=True),
+    Column("from_party", Text, nullable=True),
+    Column("to_party", Text, nullable=True),
+    Column("service", Text, nullable=True),
+    Column("action", Text, nullable=True),
+    Column("conversation_id", Text, nullable=True),
+    Column("size", BigInteger, nullable=True),
+    Column("attempt", Integer, nullable=True),
+    Column("severity", Text, nullable=True),
+    Column("cause", Text, nullable=True),
+    Column("deadline", UtcDateTime, nullable=True),
     CheckConstraint(_states("direction", DIRECTIONS), name="direction"),
+    CheckConstraint(_states("role", ROLES), name="role"),
     Index(None, "at"),
     Index(None, "message_id"),
+    Index(None, "kind", "at"),
 )

@@ -10,17 +10,18 @@ are in :mod:`msh.store.api`.
 
 from __future__ import annotations
 
-from abc import ABC, abstractmethod
-from collections.abc import Callable, Mapping
+from abc import abstractmethod
+from collections.abc import Callable
 from contextlib import AbstractContextManager
 from dataclasses import replace
 from datetime import datetime, timedelta
 from typing import BinaryIO
 
 from msh.engine import OutboundState, OutboundStatus
-from msh.store import records, rules
+from msh.store import journal, records, rules
 from msh.store.blobs import open_chunks
 from msh.store.errors import DuplicateMessage, StoreError, UnknownBlob, UnknownMessage
+from msh.store.journal_steps import JournalSteps
 
 __all__ = ["BlobInfo", "Transaction"]
 
@@ -28,7 +29,7 @@ BlobInfo = tuple[int, int]
 """A stored blob's (chunk count, size in bytes)."""
 
 
-class Transaction(ABC):
+class Transaction(JournalSteps):
     """One unit of work on the store; see :mod:`msh.store.api` for the rules shared by every method.
 
     The public methods are the port; each applies its rules and calls the storage steps (the abstract
@@ -39,6 +40,8 @@ class Transaction(ABC):
         self._now = now
         self._readonly = readonly
         self.closed = False
+        # The journal facts of the messages this transaction wrote or read: (MessageId, direction) -> facts.
+        self._facts: dict[tuple[str, records.Direction], journal.MessageFacts] = {}
 
     @property
     def readonly(self) -> bool:
@@ -117,7 +120,7 @@ class Transaction(ABC):
         self._writable()
         state = rules.outbound_state(state)
         kind = rules.outbound_kind(kind)
-        self._existing_blob(body_blob_id)
+        size = self._existing_blob(body_blob_id)[1]
         now = self._now()
         record = records.OutboundMessage(
             cpaid=cpaid,
@@ -136,6 +139,7 @@ class Transaction(ABC):
         )
         if not self._add_outbound(record):
             raise DuplicateMessage(state.message_id, records.Direction.OUTBOUND)
+        self._facts[(state.message_id, records.Direction.OUTBOUND)] = journal.facts_of_outbound(record, size)
         return record
 
     def get_outbound(self, message_id: str, *, for_update: bool = False) -> records.OutboundMessage | None:
@@ -175,7 +179,7 @@ class Transaction(ABC):
         state = rules.outbound_state(state)
         rules.text("content_type", content_type)
         rules.text("endpoint_url", endpoint_url)
-        self._existing_blob(body_blob_id)
+        size = self._existing_blob(body_blob_id)[1]
         current = self._outbound(state.message_id, for_update=True)
         if current is None:
             raise UnknownMessage(state.message_id, "outbound message")
@@ -196,6 +200,7 @@ class Transaction(ABC):
         )
         if not self._replace_outbound(record):
             raise UnknownMessage(state.message_id, "outbound message")
+        self._facts[(state.message_id, records.Direction.OUTBOUND)] = journal.facts_of_outbound(record, size)
         if current.body_blob_id != body_blob_id:
             # The body of the replaced copy is no longer sent; another row may still name it (then it stays).
             self._delete_unused_blob(current.body_blob_id)
@@ -272,7 +277,7 @@ class Transaction(ABC):
         self._writable()
         rules.text("message_id", message_id)
         received = rules.required_aware("received_at", received_at)
-        self._existing_blob(body_blob_id)
+        size = self._existing_blob(body_blob_id)[1]
         record = records.InboundMessage(
             id=0,  # the store numbers the copy
             message_id=message_id,
@@ -296,6 +301,7 @@ class Transaction(ABC):
             # ebMS2 §6.4.1: one duplicate-elimination record per MessageId; nothing was written.
             raise DuplicateMessage(message_id, records.Direction.INBOUND)
         record = replace(record, id=inbound_id)
+        self._facts.setdefault((message_id, records.Direction.INBOUND), journal.facts_of_inbound(record, size))
         if deliver:
             # DESIGN.md §5.3: the inbox entry is written in the duplicate-elimination record's transaction.
             self._add_inbox_entry(rules.new_entry(record))
@@ -347,6 +353,11 @@ class Transaction(ABC):
         moved = move(entry, moment)
         if moved != entry:
             self._set_inbox_entry(moved)
+            # The journal records the application's side too: given the message, then holding it.
+            if entry.delivered_at is None and moved.delivered_at is not None:
+                self._journal_entry(moved, "app-delivered", moment)
+            if moved.state is records.InboxState.ACKNOWLEDGED_BY_APP:
+                self._journal_entry(moved, "app-taken", moment)
         return moved
 
     def inbox_mark_delivered(self, entry_id: int, at: datetime) -> records.InboxEntry:
@@ -403,46 +414,6 @@ class Transaction(ABC):
         """When the next timer becomes claimable (its due time, or the end of its lease), or None."""
         self._live()
         return self._next_timer_due()
-
-    # -- journal
-
-    def append_event(
-        self,
-        *,
-        at: datetime,
-        kind: str,
-        message_id: str | None = None,
-        direction: records.Direction | None = None,
-        detail: Mapping[str, object] | None = None,
-    ) -> int:
-        """Append an event to the journal; return its id.
-
-        Ids increase in the order events are appended. With several writers on PostgreSQL a transaction
-        may commit after another one that appended a higher id, so an export that reads on from the last
-        id it saw should leave out the newest events (e.g. those of the last minute) until the next run.
-        """
-        moment = rules.required_aware("at", at)
-        rules.text("kind", kind)
-        event = records.Event(0, moment, kind, message_id, rules.direction(direction), rules.detail(detail))
-        self._writable()
-        return self._add_event(event)
-
-    def list_events(self, after_id: int = 0, *, limit: int = 1000) -> list[records.Event]:
-        """Journal events with an id above ``after_id``, in id order (the export reads on from there)."""
-        rules.limit(limit)
-        self._live()
-        return self._events_after(after_id, limit)
-
-    def message_events(
-        self, message_id: str, *, direction: records.Direction | None = None, limit: int = 1000
-    ) -> list[records.Event]:
-        """The journal of one message (``direction``: only the events of that direction), in the order
-        appended: the newest ``limit`` of them when there are more (what ``msh status`` shows)."""
-        rules.text("message_id", message_id)
-        rules.limit(limit)
-        wanted = rules.direction(direction)
-        self._live()
-        return self._message_events(message_id, wanted, limit)
 
     # -- storage steps (each store's own)
 
@@ -558,15 +529,3 @@ class Transaction(ABC):
     @abstractmethod
     def _next_timer_due(self) -> datetime | None:
         """The earliest :func:`msh.store.rules.claimable_at` of all timers, or None."""
-
-    @abstractmethod
-    def _add_event(self, event: records.Event) -> int:
-        """Append ``event`` (``event.id`` is to be assigned) to the journal; its id."""
-
-    @abstractmethod
-    def _events_after(self, after_id: int, limit: int) -> list[records.Event]:
-        """Up to ``limit`` events with an id above ``after_id``, in id order (each the caller's copy)."""
-
-    @abstractmethod
-    def _message_events(self, message_id: str, direction: records.Direction | None, limit: int) -> list[records.Event]:
-        """The newest ``limit`` events of the message (of ``direction``, if given), oldest first."""

@@ -1,0 +1,72 @@
+"""The journal as files: the Parquet columns every exported or generated journal has, and the event kinds
+the reports read.
+
+A journal folder is a Parquet dataset partitioned by day (``day=YYYY-MM-DD/part-….parquet``); each row is
+one event of the store's journal (:class:`msh.store.records.Event`) with ``source``, the PartyId of the
+MSH whose journal it is (so the journals of several MSHs can be read together, for reconciliation).
+"""
+
+from __future__ import annotations
+
+from typing import Final
+
+import pyarrow as pa
+
+__all__ = [
+    "APP_DELIVERED",
+    "DELIVERED",
+    "DUPLICATE",
+    "FAILED",
+    "FORWARD",
+    "RECEIVED",
+    "SCHEMA",
+    "SUBMITTED",
+    "TRANSMISSION",
+    "day_of",
+]
+
+SUBMITTED: Final = "submitted"
+TRANSMISSION: Final = "transmission"
+DELIVERED: Final = "delivered"
+"""The end-to-end Acknowledgment came back (ebMS2 §6.3.2): the sender's 'delivered'."""
+FAILED: Final = "failed"
+"""A DeliveryFailure told to the sending application, with its severity (ebMS2 §6.5.7)."""
+RECEIVED: Final = "received"
+DUPLICATE: Final = "duplicate"
+"""A duplicate eliminated by the receiver (ebMS2 §6.4.1)."""
+APP_DELIVERED: Final = "app-delivered"
+FORWARD: Final = "forward"
+
+_TIME = pa.timestamp("us", tz="UTC")
+
+SCHEMA: Final = pa.schema(
+    [
+        pa.field("source", pa.string(), nullable=False),
+        pa.field("event_id", pa.int64(), nullable=False),
+        pa.field("at", _TIME, nullable=False),
+        pa.field("kind", pa.string(), nullable=False),
+        pa.field("message_id", pa.string()),
+        pa.field("direction", pa.string()),
+        pa.field("role", pa.string()),
+        pa.field("cpa_id", pa.string()),
+        pa.field("from_party", pa.string()),
+        pa.field("to_party", pa.string()),
+        pa.field("service", pa.string()),
+        pa.field("action", pa.string()),
+        pa.field("conversation_id", pa.string()),
+        pa.field("size", pa.int64()),
+        pa.field("attempt", pa.int32()),
+        pa.field("severity", pa.string()),
+        pa.field("cause", pa.string()),
+        pa.field("deadline", _TIME),
+        pa.field("detail", pa.string()),
+    ]
+)
+"""The columns of a journal file (the ``day`` partition column comes from the folder name)."""
+
+
+def day_of(table: pa.Table) -> pa.Array:
+    """The UTC day of each event of ``table``, as ``YYYY-MM-DD`` text (the partition value)."""
+    import pyarrow.compute as pc
+
+    return pc.strftime(table.column("at"), format="%Y-%m-%d")

@@ -1,0 +1,175 @@
+"""The delivery figures, as Spark DataFrame transformations of the journal (no I/O here).
+
+Keys: every figure is per ``source`` (the MSH whose journal it is), agreement (``cpa_id``), ``partner``
+(the other party: the To party of what we send or forward, the From party of what we receive), ``service``,
+``action`` and ``day`` (UTC). A sent message counts on the day it was submitted.
+
+- :func:`messages`: one row per message our application submitted (role ``sender``): when it was
+  submitted, acknowledged end to end (``delivered``) or failed, with which severity and cause, how many
+  transmissions it took, whether one reached the partner, its retry deadline.
+- :func:`traffic`: volumes (sent, received, forwarded), delivered, delivery rate (delivered / sent),
+  DeliveryFailures by severity, duplicates eliminated, latency from submission to the end-to-end
+  acknowledgment (p50/p95/p99, exact percentiles with linear interpolation, in seconds), messages still
+  pending at ``as_of`` and those of them overdue (past their agreement's retry window).
+- :func:`failures`: DeliveryFailures by severity and cause (on the day they were reported).
+- :func:`attempts`: how many messages took 0 (never transmitted), 1, 2, ... transmissions.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Final
+
+from pyspark.sql import Column, DataFrame
+from pyspark.sql import functions as F
+
+__all__ = ["KEYS", "attempts", "failures", "messages", "prepare", "traffic"]
+
+KEYS: Final = ("source", "cpa_id", "partner", "service", "action", "day")
+
+
+_USED: Final = (
+    "source",
+    "at",
+    "kind",
+    "message_id",
+    "role",
+    "cpa_id",
+    "from_party",
+    "to_party",
+    "service",
+    "action",
+    "attempt",
+    "severity",
+    "cause",
+    "deadline",
+)
+
+
+def prepare(journal: DataFrame) -> DataFrame:
+    """The journal's columns the figures use, with ``partner`` and ``day`` added."""
+    partner = F.when(F.col("role") == "receiver", F.col("from_party")).otherwise(F.col("to_party"))
+    return journal.select(*_USED).withColumn("partner", partner).withColumn("day", F.to_date("at"))
+
+
+def _at_of(kind: str) -> Column:
+    return F.min(F.when(F.col("kind") == kind, F.col("at")))
+
+
+_FACTS: Final = ("cpa_id", "partner", "from_party", "to_party", "service", "action")
+
+
+def messages(events: DataFrame) -> DataFrame:
+    """One row per submitted message of each source's application (see the module docs).
+
+    Built from aggregations with fixed-width results only (times, counts, ranks), which Spark runs as hash
+    aggregations, joined with the message's facts as its ``submitted`` event carries them (grouped on
+    those facts, so a message journaled twice still counts once)."""
+    sent = events.filter(F.col("role") == "sender").filter(F.col("message_id").isNotNull())
+    kind = F.col("kind")
+    failed = kind == "failed"
+    transmission = kind == "transmission"
+    rank = F.when(failed & (F.col("severity") == "Error"), 2).when(failed & (F.col("severity") == "Warning"), 1)
+    outcome = sent.groupBy("source", "message_id").agg(
+        _at_of("submitted").alias("submitted_at"),
+        _at_of("delivered").alias("delivered_at"),
+        _at_of("failed").alias("failed_at"),
+        F.max(rank).alias("severity_rank"),
+        F.coalesce(F.max(F.when(transmission, F.col("attempt"))), F.lit(0)).alias("attempts"),
+        F.max(F.when(transmission & F.col("cause").isNull(), 1)).alias("reached_n"),
+        F.max("deadline").alias("deadline"),
+    )
+    facts = (
+        sent.filter(kind == "submitted")
+        .groupBy("source", "message_id", *_FACTS)
+        .agg(F.count(F.lit(1)).alias("submissions"))
+        .drop("submissions")
+    )
+    causes = sent.filter(failed).groupBy("source", "message_id").agg(F.max("cause").alias("failure_cause"))
+    latency = (F.unix_micros("delivered_at") - F.unix_micros("submitted_at")) / F.lit(1_000_000.0)
+    severity = F.when(F.col("severity_rank") == 2, "Error").when(F.col("severity_rank") == 1, "Warning")
+    return (
+        outcome.filter(F.col("submitted_at").isNotNull())
+        .join(facts, ["source", "message_id"], "inner")
+        .join(causes, ["source", "message_id"], "left")
+        .withColumn("failure_severity", severity)
+        .withColumn("reached", F.col("reached_n").isNotNull())
+        .withColumn("day", F.to_date("submitted_at"))
+        .withColumn("latency_s", F.when(F.col("delivered_at").isNotNull(), latency))
+        .drop("severity_rank", "reached_n")
+    )
+
+
+def _count_if(condition: Column) -> Column:
+    return F.sum(F.when(condition, 1).otherwise(0))
+
+
+def traffic(events: DataFrame, sent: DataFrame, as_of: datetime) -> DataFrame:
+    """Volumes, delivery, failures, duplicates, latency, pending and overdue per key (module docs)."""
+    open_ = F.col("delivered_at").isNull() & F.col("failed_at").isNull()
+    percentiles = F.percentile(F.col("latency_s"), F.array(F.lit(0.5), F.lit(0.95), F.lit(0.99)))
+    outbound = sent.groupBy(*KEYS).agg(
+        F.count(F.lit(1)).alias("sent"),
+        F.count("delivered_at").alias("delivered"),
+        F.count("failed_at").alias("failed"),
+        _count_if(F.col("failure_severity") == "Error").alias("failed_error"),
+        _count_if(F.col("failure_severity") == "Warning").alias("failed_warning"),
+        _count_if(F.col("attempts") > 1).alias("retried"),
+        _count_if(open_).alias("pending"),
+        _count_if(open_ & (F.col("deadline") < F.lit(as_of))).alias("overdue"),
+        percentiles.alias("latency"),
+    )
+    outbound = (
+        outbound.withColumn("latency_p50_s", F.col("latency")[0])
+        .withColumn("latency_p95_s", F.col("latency")[1])
+        .withColumn("latency_p99_s", F.col("latency")[2])
+        .drop("latency")
+    )
+    kind = F.col("kind")
+    inbound = (
+        events.filter(F.col("role").isin("receiver", "intermediary"))
+        .groupBy(*KEYS)
+        .agg(
+            _count_if((kind == "received") & (F.col("role") == "receiver")).alias("received"),
+            _count_if(kind == "duplicate").alias("duplicates"),
+            _count_if((kind == "forward") & (F.col("role") == "intermediary")).alias("forwarded"),
+        )
+    )
+    counts = ("sent", "delivered", "failed", "failed_error", "failed_warning", "retried", "pending", "overdue")
+    joined = outbound.join(inbound, list(KEYS), "full_outer").fillna(
+        0, subset=[*counts, "received", "duplicates", "forwarded"]
+    )
+    rate = F.when(F.col("sent") > 0, F.col("delivered") / F.col("sent"))
+    keep = joined.filter((F.col("sent") + F.col("received") + F.col("duplicates") + F.col("forwarded")) > 0)
+    return keep.withColumn("delivery_rate", rate).select(
+        *KEYS,
+        "sent",
+        "received",
+        "forwarded",
+        "delivered",
+        "delivery_rate",
+        "failed",
+        "failed_error",
+        "failed_warning",
+        "retried",
+        "duplicates",
+        "latency_p50_s",
+        "latency_p95_s",
+        "latency_p99_s",
+        "pending",
+        "overdue",
+    )
+
+
+def failures(events: DataFrame) -> DataFrame:
+    """DeliveryFailures told to the sending application, by severity and cause, per key and day."""
+    return (
+        events.filter((F.col("kind") == "failed") & (F.col("role") == "sender"))
+        .groupBy(*KEYS, "severity", "cause")
+        .agg(F.count(F.lit(1)).alias("failures"))
+    )
+
+
+def attempts(sent: DataFrame) -> DataFrame:
+    """How many submitted messages took each number of transmissions, per key and day."""
+    return sent.groupBy(*KEYS, "attempts").agg(F.count(F.lit(1)).alias("messages"))

@@ -1,0 +1,271 @@
+"""``msh journal generate``: realistic synthetic journals, with reconciliation faults planted at known places.
+
+A hub MSH exchanges messages with many partners whose volumes are skewed (Zipf-like: a few partners send
+most of the traffic); every fifth partner is reached through an intermediary. Each message leaves the events
+the MSHs on its path would journal (:mod:`msh.analytics.columns`): the sender's ``submitted``, one
+``transmission`` per attempt (the failed ones with their transport error), the end-to-end ``delivered``
+or a ``failed`` DeliveryFailure; the intermediary's ``forward``; the receiver's ``received``, the
+``duplicate`` it eliminated, ``app-delivered`` and ``app-taken``. Some messages need retries, some fail
+(never reached the partner: severity Error), a few are still pending at the end (some past their retry
+window: overdue).
+
+Planted faults, one list of MessageIds per reconciliation case, are written to ``faults.json`` beside the
+journal (:data:`FAULT_CASES`), so that tests and reviewers can check that the report finds exactly them.
+Everything follows from ``seed``: the same arguments give the same journal.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any, Final
+
+import pyarrow as pa
+
+from msh.analytics.columns import SCHEMA
+from msh.analytics.dataset import write_days
+from msh.errors import ConfigurationError
+
+__all__ = ["FAULT_CASES", "Generated", "generate_journal"]
+
+FAULT_CASES: Final = (
+    "sent_not_received",
+    "received_twice",
+    "acked_not_delivered",
+    "delivered_not_acked",
+    "failed_but_delivered",
+)
+"""The reconciliation cases (:mod:`msh.analytics.reconcile`), in the order the report lists them."""
+
+HUB: Final = "urn:msh:hub"
+RELAY: Final = "urn:msh:relay"
+_SERVICES: Final = (("urn:svc:orders", ("NewOrder", "ChangeOrder", "CancelOrder")), ("urn:svc:invoices", ("Invoice",)))
+_SERVICE_WEIGHTS: Final = (0.7, 0.3)
+_TRANSPORT_ERRORS: Final = ("connection refused", "timeout", "TLS handshake failed", "HTTP 503")
+_RETRY: Final = timedelta(minutes=1)
+_RETRIES: Final = 3
+_WINDOW: Final = _RETRY * (_RETRIES + 1)
+_CHUNK_EVENTS: Final = 250_000
+
+
+@dataclass
+class Generated:
+    """What was generated: events and messages written, and the planted faults by case."""
+
+    events: int = 0
+    messages: int = 0
+    files: int = 0
+    faults: dict[str, list[str]] = field(default_factory=lambda: {case: [] for case in FAULT_CASES})
+
+
+class _Columns:
+    """The journal being generated, column by column, flushed to files every so many events."""
+
+    def __init__(self, out: Path, flush: Callable[[pa.Table, str], int]) -> None:
+        self.out = out
+        self.flush_to = flush
+        self.cols: dict[str, list[Any]] = {f.name: [] for f in SCHEMA}
+        self.ids: dict[str, int] = {}
+        self.parts = 0
+        self.files = 0
+        self.events = 0
+
+    def add(
+        self,
+        source: str,
+        at: datetime,
+        kind: str,
+        facts: tuple[Any, ...],
+        role: str,
+        direction: str,
+        *,
+        attempt: int | None = None,
+        severity: str | None = None,
+        cause: str | None = None,
+        deadline: datetime | None = None,
+        detail: str = "{}",
+    ) -> None:
+        event_id = self.ids.get(source, 0) + 1
+        self.ids[source] = event_id
+        message_id, cpa_id, from_party, to_party, service, action, conversation_id, size = facts
+        c = self.cols
+        c["source"].append(source)
+        c["event_id"].append(event_id)
+        c["at"].append(at)
+        c["kind"].append(kind)
+        c["message_id"].append(message_id)
+        c["direction"].append(direction)
+        c["role"].append(role)
+        c["cpa_id"].append(cpa_id)
+        c["from_party"].append(from_party)
+        c["to_party"].append(to_party)
+        c["service"].append(service)
+        c["action"].append(action)
+        c["conversation_id"].append(conversation_id)
+        c["size"].append(size)
+        c["attempt"].append(attempt)
+        c["severity"].append(severity)
+        c["cause"].append(cause)
+        c["deadline"].append(deadline)
+        c["detail"].append(detail)
+        self.events += 1
+
+    def pending(self) -> int:
+        return len(self.cols["source"])
+
+    def flush(self) -> None:
+        if not self.pending():
+            return
+        table = pa.table({name: pa.array(values, SCHEMA.field(name).type) for name, values in self.cols.items()})
+        self.files += self.flush_to(table, f"part-generated-{self.parts:06d}")
+        self.parts += 1
+        for values in self.cols.values():
+            values.clear()
+
+
+def _partners(count: int) -> tuple[list[str], list[float]]:
+    names = [f"urn:msh:partner:{i:03d}" for i in range(count)]
+    # Zipf-like skew: partner i carries a share proportional to 1/(i+1).
+    weights = [1.0 / (i + 1) for i in range(count)]
+    return names, weights
+
+
+def _plan_faults(rng: random.Random, messages: int, per_case: int) -> dict[int, str]:
+    """Which message numbers get which planted fault (distinct messages, spread over the whole span)."""
+    wanted = min(per_case * len(FAULT_CASES), max(0, messages // 4))
+    chosen = rng.sample(range(messages), wanted)
+    return {number: FAULT_CASES[i % len(FAULT_CASES)] for i, number in enumerate(sorted(chosen))}
+
+
+def generate_journal(
+    events: int,
+    out: Path,
+    *,
+    seed: int = 14,
+    partners: int = 40,
+    days: int = 30,
+    start: datetime = datetime(2026, 10, 1, tzinfo=UTC),
+    faults_per_case: int = 5,
+    progress: Callable[[int, int], None] | None = None,
+) -> Generated:
+    """Write a synthetic journal of about ``events`` events (at least that many: the last message is
+    finished) under ``out``, and its planted faults in ``out/faults.json`` (see the module docs)."""
+    if events < 1:
+        raise ConfigurationError(f"--events must be at least 1, not {events}")
+    if partners < 1 or days < 1:
+        raise ConfigurationError("--partners and --days must be at least 1")
+    if out.exists() and any(out.glob("day=*")):
+        raise ConfigurationError(f"{out} already holds a journal; give an empty or new folder (--out)")
+    out.mkdir(parents=True, exist_ok=True)
+    rng = random.Random(seed)
+    names, weights = _partners(partners)
+    # About seven events per message over all journals on its path.
+    messages = max(1, events // 7)
+    faults = _plan_faults(rng, messages, faults_per_case)
+    spacing = timedelta(days=days) / messages
+    result = Generated()
+    columns = _Columns(out, lambda table, name: write_days(table, out, name))
+    number = 0
+    while columns.events < events:
+        partner = rng.choices(range(partners), weights)[0]
+        outbound = rng.random() < 0.6
+        sender, receiver = (HUB, names[partner]) if outbound else (names[partner], HUB)
+        relayed = partner % 5 == 0
+        service_index = 0 if rng.random() < _SERVICE_WEIGHTS[0] else 1
+        service, actions = _SERVICES[service_index]
+        action = actions[min(int(rng.expovariate(1.5)), len(actions) - 1)]
+        message_id = f"{number:09d}.{rng.getrandbits(32):08x}@{sender.rsplit(':', 1)[-1]}.example"
+        facts = (
+            message_id,
+            f"cpa:{HUB}:{names[partner]}",
+            sender,
+            receiver,
+            service,
+            action,
+            f"conv-{number // 3}",
+            int(min(rng.lognormvariate(9, 1.2), 50_000_000)),
+        )
+        submitted = start + spacing * number + timedelta(microseconds=rng.randrange(1_000_000))
+        _message(columns, rng, facts, submitted, relayed, faults.get(number))
+        if number in faults:
+            result.faults[faults[number]].append(message_id)
+        number += 1
+        if columns.pending() >= _CHUNK_EVENTS:
+            columns.flush()
+            if progress is not None:
+                progress(columns.events, events)
+    columns.flush()
+    if progress is not None:
+        progress(columns.events, events)
+    result.events, result.messages, result.files = columns.events, number, columns.files
+    manifest = {"events": result.events, "messages": result.messages, "seed": seed, "faults": result.faults}
+    (out / "faults.json").write_text(json.dumps(manifest, indent=1), encoding="utf-8")
+    return result
+
+
+def _message(
+    columns: _Columns,
+    rng: random.Random,
+    facts: tuple[Any, ...],
+    submitted: datetime,
+    relayed: bool,
+    fault: str | None,
+) -> None:
+    """The events of one message on its path (see the module docs)."""
+    sender, receiver = facts[2], facts[3]
+    add = columns.add
+    deadline = submitted + _WINDOW
+    add(sender, submitted, "submitted", facts, "sender", "outbound", deadline=deadline)
+    roll = rng.random()
+    # How it ends, unless a fault is planted: delivered (most), failed without reaching the partner, pending.
+    outcome = "delivered" if roll < 0.975 else ("failed" if roll < 0.99 else "pending")
+    if fault is not None:
+        outcome = {
+            "sent_not_received": "lost",
+            "received_twice": "delivered",
+            "acked_not_delivered": "ack-without-delivery",
+            "delivered_not_acked": "ack-lost",
+            "failed_but_delivered": "failed-reached",
+        }[fault]
+    attempts = 1 + min(int(rng.expovariate(2.2)), _RETRIES) if outcome != "failed" else _RETRIES + 1
+    at = submitted + timedelta(milliseconds=rng.randrange(5, 400))
+    reached_at: datetime | None = None
+    for attempt in range(1, attempts + 1):
+        last = attempt == attempts
+        reached = last and outcome not in ("failed", "pending")
+        if reached:
+            add(sender, at, "transmission", facts, "sender", "outbound", attempt=attempt)
+            reached_at = at
+        else:
+            error = rng.choice(_TRANSPORT_ERRORS)
+            add(sender, at, "transmission", facts, "sender", "outbound", attempt=attempt, cause=error)
+        if not last:
+            at = at + _RETRY + timedelta(milliseconds=rng.randrange(0, 300))
+    if outcome == "failed":
+        add(sender, deadline, "failed", facts, "sender", "outbound", severity="Error", cause="DeliveryFailure")
+        return
+    if outcome == "pending" or reached_at is None:
+        return
+    if relayed:
+        add(RELAY, reached_at + timedelta(milliseconds=20), "forward", facts, "intermediary", "inbound")
+        add(
+            RELAY, reached_at + timedelta(milliseconds=40), "transmission", facts, "intermediary", "outbound", attempt=1
+        )
+    latency = timedelta(seconds=min(rng.lognormvariate(0, 0.9), _WINDOW.total_seconds() / 2))
+    arrived = reached_at + latency / 2
+    if outcome in ("delivered", "ack-lost", "failed-reached"):
+        copies = 2 if fault == "received_twice" else 1
+        for copy in range(copies):
+            add(receiver, arrived + timedelta(seconds=copy), "received", facts, "receiver", "inbound")
+        if fault is None and rng.random() < 0.02:
+            add(receiver, arrived + _RETRY, "duplicate", facts, "receiver", "inbound")
+        add(receiver, arrived + timedelta(seconds=5), "app-delivered", facts, "receiver", "inbound")
+        add(receiver, arrived + timedelta(seconds=6), "app-taken", facts, "receiver", "inbound")
+    if outcome in ("delivered", "ack-without-delivery"):
+        add(sender, reached_at + latency, "delivered", facts, "sender", "outbound")
+    elif outcome == "failed-reached":
+        add(sender, deadline, "failed", facts, "sender", "outbound", severity="Warning", cause="DeliveryFailure")

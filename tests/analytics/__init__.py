@@ -1,0 +1,1 @@
+"""Delivery analytics: export, generator, the Spark report and its HTML, revalidation."""
