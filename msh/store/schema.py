@@ -21,6 +21,9 @@ Tables
         Work due at ``due_at`` for a message, with a lease while a process executes it.
     ``events``
         The append-only journal.
+    ``app_requests``, ``inbox_claims``, ``inbox_batches``
+        The application interfaces' records (revision 0005, :mod:`msh.store.app_records`): exactly-once
+        requests with their responses, leases and rejections of inbox entries, fetched batches.
     ``schema_version``
         Alembic's record of the applied revision (not described here).
 
@@ -71,11 +74,14 @@ __all__ = [
     "OUTBOUND_STATUSES",
     "UtcDateTime",
     "XsDurationText",
+    "app_requests",
     "blob_chunks",
     "blobs",
     "events",
     "inbound_messages",
     "inbox",
+    "inbox_batches",
+    "inbox_claims",
     "metadata",
     "outbound_messages",
     "timers",
@@ -298,4 +304,41 @@ events = Table(
     CheckConstraint(_states("direction", DIRECTIONS), name="direction"),
     Index(None, "at"),
     Index(None, "message_id"),
+)
+
+# The application interfaces (revision 0005, msh.store.app_records).
+app_requests = Table(
+    "app_requests",
+    metadata,
+    Column("message_id", Text, primary_key=True),
+    Column("application", Text, nullable=False),
+    Column("msg_create", UtcDateTime, nullable=False),
+    Column("fingerprint", Text, nullable=False),
+    Column("status", Integer, nullable=False),
+    Column("response", LargeBinary, nullable=False),
+    Column("created_at", UtcDateTime, nullable=False),
+    Index(None, "created_at"),
+)
+
+inbox_claims = Table(
+    "inbox_claims",
+    metadata,
+    Column("inbound_id", ID_TYPE, ForeignKey("inbox.inbound_id", ondelete="CASCADE"), primary_key=True),
+    Column("application", Text, nullable=True),
+    Column("lease_until", UtcDateTime, nullable=True),
+    Column("batch_id", Text, nullable=True),
+    Column("rejected_at", UtcDateTime, nullable=True),
+    Column("reason", Text, nullable=True),
+    Column("takes", Integer, nullable=False),
+)
+
+inbox_batches = Table(
+    "inbox_batches",
+    metadata,
+    Column("batch_id", Text, primary_key=True),
+    Column("application", Text, nullable=False),
+    Column("entry_ids", JSON_TYPE, nullable=False),
+    Column("created_at", UtcDateTime, nullable=False),
+    Column("lease_until", UtcDateTime, nullable=False),
+    Column("confirmed_at", UtcDateTime, nullable=True),
 )
