@@ -380,7 +380,7 @@ class Settings:
     sending: SendingSettings = SendingSettings()
     receiving: ReceivingSettings = ReceivingSettings()
     timers: TimerSettings = TimerSettings()
-    api: ApiSettings = ApiSettings()
+    api: ApiSettings = ApiSettings()  # noqa: RUF009 (frozen, like the sections above)
     routing: RoutingSettings = RoutingSettings()
     source: str = "<defaults>"
 

@@ -172,12 +172,16 @@ def cross_problems(values: Mapping[str, Any], label: Label, bad: Collection[str]
         return all(k in values and k not in bad for k in keys)
 
     problems: list[str] = []
-    if usable("api.enabled", "api.applications", "api.client_ca") and values["api.enabled"]:
-        if not values["api.applications"] and not values["api.client_ca"]:
-            problems.append(
-                f"{label('api.enabled')} is true but {label('api.applications')} names no application (and "
-                f'{label("api.client_ca")} is empty): add one, e.g. ["billing=env:BILLING_TOKEN"]'
-            )
+    if (
+        usable("api.enabled", "api.applications", "api.client_ca")
+        and values["api.enabled"]
+        and not values["api.applications"]
+        and not values["api.client_ca"]
+    ):
+        problems.append(
+            f"{label('api.enabled')} is true but {label('api.applications')} names no application (and "
+            f'{label("api.client_ca")} is empty): add one, e.g. ["billing=env:BILLING_TOKEN"]'
+        )
     if (
         usable("api.tls", "api.client_ca", "tls.certificate", "tls.private_key")
         and (values["api.tls"] or values["api.client_ca"])
