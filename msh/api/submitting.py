@@ -1,0 +1,150 @@
+"""Submitting a message for an application, exactly once per Message-ID/MsgCreate pair (seed 003).
+
+The response of a new reliable request is recorded with the pair in the same transaction as the
+submission itself (:meth:`msh.runtime.msh.Msh.submit_async` ``also=``): either both are committed or
+neither is. Two requests racing with one pair both decide "new", but only one insert of the pair succeeds
+(the store's key); the other's submission is rolled back with it, and it answers as a repeat.
+A refused submission (no agreement allows it, a bad value) records nothing: nothing was done, and a
+repeat is refused the same way.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+from dataclasses import dataclass
+from datetime import UTC
+
+from msh.api import soarity
+from msh.api.context import ApiContext
+from msh.api.models import SubmitRequest, Submitted
+from msh.api.problems import Problem
+from msh.errors import ConfigurationError
+from msh.runtime.compose import Payload, Submission
+from msh.store.api import Direction, Transaction
+from msh.store.app_records import AppRequest
+from msh.store.errors import DuplicateKey
+
+__all__ = ["Answer", "submit", "to_submission"]
+
+_REJECTED_HEADERS = {soarity.SOARITY: soarity.REJECTED}
+
+
+@dataclass(frozen=True, slots=True)
+class Answer:
+    """A response to send: status and JSON body (bytes, as recorded)."""
+
+    status: int
+    body: bytes
+    repeated: bool = False
+
+
+def to_submission(request: SubmitRequest, payloads: list[Payload] | None = None) -> Submission:
+    """The runtime's :class:`Submission` of a request (422 when it cannot be composed)."""
+    ttl = request.time_to_live
+    if ttl is not None and (ttl.tzinfo is None or ttl.utcoffset() is None):
+        raise Problem(422, "invalid-submission", "Invalid submission", "timeToLive needs its time zone (Z or +01:00)")
+    parts = (
+        payloads
+        if payloads is not None
+        else [Payload(p.content(), p.content_type, p.content_id) for p in request.payloads]
+    )
+    try:
+        return Submission(
+            to_party=(request.to.party_id, request.to.type),
+            service=request.service,
+            action=request.action,
+            payloads=tuple(parts),
+            cpa_id=request.cpa_id,
+            service_type=request.service_type,
+            conversation_id=request.conversation_id,
+            ref_to_message_id=request.ref_to_message_id,
+            time_to_live=ttl.astimezone(UTC) if ttl is not None else None,
+            ack_requested=request.ack_requested,
+            duplicate_elimination=request.duplicate_elimination,
+            from_role=request.from_role,
+            to_role=request.to_role,
+        )
+    except ValueError as exc:
+        raise Problem(422, "invalid-submission", "Invalid submission", str(exc)) from None
+
+
+def _known(message_id: str, tx: Transaction) -> AppRequest | None:
+    return tx.app_request(message_id)
+
+
+def _body(message_id: str, request_id: str | None, base: str) -> bytes:
+    doc = Submitted(
+        message_id=message_id, request_id=request_id, status="pending", href=f"{base}/messages/{message_id}"
+    )
+    return json.dumps(doc.model_dump(by_alias=True), ensure_ascii=False).encode("utf-8")
+
+
+async def submit(
+    ctx: ApiContext,
+    application: str,
+    pair: soarity.Pair | None,
+    fingerprint: str,
+    submission: Submission,
+) -> Answer:
+    """Submit ``submission`` for ``application``; with ``pair``, exactly once (see the module docs)."""
+    base = ctx.settings.path.rstrip("/")
+    for _ in range(2):  # a lost race with the same pair is answered as a repeat on the second round
+        if pair is not None:
+            known = await ctx.read(functools.partial(_known, pair.message_id))
+            decision = soarity.decide(
+                pair,
+                application,
+                fingerprint,
+                known,
+                now=ctx.now(),
+                window=ctx.settings.window,
+                clock_skew=ctx.settings.clock_skew,
+            )
+            if decision.outcome is soarity.Outcome.REJECTED:
+                raise Problem(403, "soarity-rejected", soarity.REJECTED, decision.why, headers=_REJECTED_HEADERS)
+            if decision.outcome is soarity.Outcome.DIFFERENT:
+                raise Problem(
+                    400,
+                    "soarity-materially-different",
+                    "Materially different request",
+                    decision.why,
+                    headers={soarity.SOARITY: soarity.SUPPORTED},
+                )
+            if decision.outcome is soarity.Outcome.REPEAT:
+                assert known is not None
+                return Answer(known.status, known.response, repeated=True)
+        answer: list[Answer] = []
+
+        def also(tx: Transaction, message_id: str, answer: list[Answer] = answer) -> None:
+            body = _body(message_id, pair.message_id if pair else None, base)
+            now = ctx.now()
+            if pair is not None:
+                tx.record_app_request(
+                    AppRequest(pair.message_id, application, pair.msg_create, fingerprint, 201, body, now)
+                )
+            tx.append_event(
+                at=now,
+                kind="api-submitted",
+                message_id=message_id,
+                direction=Direction.OUTBOUND,
+                detail={"application": application, "requestId": pair.message_id if pair else None},
+            )
+            answer.append(Answer(201, body))
+
+        try:
+            await ctx.msh.submit_async(submission, also=also)
+        except DuplicateKey:
+            continue
+        except ConfigurationError as exc:
+            raise Problem(422, "submission-refused", "Submission refused", str(exc)) from None
+        except ValueError as exc:
+            raise Problem(422, "invalid-submission", "Invalid submission", str(exc)) from None
+        return answer[-1]
+    raise Problem(
+        503,
+        "busy",
+        "Try again",
+        "the same Message-ID is being submitted concurrently; repeat the request",
+        headers={soarity.SOARITY: soarity.SUPPORTED, "Retry-After": "1"},
+    )
