@@ -99,6 +99,7 @@ def on_apis(scenario: Callable[[Apis], Awaitable[None]], **api: Any) -> None:
         ):
             try:
                 await scenario(Apis(net, a, b, api_a, api_b, ctx_a, ctx_b))
+                await net.settle()  # transmissions under way end here, not in the shutdown's wait
             finally:
                 await net.close()
 
