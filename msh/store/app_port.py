@@ -11,6 +11,9 @@ Exactly-once requests (seed 003 SOA-Rity)
 Claims and batches
     ``inbox_claim`` / ``put_inbox_claim`` read and write an entry's claim (one per entry; the entry must
     exist: :class:`UnknownMessage`); ``add_inbox_batch``, ``inbox_batch``, ``confirm_inbox_batch``.
+Cursors
+    ``app_cursor(name)`` / ``set_app_cursor(name, position)``: how far a reader of the journal (a
+    webhook, :mod:`msh.api.webhooks`) has got, committed with what it did.
 Listing
     ``app_inbox(query)`` lists entries as :class:`~msh.store.app_records.InboxQuery` says.
 """
@@ -100,6 +103,20 @@ class AppPort(ABC):
             batch.batch_id, batch.application, batch.entry_ids, batch.created_at, batch.lease_until, moment
         )
 
+    # -- cursors (how far a reader of the journal has got, e.g. a webhook)
+
+    def app_cursor(self, name: str) -> int:
+        """The last journal event id reader ``name`` has handled (0: none)."""
+        self._live()
+        return self._app_cursor(rules.text("name", name))
+
+    def set_app_cursor(self, name: str, position: int) -> None:
+        """Reader ``name`` has handled the journal up to event ``position``."""
+        self._writable()
+        if position < 0:
+            raise ValueError(f"position must be 0 or more, not {position}")
+        self._set_app_cursor(rules.text("name", name), position)
+
     # -- listing
 
     def app_inbox(self, query: app_records.InboxQuery) -> list[app_records.AppInboxItem]:
@@ -137,6 +154,12 @@ class AppPort(ABC):
 
     @abstractmethod
     def _confirm_inbox_batch(self, batch_id: str, at: datetime) -> None: ...
+
+    @abstractmethod
+    def _app_cursor(self, name: str) -> int: ...
+
+    @abstractmethod
+    def _set_app_cursor(self, name: str, position: int) -> None: ...
 
     @abstractmethod
     def _app_inbox(self, query: app_records.InboxQuery) -> list[app_records.AppInboxItem]: ...

@@ -331,6 +331,12 @@ class _MemoryTransaction(Transaction):
     def _confirm_inbox_batch(self, batch_id: str, at: datetime) -> None:
         self._set(self._store.batches, batch_id, replace(self._store.batches[batch_id], confirmed_at=at))
 
+    def _app_cursor(self, name: str) -> int:
+        return self._store.cursors.get(name, 0)
+
+    def _set_app_cursor(self, name: str, position: int) -> None:
+        self._set(self._store.cursors, name, position)
+
     def _app_inbox(self, query: app_records.InboxQuery) -> list[app_records.AppInboxItem]:
         items = []
         for entry in self._store.inbox.values():
@@ -379,6 +385,7 @@ class MemoryStore(Store):
         self.app_requests: dict[str, app_records.AppRequest] = {}
         self.claims: dict[int, app_records.InboxClaim] = {}
         self.batches: dict[str, app_records.InboxBatch] = {}
+        self.cursors: dict[str, int] = {}
         self.timers: dict[int, records.Timer] = {}
         self.events: dict[int, records.Event] = {}
         self.blobs: dict[int, tuple[bytes, ...]] = {}

@@ -21,9 +21,10 @@ Tables
         Work due at ``due_at`` for a message, with a lease while a process executes it.
     ``events``
         The append-only journal.
-    ``app_requests``, ``inbox_claims``, ``inbox_batches``
+    ``app_requests``, ``inbox_claims``, ``inbox_batches``, ``app_cursors``
         The application interfaces' records (revision 0005, :mod:`msh.store.app_records`): exactly-once
-        requests with their responses, leases and rejections of inbox entries, fetched batches.
+        requests with their responses, leases and rejections of inbox entries, fetched batches, and how
+        far each reader of the journal (a webhook) has got.
     ``schema_version``
         Alembic's record of the applied revision (not described here).
 
@@ -74,6 +75,7 @@ __all__ = [
     "OUTBOUND_STATUSES",
     "UtcDateTime",
     "XsDurationText",
+    "app_cursors",
     "app_requests",
     "blob_chunks",
     "blobs",
@@ -341,4 +343,11 @@ inbox_batches = Table(
     Column("created_at", UtcDateTime, nullable=False),
     Column("lease_until", UtcDateTime, nullable=False),
     Column("confirmed_at", UtcDateTime, nullable=True),
+)
+
+app_cursors = Table(
+    "app_cursors",
+    metadata,
+    Column("name", Text, primary_key=True),
+    Column("position", BigInteger, nullable=False),
 )

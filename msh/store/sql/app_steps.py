@@ -19,7 +19,15 @@ from sqlalchemy.sql.elements import ColumnElement
 
 from msh.store import app_records
 from msh.store.records import InboxState
-from msh.store.schema import UtcDateTime, app_requests, inbound_messages, inbox, inbox_batches, inbox_claims
+from msh.store.schema import (
+    UtcDateTime,
+    app_cursors,
+    app_requests,
+    inbound_messages,
+    inbox,
+    inbox_batches,
+    inbox_claims,
+)
 from msh.store.sql import rows
 
 __all__ = ["SqlAppSteps"]
@@ -139,6 +147,15 @@ class SqlAppSteps:
 
     def _confirm_inbox_batch(self, batch_id: str, at: datetime) -> None:
         self._conn.execute(update(inbox_batches).where(inbox_batches.c.batch_id == batch_id).values(confirmed_at=at))
+
+    def _app_cursor(self, name: str) -> int:
+        found = self._conn.execute(select(app_cursors.c.position).where(app_cursors.c.name == name)).scalar()
+        return 0 if found is None else int(found)
+
+    def _set_app_cursor(self, name: str, position: int) -> None:
+        dialect = postgresql if self._conn.dialect.name == "postgresql" else sqlite
+        statement = dialect.insert(app_cursors).values(name=name, position=position)
+        self._conn.execute(statement.on_conflict_do_update(index_elements=["name"], set_={"position": position}))
 
     def _app_inbox(self, query: app_records.InboxQuery) -> list[app_records.AppInboxItem]:
         m = inbound_messages.c

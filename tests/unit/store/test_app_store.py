@@ -117,3 +117,18 @@ def test_batches_are_recorded_and_confirmed_once(store: Store) -> None:
         stored = tx.inbox_batch("b-1")
         assert stored is not None and stored.entry_ids == (a, b) and stored.confirmed_at == T0 + timedelta(seconds=5)
         assert tx.inbox_batch("nope") is None
+
+
+def test_cursors_start_at_zero_and_move_with_their_transaction(store: Store) -> None:
+    with store.transaction() as tx:
+        assert tx.app_cursor("webhook:erp") == 0
+        tx.set_app_cursor("webhook:erp", 41)
+        tx.set_app_cursor("webhook:erp", 42)
+    with pytest.raises(RuntimeError), store.transaction() as tx:
+        tx.set_app_cursor("webhook:erp", 99)
+        raise RuntimeError
+    with store.transaction(readonly=True) as tx:
+        assert tx.app_cursor("webhook:erp") == 42
+        assert tx.app_cursor("webhook:crm") == 0
+    with pytest.raises(ValueError), store.transaction() as tx:
+        tx.set_app_cursor("webhook:erp", -1)

@@ -40,6 +40,7 @@ STORE_TABLES = {
     "app_requests",
     "inbox_claims",
     "inbox_batches",
+    "app_cursors",
 }
 
 

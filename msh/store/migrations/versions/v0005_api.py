@@ -8,7 +8,8 @@ Create Date: 2026-11-25
 MsgCreate, the application, a fingerprint of the request and the response it got, written in the
 transaction that did the work. ``inbox_claims`` keeps, per inbox entry, the lease of the application that
 took it (and the batch it came in) or its rejection to the dead-letter list with a reason.
-``inbox_batches`` keeps the batches fetched in one request (seed 000 HTTPR) and when each was confirmed.
+``inbox_batches`` keeps the batches fetched in one request (seed 000 HTTPR) and when each was confirmed;
+``app_cursors`` how far each reader of the journal (a webhook) has got.
 Existing rows are untouched; downgrade drops the three tables (what they held is lost: applications then
 cannot repeat their requests, and leased or rejected entries are offered again).
 
@@ -69,8 +70,16 @@ def upgrade() -> None:
         sa.PrimaryKeyConstraint("batch_id", name="pk_inbox_batches"),
     )
 
+    op.create_table(
+        "app_cursors",
+        sa.Column("name", sa.Text(), nullable=False),
+        sa.Column("position", sa.BigInteger(), nullable=False),
+        sa.PrimaryKeyConstraint("name", name="pk_app_cursors"),
+    )
+
 
 def downgrade() -> None:
+    op.drop_table("app_cursors")
     op.drop_table("inbox_batches")
     op.drop_table("inbox_claims")
     op.drop_index("ix_app_requests_created_at", table_name="app_requests")
