@@ -12,7 +12,7 @@ from fastapi.openapi.utils import get_openapi
 from fastapi.responses import Response
 from starlette.exceptions import HTTPException
 
-from msh.api import rest_batches, rest_inbox, rest_messages
+from msh.api import rest_batches, rest_inbox, rest_messages, soap
 from msh.api.context import ApiContext
 from msh.api.models import BatchMessage, SubmitRequest
 from msh.api.problems import Problem, problem_handler, problem_response
@@ -97,7 +97,7 @@ def create_app(ctx: ApiContext) -> FastAPI:
     app.add_exception_handler(RequestValidationError, _validation)
     app.add_exception_handler(HTTPException, _http)
     app.add_exception_handler(Exception, _unexpected)
-    for router in (rest_messages.router, rest_inbox.router, rest_batches.router):
+    for router in (rest_messages.router, rest_inbox.router, rest_batches.router, soap.router):
         app.include_router(router, prefix=prefix)
     app.openapi = lambda: openapi_document(app)  # type: ignore[method-assign]
     return app

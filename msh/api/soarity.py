@@ -46,6 +46,7 @@ __all__ = [
     "decide",
     "fingerprint",
     "format_msg_create",
+    "pair_of",
     "parse_pair",
 ]
 
@@ -131,6 +132,21 @@ def parse_pair(message_id: str | None, msg_create: str | None) -> Pair | None:
             f"Message-ID {mid[:80]!r} is not a URI (at most {_MAX_ID} characters); send e.g. urn:uuid:<a new UUID>"
         )
     return Pair(mid, _msg_create(msg_create))
+
+
+def pair_of(message_id: str | None, msg_create: datetime | None) -> Pair | None:
+    """The pair of a request that carries it as values (the SOAP interface: ``requestId`` and
+    ``msgCreate``); None when it has no MsgCreate; :class:`BadPair` as :func:`parse_pair`."""
+    if msg_create is None:
+        return None
+    if message_id is None or not message_id.strip():
+        raise BadPair("msgCreate was sent without requestId; send both (requestId: a URI such as urn:uuid:...)")
+    mid = message_id.strip()
+    if len(mid) > _MAX_ID or not _URI.fullmatch(mid):
+        raise BadPair(f"requestId {mid[:80]!r} is not a URI (at most {_MAX_ID} characters)")
+    if msg_create.tzinfo is None or msg_create.utcoffset() is None:
+        raise BadPair("msgCreate needs its time zone (Z for UTC)")
+    return Pair(mid, msg_create.astimezone(UTC).replace(microsecond=0))
 
 
 def fingerprint(method: str, path: str, content: bytes) -> str:
