@@ -150,7 +150,7 @@ async def post_message(request: Request, ctx: Context, app: Application) -> Resp
         app,
         pair,
         soarity.fingerprint("POST", "/messages", canonical),
-        to_submission(parsed, payloads),
+        to_submission(parsed, payloads, ctx),
     )
     headers = {}
     if pair is not None:

@@ -171,7 +171,7 @@ async def _send(ctx: ApiContext, app: str, op: etree._Element) -> etree._Element
         raise Problem(422, "invalid-submission", "Invalid submission", str(exc)) from None
     canonical = json.dumps([fields, canon], sort_keys=True).encode()
     answer = await submit(
-        ctx, app, pair, soarity.fingerprint("SOAP", "Send", canonical), to_submission(request, payloads)
+        ctx, app, pair, soarity.fingerprint("SOAP", "Send", canonical), to_submission(request, payloads, ctx)
     )
     doc = json.loads(answer.body)
     out = etree.Element(f"{{{TNS}}}SendResponse", nsmap={"tns": TNS})

@@ -15,6 +15,7 @@ import json
 from dataclasses import dataclass
 from datetime import UTC
 
+from cpa.resolve import party_keys
 from msh.api import soarity
 from msh.api.context import ApiContext
 from msh.api.models import SubmitRequest, Submitted
@@ -39,8 +40,34 @@ class Answer:
     repeated: bool = False
 
 
-def to_submission(request: SubmitRequest, payloads: list[Payload] | None = None) -> Submission:
-    """The runtime's :class:`Submission` of a request (422 when it cannot be composed)."""
+def party_of(ctx: ApiContext, value: str, type_: str | None) -> tuple[str, str | None]:
+    """The To party: its PartyId type from the agreements when the request gives none and they know one
+    (as ``msh send --to`` does); 422 when they know the value with several types."""
+    if type_ is not None:
+        return (value, type_)
+    types = {
+        kind
+        for cpa in ctx.msh.registry
+        for info in cpa.party_infos
+        for (known, kind) in party_keys(info)
+        if known == value and (known, kind) != ctx.msh.party
+    }
+    if len(types) > 1:
+        listed = ", ".join(sorted(t or "(none)" for t in types))
+        raise Problem(
+            422,
+            "invalid-submission",
+            "Invalid submission",
+            f"the agreements know the party {value!r} with several types ({listed}); give to.type",
+        )
+    return (value, types.pop() if types else None)
+
+
+def to_submission(
+    request: SubmitRequest, payloads: list[Payload] | None = None, ctx: ApiContext | None = None
+) -> Submission:
+    """The runtime's :class:`Submission` of a request (422 when it cannot be composed); with ``ctx``, a
+    To party without a type takes the one the agreements give it."""
     ttl = request.time_to_live
     if ttl is not None and (ttl.tzinfo is None or ttl.utcoffset() is None):
         raise Problem(422, "invalid-submission", "Invalid submission", "timeToLive needs its time zone (Z or +01:00)")
@@ -51,7 +78,11 @@ def to_submission(request: SubmitRequest, payloads: list[Payload] | None = None)
     )
     try:
         return Submission(
-            to_party=(request.to.party_id, request.to.type),
+            to_party=(
+                party_of(ctx, request.to.party_id, request.to.type)
+                if ctx is not None
+                else (request.to.party_id, request.to.type)
+            ),
             service=request.service,
             action=request.action,
             payloads=tuple(parts),

@@ -266,3 +266,13 @@ def test_multipart_submission_repeats_with_another_boundary() -> None:
         assert base64.b64decode(doc["payloads"][0]["data"]) == b"<order n='7'/>"
 
     on_apis(scenario)
+
+
+def test_the_to_party_type_comes_from_the_agreement_when_not_given() -> None:
+    async def scenario(t: Apis) -> None:
+        r = await t.api_a.post(URL, json=order(to={"partyId": "987654321"}), headers=AUTH)
+        assert r.status_code == 201, r.text
+        unknown = await t.api_a.post(URL, json=order(to={"partyId": "555"}), headers=AUTH)
+        assert unknown.status_code == 422 and "555" in unknown.json()["detail"]
+
+    on_apis(scenario)
