@@ -25,7 +25,7 @@ from msh.api.submitting import submit, to_submission
 from msh.api.views import message_status
 from msh.runtime.compose import Payload
 
-__all__ = ["router"]
+__all__ = ["bounded_body", "router"]
 
 router = APIRouter(tags=["messages"])
 
@@ -54,6 +54,20 @@ def _invalid(exc: ValidationError | ValueError) -> Problem:
     return Problem(422, "invalid-submission", "Invalid submission", detail)
 
 
+async def bounded_body(request: Request, limit: int) -> bytes:
+    """The request's body, read up to ``limit`` bytes (413 beyond, before more is read)."""
+    declared = request.headers.get("content-length", "")
+    if declared.isdigit() and int(declared) > limit:
+        raise Problem(413, "too-large", "Too large", f"the request is larger than {limit} bytes")
+    chunks, size = [], 0
+    async for chunk in request.stream():
+        size += len(chunk)
+        if size > limit:
+            raise Problem(413, "too-large", "Too large", f"the request is larger than {limit} bytes")
+        chunks.append(chunk)
+    return b"".join(chunks)
+
+
 async def _read(request: Request) -> tuple[SubmitRequest, list[Payload] | None, bytes]:
     """The request's submission, its payloads (multipart) and its canonical content (the fingerprint's)."""
     media = request.headers.get("content-type", "").split(";")[0].strip().lower()
@@ -79,9 +93,7 @@ async def _read(request: Request) -> tuple[SubmitRequest, list[Payload] | None, 
         raise Problem(
             415, "unsupported-media-type", "Unsupported media type", "send application/json or multipart/form-data"
         )
-    raw = await request.body()
-    if len(raw) > _MAX_BODY:
-        raise Problem(413, "too-large", "Too large", f"the request is larger than {_MAX_BODY} bytes")
+    raw = await bounded_body(request, _MAX_BODY)
     try:
         parsed = SubmitRequest.model_validate_json(raw)
         canonical = json.dumps(json.loads(raw), sort_keys=True, separators=(",", ":")).encode()

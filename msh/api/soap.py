@@ -33,6 +33,7 @@ from msh.api import inbox_ops, soarity
 from msh.api.context import ApiContext
 from msh.api.models import SubmitRequest
 from msh.api.problems import Problem
+from msh.api.rest_messages import bounded_body
 from msh.api.submitting import submit, to_submission
 from msh.api.views import inbox_item
 from msh.ebms.message import ParseMode, parse_message
@@ -350,9 +351,7 @@ async def post_soap(request: Request) -> Response:
     ctx = request.app.state.ctx
     assert isinstance(ctx, ApiContext)
     try:
-        body = await request.body()
-        if len(body) > _MAX:
-            raise Problem(413, "too-large", "Too large", f"the request is larger than {_MAX} bytes")
+        body = await bounded_body(request, _MAX)
         try:
             root = parse_xml(body, what="SOAP request")
         except MshError as exc:

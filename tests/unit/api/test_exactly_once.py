@@ -276,3 +276,16 @@ def test_the_to_party_type_comes_from_the_agreement_when_not_given() -> None:
         assert unknown.status_code == 422 and "555" in unknown.json()["detail"]
 
     on_apis(scenario)
+
+
+def test_a_request_over_the_limit_is_413_before_it_is_read(monkeypatch: pytest.MonkeyPatch) -> None:
+    from msh.api import rest_messages
+
+    monkeypatch.setattr(rest_messages, "_MAX_BODY", 100)
+
+    async def scenario(t: Apis) -> None:
+        r = await t.api_a.post(URL, json=order(), headers=AUTH)
+        assert r.status_code == 413 and r.headers["content-type"] == "application/problem+json"
+        assert await _sent(t) == 0
+
+    on_apis(scenario)
