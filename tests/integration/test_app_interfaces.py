@@ -6,6 +6,7 @@ The long form (1,000 messages) is ``python -m msh.faults.app_e2e run --count 100
 from __future__ import annotations
 
 import json
+import urllib.error
 import urllib.request
 from datetime import UTC, datetime
 from pathlib import Path
@@ -64,3 +65,34 @@ def test_msh_serve_serves_the_interfaces_and_refuses_a_missing_token(tmp_path: P
     finally:
         partner.stop()
     assert "msh: stopped" in partner.log.read_text()
+
+
+def test_mutual_tls_names_the_application_by_its_certificate(tmp_path: Path) -> None:
+    """api.tls with api.client_ca: HTTPS, and a client certificate from those CAs authenticates the
+    application its subject CN names; without one the TLS handshake is refused."""
+    import ssl
+
+    keys = Path(__file__).resolve().parents[2] / "samples" / "keys"
+    pair = make_pair(tmp_path / "pair", proxy=False)
+    port = free_port()
+    partner = pair.b
+    partner.env.update(
+        {
+            "MSH_API_ENABLED": "true",
+            "MSH_API_PORT": str(port),
+            "MSH_API_TLS": "true",
+            "MSH_API_CLIENT_CA": str(keys / "party-a.cert.pem"),  # A's self-signed certificate is its own CA
+        }
+    )
+    partner.start()
+    try:
+        context = ssl.create_default_context(cafile=str(keys / "party-b.cert.pem"))
+        context.load_cert_chain(str(keys / "party-a.cert.pem"), str(keys / "party-a.key.pem"))
+        url = f"https://127.0.0.1:{port}/api/inbox?view=all"
+        with urllib.request.urlopen(url, context=context, timeout=10) as r:
+            assert r.status == 200 and json.loads(r.read()) == {"items": []}
+        anonymous = ssl.create_default_context(cafile=str(keys / "party-b.cert.pem"))
+        with pytest.raises((ssl.SSLError, ConnectionError, urllib.error.URLError)):
+            urllib.request.urlopen(url, context=anonymous, timeout=10).read()
+    finally:
+        partner.stop()
