@@ -54,13 +54,16 @@ def folder(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, dic
     }
     b.start()
     try:
-        yield work, {
-            **env,
-            "MSH_SERVER_PORT": str(a_port),
-            "PYTHONPATH": str(ROOT),
-            "PYMSH_API": f"http://127.0.0.1:{api_port}/api",
-            "ERP_API_TOKEN": token,
-        }
+        yield (
+            work,
+            {
+                **env,
+                "MSH_SERVER_PORT": str(a_port),
+                "PYTHONPATH": str(ROOT),
+                "PYMSH_API": f"http://127.0.0.1:{api_port}/api",
+                "ERP_API_TOKEN": token,
+            },
+        )
     finally:
         b.stop()
 
