@@ -21,7 +21,7 @@ from msh.api import soarity
 from msh.api.deps import Application, Context
 from msh.api.models import MessageStatus, SubmitRequest, Submitted
 from msh.api.problems import Problem
-from msh.api.submitting import submit, to_submission
+from msh.api.submitting import submit, to_submission, visible_to
 from msh.api.views import message_status
 from msh.runtime.compose import Payload
 
@@ -198,10 +198,11 @@ async def options_messages(request: Request, ctx: Context) -> Response:
     summary="Where a sent message stands",
 )
 async def get_message(message_id: str, ctx: Context, app: Application) -> MessageStatus:
-    """Its status, transmissions, DeliveryFailure and receipt."""
+    """Its status, transmissions, DeliveryFailure and receipt (404 for a message another application
+    submitted through the interfaces)."""
     stored = await ctx.read(lambda tx: tx.get_outbound(message_id))
-    if stored is None:
+    events = await ctx.read(lambda tx: tx.message_events(message_id, limit=1000))
+    if stored is None or not visible_to(app, events):
         raise Problem(404, "no-such-message", "No such message", f"no message {message_id!r} was sent from here")
     attempts = await ctx.msh.core.off_loop(ctx.msh.attempts, message_id)
-    events = await ctx.read(lambda tx: tx.message_events(message_id, limit=1000))
     return message_status(stored, attempts, events)

@@ -34,7 +34,7 @@ from msh.api.context import ApiContext
 from msh.api.models import SubmitRequest
 from msh.api.problems import Problem
 from msh.api.rest_messages import bounded_body
-from msh.api.submitting import submit, to_submission
+from msh.api.submitting import submit, to_submission, visible_to
 from msh.api.views import inbox_item
 from msh.ebms.message import ParseMode, parse_message
 from msh.errors import MshError
@@ -186,9 +186,9 @@ async def _send(ctx: ApiContext, app: str, op: etree._Element) -> etree._Element
 async def _status(ctx: ApiContext, app: str, op: etree._Element) -> etree._Element:
     message_id = _text(op, "messageId") or ""
     stored = await ctx.read(lambda tx: tx.get_outbound(message_id))
-    if stored is None:
-        raise Problem(404, "no-such-message", "No such message", f"no message {message_id!r} was sent from here")
     events = await ctx.read(lambda tx: tx.message_events(message_id, limit=1000))
+    if stored is None or not visible_to(app, events):
+        raise Problem(404, "no-such-message", "No such message", f"no message {message_id!r} was sent from here")
     out = etree.Element(f"{{{TNS}}}GetStatusResponse", nsmap={"tns": TNS})
     state = stored.state
     _add(out, "messageId", stored.message_id)

@@ -22,11 +22,11 @@ from msh.api.models import SubmitRequest, Submitted
 from msh.api.problems import Problem
 from msh.errors import ConfigurationError
 from msh.runtime.compose import Payload, Submission
-from msh.store.api import Direction, Transaction
+from msh.store.api import Direction, Event, Transaction
 from msh.store.app_records import AppRequest
 from msh.store.errors import DuplicateKey
 
-__all__ = ["Answer", "submit", "to_submission"]
+__all__ = ["Answer", "party_of", "submit", "submitter", "to_submission", "visible_to"]
 
 _REJECTED_HEADERS = {soarity.SOARITY: soarity.REJECTED}
 
@@ -38,6 +38,22 @@ class Answer:
     status: int
     body: bytes
     repeated: bool = False
+
+
+def submitter(events: list[Event]) -> str | None:
+    """The application that submitted a message through the interfaces (from its journal), or None."""
+    for event in events:
+        if event.kind == "api-submitted":
+            application = event.detail.get("application")
+            return application if isinstance(application, str) else None
+    return None
+
+
+def visible_to(application: str, events: list[Event]) -> bool:
+    """Whether ``application`` may see a sent message: one submitted by another application through the
+    interfaces is not shown (404); one submitted otherwise (``msh send``, the Python API) is."""
+    owner = submitter(events)
+    return owner is None or owner == application
 
 
 def party_of(ctx: ApiContext, value: str, type_: str | None) -> tuple[str, str | None]:

@@ -33,6 +33,7 @@ from typing import Final
 import aiohttp
 
 from msh.api.context import ApiContext
+from msh.api.submitting import submitter
 from msh.runtime.config.api import webhooks
 from msh.store.api import Event, Transaction
 
@@ -82,11 +83,7 @@ def _move(cursor: str, position: int, tx: Transaction) -> None:
 
 
 def _submitter(tx: Transaction, message_id: str) -> str | None:
-    for event in tx.message_events(message_id, limit=1000):
-        if event.kind == "api-submitted":
-            application = event.detail.get("application")
-            return application if isinstance(application, str) else None
-    return None
+    return submitter(tx.message_events(message_id, limit=1000))
 
 
 def _document(event: Event, tx: Transaction) -> dict[str, object] | None:

@@ -98,3 +98,22 @@ def test_batch_size_is_capped_by_the_settings() -> None:
         assert len(batch["entries"]) == 2
 
     on_apis(scenario, max_batch=2)
+
+
+def test_a_fetch_with_wait_returns_when_a_message_arrives() -> None:
+    async def scenario(t: Apis) -> None:
+        import asyncio
+
+        from tests.unit.api.conftest import order
+
+        fetch = asyncio.create_task(t.api_b.post(BATCHES, params={"wait": 20}, headers=AUTH))
+        await asyncio.sleep(0.2)
+        assert not fetch.done()
+        await t.api_a.post("/api/messages", json=order(), headers=AUTH)
+        await t.net.settle()
+        batch = (await asyncio.wait_for(fetch, 5)).json()
+        assert batch["state"] == "pending" and len(batch["entries"]) == 1
+        empty = (await t.api_b.post(BATCHES, params={"wait": 0.2}, headers=AUTH)).json()
+        assert (empty["batchId"], empty["state"], empty["entries"]) == (None, "empty", [])
+
+    on_apis(scenario)

@@ -6,7 +6,7 @@ from __future__ import annotations
 import asyncio
 import base64
 
-from tests.unit.api.conftest import AUTH, OTHER, Apis, on_apis, order
+from tests.unit.api.conftest import ACTION, AUTH, OTHER, PARTY_B, SERVICE, Apis, on_apis, order
 
 INBOX = "/api/inbox"
 
@@ -200,5 +200,13 @@ def test_the_status_of_a_sent_message() -> None:
         assert (done["status"], done["final"], done["attempts"]) == ("delivered", True, 2)
         assert done["receipt"]["acknowledgedAt"]
         assert (await t.api_a.get("/api/messages/nope@x", headers=AUTH)).status_code == 404
+        # another application does not see it; one sent otherwise (the Python API) every application sees
+        assert (await t.api_a.get(f"/api/messages/{message_id}", headers=OTHER)).status_code == 404
+        from msh.runtime.compose import Payload, Submission
+
+        own = await t.a.submit_async(
+            Submission((PARTY_B["partyId"], PARTY_B["type"]), SERVICE, ACTION, (Payload(b"<o/>", "application/xml"),))
+        )
+        assert (await t.api_a.get(f"/api/messages/{own}", headers=OTHER)).status_code == 200
 
     on_apis(scenario)
