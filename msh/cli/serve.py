@@ -46,8 +46,17 @@ def _serve(args: argparse.Namespace) -> int:
                 print(describe(settings))
                 return 0
             sock = bind(settings.server.host, settings.server.port)  # a busy port fails before the store opens
+            companions: list[Any] = []
             try:
                 msh = Msh(settings)
+                if settings.api.enabled:
+                    from msh.api.server import ApiServer
+
+                    try:  # the tokens are read and the port bound now: a problem stops the start here
+                        companions.append(ApiServer(settings, msh))
+                    except BaseException:
+                        msh.close()
+                        raise
             except BaseException:
                 sock.close()
                 raise
@@ -65,10 +74,12 @@ def _serve(args: argparse.Namespace) -> int:
             f"{settings.server.path} (store {msh.store.url}; agreements {agreements}{routing})",
             flush=True,
         )
+        for companion in companions:
+            print(f"msh: application interfaces at {companion.url} (OpenAPI: {companion.url}/openapi.json)", flush=True)
 
     try:
         # SIGINT and SIGTERM stop the server in order (msh.runtime.serving.serve); the process then ends here.
-        run(settings, msh, sock=sock, ready=ready)
+        run(settings, msh, sock=sock, ready=ready, companions=companions)
     finally:
         # While the last transaction commits, a repeated SIGTERM must not cut it short (a second Ctrl-C
         # still can: the user insists).
@@ -93,7 +104,9 @@ def add_serve_command(sub: Subcommands) -> None:
             "is logged at warning level with its reason (and kept for msh status). Ctrl-C or SIGTERM stops it "
             "in order: no new connections, requests and transmissions in flight end, what is queued is "
             "committed, the line 'msh: stopped (...)' is printed and the exit status is 0. A hard kill "
-            "(SIGKILL) loses nothing that was committed. Exit status 2 when it cannot start (the line says why)."
+            "(SIGKILL) loses nothing that was committed. With api.enabled, the application interfaces (REST with "
+            "OpenAPI at {api.path}/openapi.json, pull batches, SOAP, webhooks) are served on api.host:api.port by "
+            "the same process. Exit status 2 when it cannot start (the line says why)."
         ),
         config=True,
     )

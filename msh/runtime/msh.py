@@ -63,7 +63,7 @@ from msh.transport.http import HttpTransport
 from msh.transport.port import HttpReply, Transport
 from msh.transport.tls import ClientContexts
 
-__all__ = ["HttpReply", "Msh", "ReceivedMessage", "load_agreements"]
+__all__ = ["AlsoCommit", "HttpReply", "Msh", "ReceivedMessage", "load_agreements"]
 
 log = logging.getLogger("msh.runtime")
 
@@ -83,6 +83,22 @@ class ReceivedMessage:
 
     def close(self) -> None:
         self.message.close()
+
+
+AlsoCommit = Callable[[store_api.Transaction, str], None]
+"""Work committed with a submission, in its transaction: ``also(tx, message_id)``."""
+
+
+def _with(also: AlsoCommit | None, prepared: Prepared) -> Callable[[store_api.Transaction], AfterCommit]:
+    """The submission's unit of work, preceded by ``also`` in the same transaction."""
+    if also is None:
+        return prepared.unit
+
+    def unit(tx: store_api.Transaction) -> AfterCommit:
+        also(tx, prepared.message_id)
+        return prepared.unit(tx)
+
+    return unit
 
 
 class Msh:
@@ -218,9 +234,11 @@ class Msh:
 
     # -- application API
 
-    def submit(self, submission: Submission) -> str:
+    def submit(self, submission: Submission, *, also: AlsoCommit | None = None) -> str:
         """Commit a message for sending and return its MessageId; it is transmitted at once when the
         runtime runs in this process, else by the timer loop of the process that serves this store.
+        ``also(tx, message_id)`` runs first in the same transaction (e.g. recording the application's
+        request, :mod:`msh.api`): when it raises, nothing of the submission is committed.
 
         Raises :class:`~cpa.resolve.AgreementRefused` (a :class:`ConfigurationError`) when no agreement
         in force lets us send it, :class:`ConfigurationError` for a choice the agreement forbids.
@@ -228,12 +246,12 @@ class Msh:
         """
         prepared = self.submissions.prepare(submission)
         try:
-            after = self.core.writer.call(prepared.unit)
+            after = self.core.writer.call(_with(also, prepared))
         finally:
             prepared.close()
         return self._submitted(prepared, after)
 
-    async def submit_async(self, submission: Submission) -> str:
+    async def submit_async(self, submission: Submission, *, also: AlsoCommit | None = None) -> str:
         """:meth:`submit` for asyncio applications: the commit is awaited, not waited for, so many
         submissions share a commit (group commit) and the event loop goes on meanwhile."""
         prepare = self.submissions.prepare
@@ -241,7 +259,7 @@ class Msh:
         offload = is_large(submission) or self.core.security.in_use
         prepared = await self.core.off_loop(prepare, submission) if offload else prepare(submission)
         try:
-            after = await self.core.writer.run(prepared.unit)
+            after = await self.core.writer.run(_with(also, prepared))
         finally:
             prepared.close()
         return self._submitted(prepared, after)

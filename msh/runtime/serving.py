@@ -13,7 +13,8 @@ from __future__ import annotations
 
 import asyncio
 import socket
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from typing import Protocol
 
 from msh.runtime.config import Settings
 from msh.runtime.msh import Msh
@@ -21,7 +22,16 @@ from msh.transport.asgi import Endpoint
 from msh.transport.server import DoorLimits, bind, run_loop, serve_app
 from msh.transport.tls import server_context, trust_anchors_pem
 
-__all__ = ["bind", "run", "serve"]
+__all__ = ["Companion", "bind", "run", "serve"]
+
+
+class Companion(Protocol):
+    """Something served beside the endpoint by the same process (the application interfaces,
+    :mod:`msh.api`): started once the runtime runs, stopped before it stops."""
+
+    async def start(self) -> None: ...
+
+    async def stop(self) -> None: ...
 
 
 async def serve(
@@ -31,8 +41,10 @@ async def serve(
     sock: socket.socket | None = None,
     ready: Callable[[int], None] | None = None,
     stop: asyncio.Event | None = None,
+    companions: Sequence[Companion] = (),
 ) -> None:
-    """Serve ``msh`` until SIGINT/SIGTERM (or ``stop`` is set); ``ready(port)`` is called once listening.
+    """Serve ``msh`` until SIGINT/SIGTERM (or ``stop`` is set); ``ready(port)`` is called once listening;
+    ``companions`` start after the runtime and stop before it.
 
     Returns once the server and the runtime have stopped; the store stays open (:meth:`Msh.close`)."""
     s = settings.server
@@ -54,21 +66,41 @@ async def serve(
         max_connections_per_client=s.max_connections_per_client,
     )
     listener = sock if sock is not None else bind(s.host, s.port)
+    started: list[Companion] = []
+
+    async def start() -> None:
+        await msh.start()
+        for companion in companions:
+            await companion.start()
+            started.append(companion)
+
+    async def stop_after() -> None:
+        try:
+            for companion in reversed(started):
+                await companion.stop()
+        finally:
+            await msh.stop()
+
     await serve_app(
         app,
         listener=listener,
         ssl_context=context,
         limits=limits,
-        start=msh.start,
-        stop_after=msh.stop,
+        start=start,
+        stop_after=stop_after,
         ready=ready,
         stop=stop,
     )
 
 
 def run(
-    settings: Settings, msh: Msh, *, sock: socket.socket | None = None, ready: Callable[[int], None] | None = None
+    settings: Settings,
+    msh: Msh,
+    *,
+    sock: socket.socket | None = None,
+    ready: Callable[[int], None] | None = None,
+    companions: Sequence[Companion] = (),
 ) -> None:
     """Blocking :func:`serve` on a new event loop (uvloop where installed); ``sock``: a listening socket
     from :func:`bind` (default: bound here from the settings)."""
-    run_loop(serve(settings, msh, sock=sock, ready=ready))
+    run_loop(serve(settings, msh, sock=sock, ready=ready, companions=companions))

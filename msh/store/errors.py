@@ -5,7 +5,7 @@ from __future__ import annotations
 from msh.errors import MshError
 from msh.store.records import Direction
 
-__all__ = ["DuplicateMessage", "StoreError", "TransactionLost", "UnknownBlob", "UnknownMessage"]
+__all__ = ["DuplicateKey", "DuplicateMessage", "StoreError", "TransactionLost", "UnknownBlob", "UnknownMessage"]
 
 
 class StoreError(MshError):
@@ -19,6 +19,16 @@ class DuplicateMessage(StoreError):
         super().__init__(f"{direction.value} message {message_id!r} is already stored")
         self.message_id = message_id
         self.direction = direction
+
+
+class DuplicateKey(StoreError):
+    """A record of the application interfaces with this key (a request's Message-ID, a batch id) is
+    already stored; nothing was written and the transaction stays usable."""
+
+    def __init__(self, key: str, what: str) -> None:
+        super().__init__(f"{what} {key!r} is already stored")
+        self.key = key
+        self.what = what
 
 
 class TransactionLost(StoreError):

@@ -28,7 +28,7 @@ from datetime import datetime
 from typing import Any, BinaryIO, Final
 
 from msh.engine import OutboundState, OutboundStatus
-from msh.store import records, rules
+from msh.store import app_records, records, rules
 from msh.store.api import Store
 from msh.store.blobs import iter_chunks
 from msh.store.transaction import BlobInfo, Transaction
@@ -293,6 +293,83 @@ class _MemoryTransaction(Transaction):
         ]
         return [_own_copy(event) for event in found[-limit:]]
 
+    # -- application interfaces (msh.store.app_port)
+
+    def _app_request(self, message_id: str) -> app_records.AppRequest | None:
+        return self._store.app_requests.get(message_id)
+
+    def _add_app_request(self, request: app_records.AppRequest) -> bool:
+        if request.message_id in self._store.app_requests:
+            return False
+        self._set(self._store.app_requests, request.message_id, request)
+        return True
+
+    def _purge_app_requests(self, before: datetime) -> int:
+        old = [k for k, r in self._store.app_requests.items() if r.created_at < before]
+        for key in old:
+            self._remove(self._store.app_requests, key)
+        return len(old)
+
+    def _inbox_claim(self, entry_id: int) -> app_records.InboxClaim | None:
+        return self._store.claims.get(entry_id)
+
+    def _put_inbox_claim(self, claim: app_records.InboxClaim) -> bool:
+        if claim.entry_id not in self._store.inbox:
+            return False
+        self._set(self._store.claims, claim.entry_id, claim)
+        return True
+
+    def _add_inbox_batch(self, batch: app_records.InboxBatch) -> bool:
+        if batch.batch_id in self._store.batches:
+            return False
+        self._set(self._store.batches, batch.batch_id, batch)
+        return True
+
+    def _inbox_batch(self, batch_id: str) -> app_records.InboxBatch | None:
+        return self._store.batches.get(batch_id)
+
+    def _confirm_inbox_batch(self, batch_id: str, at: datetime) -> None:
+        self._set(self._store.batches, batch_id, replace(self._store.batches[batch_id], confirmed_at=at))
+
+    def _app_cursor(self, name: str) -> int:
+        return self._store.cursors.get(name, 0)
+
+    def _set_app_cursor(self, name: str, position: int) -> None:
+        self._set(self._store.cursors, name, position)
+
+    def _app_inbox(self, query: app_records.InboxQuery) -> list[app_records.AppInboxItem]:
+        items = []
+        for entry in self._store.inbox.values():
+            claim = self._store.claims.get(entry.id)
+            if not app_records.in_view(query.view, entry, claim, query.now):
+                continue
+            if query.received_before is not None and entry.received_at >= query.received_before:
+                continue
+            record = self._store.inbound[entry.id]
+            wanted = (
+                (query.cpaid, record.cpaid),
+                (query.service, record.service),
+                (query.action, record.action),
+                (query.conversation_id, record.conversation_id),
+            )
+            if any(want is not None and want != have for want, have in wanted):
+                continue
+            priority = query.priority(record.cpaid, record.service, record.action)
+            items.append(
+                app_records.AppInboxItem(
+                    entry,
+                    record.cpaid,
+                    record.service,
+                    record.action,
+                    record.conversation_id,
+                    record.from_party,
+                    claim,
+                    priority,
+                )
+            )
+        items.sort(key=lambda i: (-i.priority, i.entry.received_at, i.entry.id))
+        return items[: query.limit]
+
 
 class MemoryStore(Store):
     """A store that lives in this process's memory (see the module docs); ``open_store("memory:")``."""
@@ -305,6 +382,10 @@ class MemoryStore(Store):
         self.first_copy: dict[str, int] = {}  # MessageId -> id of its first stored copy
         self.de_records: dict[str, int] = {}  # MessageId -> id of its duplicate-elimination record
         self.inbox: dict[int, records.InboxEntry] = {}
+        self.app_requests: dict[str, app_records.AppRequest] = {}
+        self.claims: dict[int, app_records.InboxClaim] = {}
+        self.batches: dict[str, app_records.InboxBatch] = {}
+        self.cursors: dict[str, int] = {}
         self.timers: dict[int, records.Timer] = {}
         self.events: dict[int, records.Event] = {}
         self.blobs: dict[int, tuple[bytes, ...]] = {}

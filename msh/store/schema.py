@@ -22,6 +22,10 @@ Tables
     ``events``
         The append-only journal: each event's time, kind, message and detail, and in typed columns the
         facts the delivery reports group by (:mod:`msh.store.journal`, revision 0005).
+    ``app_requests``, ``inbox_claims``, ``inbox_batches``, ``app_cursors``
+        The application interfaces' records (revision 0006, :mod:`msh.store.app_records`): exactly-once
+        requests with their responses, leases and rejections of inbox entries, fetched batches, and how
+        far each reader of the journal (a webhook) has got.
     ``schema_version``
         Alembic's record of the applied revision (not described here).
 
@@ -72,11 +76,15 @@ __all__ = [
     "OUTBOUND_STATUSES",
     "UtcDateTime",
     "XsDurationText",
+    "app_cursors",
+    "app_requests",
     "blob_chunks",
     "blobs",
     "events",
     "inbound_messages",
     "inbox",
+    "inbox_batches",
+    "inbox_claims",
     "metadata",
     "outbound_messages",
     "timers",
@@ -315,4 +323,48 @@ events = Table(
     Index(None, "at"),
     Index(None, "message_id"),
     Index(None, "kind", "at"),
+)
+
+# The application interfaces (revision 0006, msh.store.app_records).
+app_requests = Table(
+    "app_requests",
+    metadata,
+    Column("message_id", Text, primary_key=True),
+    Column("application", Text, nullable=False),
+    Column("msg_create", UtcDateTime, nullable=False),
+    Column("fingerprint", Text, nullable=False),
+    Column("status", Integer, nullable=False),
+    Column("response", LargeBinary, nullable=False),
+    Column("created_at", UtcDateTime, nullable=False),
+    Index(None, "created_at"),
+)
+
+inbox_claims = Table(
+    "inbox_claims",
+    metadata,
+    Column("inbound_id", ID_TYPE, ForeignKey("inbox.inbound_id", ondelete="CASCADE"), primary_key=True),
+    Column("application", Text, nullable=True),
+    Column("lease_until", UtcDateTime, nullable=True),
+    Column("batch_id", Text, nullable=True),
+    Column("rejected_at", UtcDateTime, nullable=True),
+    Column("reason", Text, nullable=True),
+    Column("takes", Integer, nullable=False),
+)
+
+inbox_batches = Table(
+    "inbox_batches",
+    metadata,
+    Column("batch_id", Text, primary_key=True),
+    Column("application", Text, nullable=False),
+    Column("entry_ids", JSON_TYPE, nullable=False),
+    Column("created_at", UtcDateTime, nullable=False),
+    Column("lease_until", UtcDateTime, nullable=False),
+    Column("confirmed_at", UtcDateTime, nullable=True),
+)
+
+app_cursors = Table(
+    "app_cursors",
+    metadata,
+    Column("name", Text, primary_key=True),
+    Column("position", BigInteger, nullable=False),
 )

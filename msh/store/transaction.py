@@ -19,6 +19,7 @@ from typing import BinaryIO
 
 from msh.engine import OutboundState, OutboundStatus
 from msh.store import journal, records, rules
+from msh.store.app_port import AppPort
 from msh.store.blobs import open_chunks
 from msh.store.errors import DuplicateMessage, StoreError, UnknownBlob, UnknownMessage
 from msh.store.journal_steps import JournalSteps
@@ -29,7 +30,7 @@ BlobInfo = tuple[int, int]
 """A stored blob's (chunk count, size in bytes)."""
 
 
-class Transaction(JournalSteps):
+class Transaction(JournalSteps, AppPort):
     """One unit of work on the store; see :mod:`msh.store.api` for the rules shared by every method.
 
     The public methods are the port; each applies its rules and calls the storage steps (the abstract

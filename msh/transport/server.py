@@ -32,7 +32,17 @@ import httptools
 import uvicorn
 from uvicorn.protocols.http.httptools_impl import STATUS_LINE, HttpToolsProtocol
 
-__all__ = ["DoorLimits", "GuardedProtocol", "TlsHttpToolsProtocol", "bind", "guarded_protocol", "run_loop", "serve_app"]
+__all__ = [
+    "DoorLimits",
+    "GuardedProtocol",
+    "Running",
+    "TlsHttpToolsProtocol",
+    "bind",
+    "guarded_protocol",
+    "run_loop",
+    "serve_app",
+    "start_app",
+]
 
 log = logging.getLogger("msh.server")
 
@@ -345,6 +355,55 @@ async def serve_app(
                 await stop_after()
             with contextlib.suppress(OSError):
                 listener.close()
+
+
+class Running:
+    """An ASGI application served by :func:`start_app`; :meth:`stop` ends it (open connections finish)."""
+
+    def __init__(self, server: uvicorn.Server, task: asyncio.Task[None], listener: socket.socket) -> None:
+        self.server = server
+        self.task = task
+        self.listener = listener
+        self.port = int(listener.getsockname()[1])
+
+    async def stop(self) -> None:
+        self.server.should_exit = True
+        try:
+            await self.task
+        finally:
+            with contextlib.suppress(OSError):
+                self.listener.close()
+
+
+async def start_app(
+    app: Callable[..., Awaitable[None]],
+    *,
+    listener: socket.socket,
+    ssl_context: ssl.SSLContext | None = None,
+    limits: DoorLimits = DoorLimits(),
+) -> Running:
+    """Serve ``app`` on ``listener`` beside what :func:`serve_app` serves (no signal handling of its own:
+    the caller stops it); returns once it listens."""
+    config = uvicorn.Config(
+        app,
+        http=guarded_protocol(limits),
+        loop="none",
+        lifespan="off",
+        access_log=False,
+        log_config=None,
+        timeout_keep_alive=30,
+        server_header=False,
+    )
+    config.load()
+    config.ssl = ssl_context
+    server = _Server(config)
+    task = asyncio.create_task(server.serve(sockets=[listener]))
+    while not server.started and not task.done():
+        await asyncio.sleep(0.01)
+    if task.done():
+        await task
+        raise OSError(f"the server on port {listener.getsockname()[1]} stopped while starting")
+    return Running(server, task, listener)
 
 
 def run_loop(main: Coroutine[Any, Any, None]) -> None:

@@ -44,10 +44,26 @@ def folder(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, dic
     env = {k: v for k, v in os.environ.items() if not k.startswith("MSH_")}
     b_config = work / "samples" / "config" / "party-b.toml"
     b = Partner("B", b_config, work / "samples" / "config" / "party-b.sqlite", b_port, work / "b.log")
-    b.env = {"MSH_SERVER_PORT": str(b_port)}
+    api_port, token = free_port(), "readme-erp-token-0123456789"
+    # B serves its application interfaces for the client example ("Application interfaces").
+    b.env = {
+        "MSH_SERVER_PORT": str(b_port),
+        "MSH_API_ENABLED": "true",
+        "MSH_API_PORT": str(api_port),
+        "ERP_API_TOKEN": token,
+    }
     b.start()
     try:
-        yield work, {**env, "MSH_SERVER_PORT": str(a_port), "PYTHONPATH": str(ROOT)}
+        yield (
+            work,
+            {
+                **env,
+                "MSH_SERVER_PORT": str(a_port),
+                "PYTHONPATH": str(ROOT),
+                "PYMSH_API": f"http://127.0.0.1:{api_port}/api",
+                "ERP_API_TOKEN": token,
+            },
+        )
     finally:
         b.stop()
 

@@ -18,6 +18,7 @@ from cpa.precedence import Reading
 from msh.ebms.message import ParseMode
 from msh.engine.routing import Route
 from msh.runtime.config import rules
+from msh.runtime.config.api import ApiSettings
 from msh.runtime.config.declaration import Section, SettingsError, declared, setting
 from msh.runtime.config.values import AGREEMENT_PATHS, PEM_FILE, PEM_FILES, STORE_URL
 
@@ -25,6 +26,7 @@ __all__ = [
     "SECTIONS",
     "SETTINGS",
     "AgreementSettings",
+    "ApiSettings",
     "IdentitySettings",
     "ReceivingSettings",
     "RoutingSettings",
@@ -430,6 +432,7 @@ class Settings:
     sending: SendingSettings = SendingSettings()
     receiving: ReceivingSettings = ReceivingSettings()
     timers: TimerSettings = TimerSettings()
+    api: ApiSettings = ApiSettings()  # noqa: RUF009 (frozen, like the sections above)
     routing: RoutingSettings = RoutingSettings()
     source: str = "<defaults>"
 

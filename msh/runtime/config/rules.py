@@ -192,6 +192,25 @@ def cross_problems(values: Mapping[str, Any], label: Label, bad: Collection[str]
 
     problems: list[str] = []
     if (
+        usable("api.enabled", "api.applications", "api.client_ca")
+        and values["api.enabled"]
+        and not values["api.applications"]
+        and not values["api.client_ca"]
+    ):
+        problems.append(
+            f"{label('api.enabled')} is true but {label('api.applications')} names no application (and "
+            f'{label("api.client_ca")} is empty): add one, e.g. ["billing=env:BILLING_TOKEN"]'
+        )
+    if (
+        usable("api.tls", "api.client_ca", "tls.certificate", "tls.private_key")
+        and (values["api.tls"] or values["api.client_ca"])
+        and (values["tls.certificate"] is None or values["tls.private_key"] is None or not values["api.tls"])
+    ):
+        problems.append(
+            f"{label('api.tls')} (or {label('api.client_ca')}) needs HTTPS: set {label('api.tls')} true, "
+            f"{label('tls.certificate')} and {label('tls.private_key')}"
+        )
+    if (
         usable("server.tls", "tls.certificate", "tls.private_key")
         and values["server.tls"]
         and (values["tls.certificate"] is None or values["tls.private_key"] is None)

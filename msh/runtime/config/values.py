@@ -32,6 +32,7 @@ __all__ = [
     "PEM_FILES",
     "STORE_URL",
     "TEXT",
+    "TEXTS",
     "XS_DURATION",
     "Choice",
     "Invalid",
@@ -351,6 +352,24 @@ class _Paths(Kind):
         return "[" + ", ".join(self.item.show(path) for path in value) + "]"
 
 
+class _Texts(Kind):
+    """A list of strings: a TOML array of strings, or separated by commas in the environment."""
+
+    def from_toml(self, value: object, hint: str) -> Any:
+        if not isinstance(value, list):
+            raise _wrong_type(value, "a list of strings", hint)
+        for index, item in enumerate(value):
+            if not isinstance(item, str):
+                raise Invalid(f"item {index + 1} {show(item)} is {type_name(item)}, not a string; {hint}")
+        return tuple(value)
+
+    def from_text(self, text: str, hint: str) -> Any:
+        return tuple(part.strip() for part in text.split(",") if part.strip())
+
+    def show(self, value: Any) -> str:
+        return "[" + ", ".join(json.dumps(item) for item in value) + "]"
+
+
 class Choice(Kind):
     """One of the values of a :class:`~enum.StrEnum` (any case)."""
 
@@ -381,6 +400,8 @@ DURATION: Final[Kind] = _Duration()
 """A fixed-length xs:duration or a number of seconds, not negative."""
 XS_DURATION: Final[Kind] = _XsDuration()
 """An xs:duration that may count months (``"P1M"``), or a number of seconds: like an agreement's durations."""
+TEXTS: Final[Kind] = _Texts()
+"""A list of strings."""
 PEM_FILE: Final[Kind] = _PemFile()
 """The path of an existing PEM file."""
 PEM_FILES: Final[Kind] = _Paths(_PemFile())

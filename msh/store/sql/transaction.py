@@ -39,6 +39,7 @@ from msh.store.errors import StoreError, TransactionLost
 from msh.store.prepared import Prepared
 from msh.store.schema import UtcDateTime, blob_chunks, events, inbound_messages, inbox, outbound_messages, timers
 from msh.store.sql import rows
+from msh.store.sql.app_steps import SqlAppSteps
 from msh.store.sql.statements import (
     BLOB_KEYS,
     BLOB_SIZE_KEYS,
@@ -77,7 +78,7 @@ class SqlOwner(Protocol):
     def failure(self, exc: Exception) -> StoreError: ...
 
 
-class SqlTransaction(Transaction):
+class SqlTransaction(SqlAppSteps, Transaction):
     """One transaction on one connection of a :class:`~msh.store.sql.SqlStore`."""
 
     def __init__(self, store: SqlOwner, connection: Connection, readonly: bool) -> None:

@@ -261,7 +261,8 @@ def test_unknown_sections_and_keys_in_the_file_are_refused_with_the_valid_ones()
         "the keys of [server] are host, port, path, tls, max_body_bytes, max_header_bytes, max_headers, "
         "read_timeout, max_connections_per_client",
         "[agreement] (in t.toml) is not a settings section (did you mean 'agreements'?); the sections are "
-        "[identity], [agreements], [store], [server], [tls], [security], [sending], [receiving], [timers], [routing]",
+        "[identity], [agreements], [store], [server], [tls], [security], [sending], [receiving], [timers], [api], "
+        "[routing]",
     ]
 
 
