@@ -33,6 +33,7 @@ from msh.analytics.dataset import write_days
 from msh.errors import ConfigurationError
 from msh.store.api import Event, Store
 from msh.store.sql import SqlStore
+from msh.store.sql.statements import EVENT_KEYS
 
 __all__ = ["CHUNK", "ExportResult", "Window", "export_journal"]
 
@@ -40,25 +41,8 @@ CHUNK = 100_000
 """Events per chunk read from the store (and per file written, at most)."""
 
 _SETTLE_POSTGRES = timedelta(minutes=1)
-_READ_COLUMNS = (
-    "id",
-    "at",
-    "kind",
-    "message_id",
-    "direction",
-    "role",
-    "cpa_id",
-    "from_party",
-    "to_party",
-    "service",
-    "action",
-    "conversation_id",
-    "size",
-    "attempt",
-    "severity",
-    "cause",
-    "deadline",
-)
+# The journal's columns as the store writes them, the detail read apart (as text).
+_READ_COLUMNS = ("id", *(key for key in EVENT_KEYS if key != "detail"))
 
 
 @dataclass(frozen=True, slots=True)
