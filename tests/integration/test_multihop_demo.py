@@ -28,7 +28,10 @@ def test_every_message_goes_through_the_intermediary_exactly_once(demo: subproce
     assert "\nevery message delivered exactly once\n" in out
     # Each MSH's records: A's messages were forwarded by I (hop acknowledgment) and delivered (C's).
     assert re.search(rf"party A \(From party\): {MESSAGES} submitted, \d+ transmissions to I", out), out
-    assert f"{MESSAGES} forwarded (I's hop acknowledgment" in out
+    # Each message was delivered end to end; most were forwarded first, but when I's hop acknowledgment
+    # is lost on the way back, C's end-to-end one may reach A before any copy is acknowledged by I.
+    forwarded = re.search(rf"; (\d+) forwarded \(I's hop acknowledgment, actor nextMSH\), {MESSAGES} delivered", out)
+    assert forwarded is not None and 0 < int(forwarded.group(1)) <= MESSAGES, out
     assert re.search(rf"intermediary I: +\d+ copies of {MESSAGES} messages from A stored and forwarded to C", out)
     assert re.search(rf"party C \(To party\): +{MESSAGES} received and delivered to the inbox", out), out
     assert re.search(r"hop A->I \(and C->I\): the proxy in front of I lost \d+ of \d+ flights", out), out
