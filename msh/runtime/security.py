@@ -26,10 +26,10 @@ from __future__ import annotations
 
 import io
 import logging
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from typing import Any, TypeVar
 
 from cryptography import x509
 from cryptography.hazmat.primitives.serialization import Encoding
@@ -197,13 +197,9 @@ class MessageSecurity:
         cpa = self.registry.get(params.cpaid)
         if cpa is None:
             return None
-        key = (params.cpaid, params.sending_channel_id, params.receiving_channel_id)
-        hit = self._encrypting.get(key)
-        if hit is not None and hit[0] is cpa:
-            return hit[1]
-        policy = encryption_policy(cpa, params.sending_channel_id, params.receiving_channel_id)
-        self._encrypting[key] = (cpa, policy)
-        return policy
+        return _per_channels(
+            self._encrypting, cpa, params.sending_channel_id, params.receiving_channel_id, encryption_policy
+        )
 
     def _signer(self, what: str) -> tuple[PrivateKey, x509.Certificate]:
         keys = self.keys
@@ -304,25 +300,17 @@ class MessageSecurity:
         cpa = result.cpa
         if cpa is None:
             return None
-        key = (cpa.cpaid, result.sending_channel_id, result.receiving_channel_id)
-        hit = self._verifying.get(key)
-        if hit is not None and hit[0] is cpa:
-            return hit[1]
-        policy = verification_policy(cpa, result.sending_channel_id, result.receiving_channel_id)
-        self._verifying[key] = (cpa, policy)
-        return policy
+        return _per_channels(
+            self._verifying, cpa, result.sending_channel_id, result.receiving_channel_id, verification_policy
+        )
 
     def _inbound_encryption(self, result: CheckResult) -> EncryptionPolicy | None:
         cpa = result.cpa
         if cpa is None:
             return None
-        key = (cpa.cpaid, result.sending_channel_id, result.receiving_channel_id)
-        hit = self._encrypting.get(key)
-        if hit is not None and hit[0] is cpa:
-            return hit[1]
-        policy = encryption_policy(cpa, result.sending_channel_id, result.receiving_channel_id)
-        self._encrypting[key] = (cpa, policy)
-        return policy
+        return _per_channels(
+            self._encrypting, cpa, result.sending_channel_id, result.receiving_channel_id, encryption_policy
+        )
 
     def signed_ack_issue(self, message: EbxmlMessage) -> Issue | None:
         """ebMS2 §6.3.1.2: a signed acknowledgment asked of an MSH that has no signing key is refused
@@ -442,3 +430,24 @@ class MessageSecurity:
         """The ds:Reference elements an acknowledgment of the unsigned ``message`` carries (ebMS2 §6.3.2.5)."""
         payloads = {p.content_id or "": p.body for p in message.payloads}
         return receipt_references(message.soap, payloads, digest=digest)
+
+
+_P = TypeVar("_P")
+
+
+def _per_channels(
+    cache: dict[tuple[str, str | None, str | None], tuple[object, _P]],
+    cpa: CollaborationProtocolAgreement,
+    sending: str | None,
+    receiving: str | None,
+    make: Callable[[CollaborationProtocolAgreement, str | None, str | None], _P],
+) -> _P:
+    """``make(cpa, sending, receiving)``, kept per agreement and channel pair until the agreement object is
+    replaced (a reloaded agreement is read again)."""
+    key = (cpa.cpaid, sending, receiving)
+    hit = cache.get(key)
+    if hit is not None and hit[0] is cpa:
+        return hit[1]
+    value = make(cpa, sending, receiving)
+    cache[key] = (cpa, value)
+    return value

@@ -282,6 +282,26 @@ class _Server(uvicorn.Server):
         yield
 
 
+def _uvicorn_server(
+    app: Callable[..., Awaitable[None]], ssl_context: ssl.SSLContext | None, limits: DoorLimits
+) -> _Server:
+    """The uvicorn server both :func:`serve_app` and :func:`start_app` run: the guarded protocol, no loop,
+    lifespan, access log or logging set-up of uvicorn's own, the TLS context as given."""
+    config = uvicorn.Config(
+        app,
+        http=guarded_protocol(limits),
+        loop="none",
+        lifespan="off",
+        access_log=False,
+        log_config=None,
+        timeout_keep_alive=30,
+        server_header=False,
+    )
+    config.load()
+    config.ssl = ssl_context
+    return _Server(config)
+
+
 @contextlib.contextmanager
 def _stop_on_signals(server: uvicorn.Server) -> Generator[None, None, None]:
     """SIGINT/SIGTERM ask ``server`` to exit (a second SIGINT: without waiting for open connections),
@@ -318,19 +338,7 @@ async def serve_app(
     """Serve the ASGI ``app`` on ``listener`` until SIGINT/SIGTERM (or ``stop`` is set): ``start()`` runs
     before it listens, ``ready(port)`` once it listens, ``stop_after()`` once it has stopped; the listener
     is closed at the end. Returns (the signal does not end the process; see the module docs)."""
-    config = uvicorn.Config(
-        app,
-        http=guarded_protocol(limits),
-        loop="none",
-        lifespan="off",
-        access_log=False,
-        log_config=None,
-        timeout_keep_alive=30,
-        server_header=False,
-    )
-    config.load()
-    config.ssl = ssl_context
-    server = _Server(config)
+    server = _uvicorn_server(app, ssl_context, limits)
     port = int(listener.getsockname()[1])
     with _stop_on_signals(server):
         if start is not None:
@@ -384,19 +392,7 @@ async def start_app(
 ) -> Running:
     """Serve ``app`` on ``listener`` beside what :func:`serve_app` serves (no signal handling of its own:
     the caller stops it); returns once it listens."""
-    config = uvicorn.Config(
-        app,
-        http=guarded_protocol(limits),
-        loop="none",
-        lifespan="off",
-        access_log=False,
-        log_config=None,
-        timeout_keep_alive=30,
-        server_header=False,
-    )
-    config.load()
-    config.ssl = ssl_context
-    server = _Server(config)
+    server = _uvicorn_server(app, ssl_context, limits)
     task = asyncio.create_task(server.serve(sockets=[listener]))
     while not server.started and not task.done():
         await asyncio.sleep(0.01)
