@@ -65,8 +65,7 @@ SCHEMA: Final = pa.schema(
 """The columns of a journal file (the ``day`` partition column comes from the folder name)."""
 
 
-def day_of(table: pa.Table) -> pa.Array:
-    """The UTC day of each event of ``table``, as ``YYYY-MM-DD`` text (the partition value)."""
-    import pyarrow.compute as pc
-
-    return pc.strftime(table.column("at"), format="%Y-%m-%d")
+def day_of(table: pa.Table) -> pa.ChunkedArray:
+    """The UTC day of each event of ``table`` (dates: the partition value is their ISO form)."""
+    # UTC wall time, then its date (a cast; formatting each time as text costs fifty times more).
+    return table.column("at").cast(pa.timestamp("us")).cast(pa.date32())

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pyarrow as pa
@@ -12,7 +13,7 @@ import pyarrow.parquet as pq
 from msh.analytics.columns import SCHEMA, day_of
 from msh.errors import ConfigurationError
 
-__all__ = ["check_journal_folders", "journal_files", "write_days"]
+__all__ = ["check_journal_folders", "journal_extent", "journal_files", "write_days"]
 
 
 def write_days(table: pa.Table, out: Path, name: str) -> int:
@@ -24,7 +25,7 @@ def write_days(table: pa.Table, out: Path, name: str) -> int:
     written = 0
     for day in pc.unique(days).to_pylist():
         part = table.filter(pc.equal(days, day))
-        folder = out / f"day={day}"
+        folder = out / f"day={day.isoformat()}"
         folder.mkdir(parents=True, exist_ok=True)
         final = folder / f"{name}.parquet"
         temporary = folder / f".{name}.parquet.tmp"
@@ -51,3 +52,31 @@ def check_journal_folders(folders: list[Path]) -> None:
                 f"{folder}: no journal files in it (day=YYYY-MM-DD/*.parquet); export one with "
                 "'msh export --config FILE --out DIR' or make one with 'msh journal generate'"
             )
+
+
+def journal_extent(folders: list[Path]) -> tuple[int, datetime | None]:
+    """The number of events in the journal folders and the time of the latest, read from the Parquet
+    files' footers (row counts and column statistics) without reading the events; the time is None when
+    a file carries no statistics for ``at`` (then it has to be computed)."""
+    events, latest, known = 0, None, True
+    for folder in folders:
+        for path in journal_files(folder):
+            try:
+                meta = pq.ParquetFile(path).metadata
+            except (OSError, ValueError) as exc:  # pyarrow's ArrowInvalid is a ValueError
+                raise ConfigurationError(
+                    f"{path} is not a Parquet file ({exc}); move it out of the journal folder or export again"
+                ) from None
+            events += meta.num_rows
+            at = meta.schema.to_arrow_schema().get_field_index("at")
+            for i in range(meta.num_row_groups):
+                group = meta.row_group(i)
+                if group.num_rows == 0:
+                    continue
+                stats = group.column(at).statistics if at >= 0 else None
+                if stats is None or not stats.has_min_max:
+                    known = False
+                    continue
+                top = stats.max if stats.max.tzinfo else stats.max.replace(tzinfo=UTC)
+                latest = top if latest is None or top > latest else latest
+    return events, latest if known else None

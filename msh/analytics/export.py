@@ -8,6 +8,10 @@ kept. A later run skips what an earlier one covered, so it writes only what is n
 same range run again writes nothing twice (idempotent); a run cut short leaves files that the next run
 writes again under the same names.
 
+The chunks of an SQL store are read and written by worker processes side by side (``workers``), each
+reading its id range through ADBC as Arrow columns (:mod:`msh.analytics.export_chunk`); the in-memory
+store's are read through its port here.
+
 On PostgreSQL several writers commit concurrently, so an event id can become visible after a higher one:
 the events of the last minute are left to the next run (``settle``).
 """
@@ -16,49 +20,29 @@ from __future__ import annotations
 
 import hashlib
 import json
+import multiprocessing
+import os
 import re
 from collections.abc import Callable, Iterator, Sequence
-from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import asdict, dataclass
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import asdict, dataclass, replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Any
 
-import pyarrow as pa
-import pyarrow.compute as pc
 from sqlalchemy import text
 
-from msh.analytics.columns import SCHEMA
-from msh.analytics.dataset import write_days
+from msh.analytics.export_chunk import Chunk, Window, export_sql_chunk, port_table, write_chunk
+from msh.analytics.needs import require
 from msh.errors import ConfigurationError
-from msh.store.api import Event, Store
+from msh.store.api import Store
 from msh.store.sql import SqlStore
-from msh.store.sql.statements import EVENT_KEYS
 
-__all__ = ["CHUNK", "ExportResult", "Window", "export_journal"]
+__all__ = ["CHUNK", "ExportResult", "Window", "default_workers", "export_journal"]
 
 CHUNK = 100_000
 """Events per chunk read from the store (and per file written, at most)."""
 
 _SETTLE_POSTGRES = timedelta(minutes=1)
-# The journal's columns as the store writes them, the detail read apart (as text).
-_READ_COLUMNS = ("id", *(key for key in EVENT_KEYS if key != "detail"))
-
-
-@dataclass(frozen=True, slots=True)
-class Window:
-    """What one run covered: the events with an id in (``lo``, ``hi``] and a time in [``since``, ``until``)
-    (an open end where None)."""
-
-    lo: int
-    hi: int
-    since: str | None = None
-    until: str | None = None
-
-    @property
-    def unbounded(self) -> bool:
-        """True when the run kept every event of its id range."""
-        return self.since is None and self.until is None
 
 
 @dataclass(frozen=True, slots=True)
@@ -116,78 +100,55 @@ def _save_windows(path: Path, windows: Sequence[Window]) -> None:
     temporary.replace(path)
 
 
-def _time_array(values: Sequence[object]) -> pa.Array:
-    """Times as read back (UTC wall-time text on SQLite, aware datetimes on PostgreSQL) as UTC timestamps."""
-    sample = next((v for v in values if v is not None), None)
-    if isinstance(sample, str):
-        naive = pa.array(values, pa.string()).cast(pa.timestamp("us"))
-        return naive.cast(pa.timestamp("us", tz="UTC"))
-    return pa.array(values, pa.timestamp("us", tz="UTC"))
+def default_workers() -> int:
+    """Worker processes of an export when none is asked for: one per core, at most four."""
+    return max(1, min(4, os.cpu_count() or 1))
 
 
-def _table(source: str, columns: dict[str, list[Any]], details: list[Any]) -> pa.Table:
-    n = len(columns["id"])
-    arrays: dict[str, pa.Array] = {
-        "source": pa.array([source] * n, pa.string()),
-        "event_id": pa.array(columns["id"], pa.int64()),
-        "at": _time_array(columns["at"]),
-    }
-    for name in _READ_COLUMNS[2:]:
-        if name == "deadline":
-            arrays[name] = _time_array(columns[name])
-        elif name == "size":
-            arrays[name] = pa.array(columns[name], pa.int64())
-        elif name == "attempt":
-            arrays[name] = pa.array(columns[name], pa.int32())
-        else:
-            arrays[name] = pa.array(columns[name], pa.string())
-    arrays["detail"] = pa.array([d if isinstance(d, str) or d is None else json.dumps(d) for d in details], pa.string())
-    return pa.table([arrays[f.name] for f in SCHEMA], schema=SCHEMA)
+def _url(store: Store) -> str:
+    """The URL an export worker connects to ("" for a store that is not an SQL database)."""
+    if not isinstance(store, SqlStore):
+        return ""
+    url = store.engine.url
+    if url.get_backend_name() == "sqlite" and url.database in (None, "", ":memory:"):
+        return ""  # an SQLite database in memory is visible to this process only
+    return url.render_as_string(hide_password=False)
 
 
-def _sql_chunks(store: Store, start: int, hi: int, chunk: int) -> Iterator[tuple[dict[str, list[Any]], list[Any]]]:
-    """The events with an id in (start, hi], ``chunk`` at a time, as raw columns (no per-row objects: the
-    driver's own cursor, read-only, one statement per chunk)."""
-    assert isinstance(store, SqlStore)
-    engine = store.engine
-    marker = "?" if engine.dialect.paramstyle == "qmark" else "%s"
-    query = (
-        f"SELECT {', '.join(_READ_COLUMNS)}, CAST(detail AS TEXT) AS detail FROM events"
-        f" WHERE id > {marker} AND id <= {marker} ORDER BY id LIMIT {marker}"
-    )
-    after = start
-    connection = engine.raw_connection()
-    try:
-        cursor = connection.cursor()
-        while after < hi:
-            cursor.execute(query, (after, hi, chunk))
-            rows = cursor.fetchall()
-            if not rows:
-                break
-            cols = list(zip(*rows, strict=True))
-            yield {name: list(cols[i]) for i, name in enumerate(_READ_COLUMNS)}, list(cols[-1])
-            after = int(rows[-1][0])
-        cursor.close()
-    finally:
-        connection.rollback()
-        connection.close()
-
-
-def _port_chunks(store: Store, start: int, hi: int, chunk: int) -> Iterator[tuple[dict[str, list[Any]], list[Any]]]:
-    """The same through the store's port (the in-memory twin)."""
-    after = start
-    while after < hi:
+def _port_chunks(store: Store, chunks: Sequence[Chunk]) -> Iterator[tuple[int, int]]:
+    """The chunks read through the store's port, in this process (the in-memory store)."""
+    for c in chunks:
         with store.transaction(readonly=True) as tx:
-            events: list[Event] = [e for e in tx.list_events(after, limit=chunk) if e.id <= hi]
-        if not events:
-            return
-        columns: dict[str, list[Any]] = {name: [] for name in _READ_COLUMNS}
-        for e in events:
-            for name in _READ_COLUMNS:
-                value = getattr(e, name)
-                columns[name].append(value.value if name == "direction" and value is not None else value)
-        yield columns, [e.detail for e in events]
-        after = events[-1].id
+            rows, after = [], c.lo
+            while batch := [e for e in tx.list_events(after, limit=10_000) if e.id <= c.hi]:
+                rows += batch
+                after = batch[-1].id
+        yield write_chunk(port_table(rows), c)
+
+
+def _run_chunks(store: Store, chunks: Sequence[Chunk], workers: int | None) -> Iterator[tuple[int, int]]:
+    """(events, files) written for each chunk, in order: SQL stores by worker processes (the chunks are
+    independent files, so they are read and written side by side), other stores here."""
+    if not chunks:
+        return
+    if not chunks[0].url:
+        yield from _port_chunks(store, chunks)
+        return
+    sqlite = chunks[0].url.startswith("sqlite")
+    require("adbc_driver_sqlite" if sqlite else "adbc_driver_postgresql")
+    count = min(workers or default_workers(), len(chunks))
+    # "spawn": a fresh interpreter that has never opened the store (see msh.analytics.export_chunk).
+    with ProcessPoolExecutor(count, mp_context=multiprocessing.get_context("spawn")) as pool:
+        futures = [pool.submit(export_sql_chunk, c) for c in chunks]
+        for c, future in zip(chunks, futures, strict=True):
+            try:
+                yield future.result()
+            except Exception as exc:  # the driver's or pyarrow's own error, from the worker process
+                pool.shutdown(cancel_futures=True)
+                raise ConfigurationError(
+                    f"exporting the events with ids {c.lo + 1} to {c.hi} failed: {type(exc).__name__}: {exc}; "
+                    "the files written so far stay and the next run writes this range again"
+                ) from None
 
 
 def _last_id(store: Store, settle: timedelta | None) -> int:
@@ -209,29 +170,6 @@ def _last_id(store: Store, settle: timedelta | None) -> int:
     return last
 
 
-def _keep(table: pa.Table, since: datetime | None, until: datetime | None, covered: Sequence[Window]) -> pa.Table:
-    """The rows of ``table`` within [since, until) that no earlier window covered."""
-    ids, at = table.column("event_id"), table.column("at")
-    conditions: list[Any] = []
-    if since is not None:
-        conditions.append(pc.greater_equal(at, pa.scalar(since, SCHEMA.field("at").type)))
-    if until is not None:
-        conditions.append(pc.less(at, pa.scalar(until, SCHEMA.field("at").type)))
-    for w in covered:
-        inside = pc.and_(pc.greater(ids, w.lo), pc.less_equal(ids, w.hi))
-        if w.since is not None:
-            inside = pc.and_(inside, pc.greater_equal(at, pa.scalar(datetime.fromisoformat(w.since), at.type)))
-        if w.until is not None:
-            inside = pc.and_(inside, pc.less(at, pa.scalar(datetime.fromisoformat(w.until), at.type)))
-        conditions.append(pc.invert(inside))
-    if not conditions:
-        return table
-    mask = conditions[0]
-    for condition in conditions[1:]:
-        mask = pc.and_(mask, condition)
-    return table.filter(mask)
-
-
 def _tag(since: datetime | None, until: datetime | None) -> str:
     """Part of a file name that tells runs with other time windows apart (``all``: no window)."""
     if since is None and until is None:
@@ -249,9 +187,13 @@ def export_journal(
     chunk: int = CHUNK,
     settle: timedelta | None = None,
     progress: Callable[[int, int], None] | None = None,
+    workers: int | None = None,
 ) -> ExportResult:
     """Export the journal of ``store`` (whose MSH is the party ``source``) into the folder ``out``: the
-    events in [``since``, ``until``) that no earlier run wrote (see the module docs)."""
+    events in [``since``, ``until``) that no earlier run wrote (see the module docs), ``chunk`` events
+    at a time by ``workers`` processes (:func:`default_workers` when None)."""
+    if workers is not None and workers < 1:
+        raise ConfigurationError(f"the number of worker processes must be at least 1, not {workers}")
     if chunk < 1:
         raise ConfigurationError(f"the chunk size must be at least 1 event, not {chunk}")
     if since is not None and until is not None and since >= until:
@@ -264,26 +206,24 @@ def export_journal(
     start = max((w.hi for w in windows if w.unbounded and w.lo == 0), default=0)
     covered = [w for w in windows if w.hi > start]
     hi = _last_id(store, settle)
-    reader = _sql_chunks if isinstance(store, SqlStore) else _port_chunks
+    template = Chunk(
+        _url(store),
+        start,
+        hi,
+        source,
+        str(out),
+        f"part-{_slug(source)}",
+        _tag(since, until),
+        _iso(since),
+        _iso(until),
+        tuple(covered),
+    )
+    chunks = [replace(template, lo=lo, hi=min(lo + chunk, hi)) for lo in range(start, hi, chunk)]
     events = files = 0
-    slug = _slug(source)
-    # One chunk is converted and written while the next is read (pyarrow works outside the GIL).
-    with ThreadPoolExecutor(max_workers=1) as writer:
-        pending: Future[int] | None = None
-        for columns, details in reader(store, start, hi, chunk):
-            table = _keep(_table(source, columns, details), since, until, covered)
-            if pending is not None:
-                files += pending.result()
-                pending = None
-            if table.num_rows:
-                first, last = columns["id"][0], columns["id"][-1]
-                name = f"part-{slug}-{first:012d}-{last:012d}-{_tag(since, until)}"
-                pending = writer.submit(write_days, table, out, name)
-                events += table.num_rows
-            if progress is not None:
-                progress(events, hi)
-        if pending is not None:
-            files += pending.result()
+    for written, made in _run_chunks(store, chunks, workers):
+        events, files = events + written, files + made
+        if progress is not None:
+            progress(events, hi)
     if hi > start:
         windows = _merged([*windows, Window(start, hi, _iso(since), _iso(until))])
         _save_windows(state, windows)

@@ -47,9 +47,12 @@ _USED: Final = (
 
 
 def prepare(journal: DataFrame) -> DataFrame:
-    """The journal's columns the figures use, with ``partner`` and ``day`` added."""
+    """The journal's columns the figures use, with ``partner`` added (and ``day``, the UTC day of ``at``,
+    where the journal does not carry it already: :func:`msh.analytics.report.read_journals` takes it from
+    the folder names)."""
     partner = F.when(F.col("role") == "receiver", F.col("from_party")).otherwise(F.col("to_party"))
-    return journal.select(*_USED).withColumn("partner", partner).withColumn("day", F.to_date("at"))
+    day = F.col("day") if "day" in journal.columns else F.to_date("at")
+    return journal.select(*_USED, partner.alias("partner"), day.alias("day"))
 
 
 def _at_of(kind: str) -> Column:
@@ -57,19 +60,29 @@ def _at_of(kind: str) -> Column:
 
 
 _FACTS: Final = ("cpa_id", "partner", "from_party", "to_party", "service", "action")
+_NULL: Final = "\u0000"  # stands for a missing value inside a fingerprint (journal text never holds NUL)
+
+
+def _fingerprint(*names: str) -> Column:
+    """A 64-bit fingerprint of the values of ``names`` (a missing value counts as itself)."""
+    return F.xxhash64(*(F.coalesce(F.col(name), F.lit(_NULL)) for name in names))
 
 
 def messages(events: DataFrame) -> DataFrame:
     """One row per submitted message of each source's application (see the module docs).
 
-    Built from aggregations with fixed-width results only (times, counts, ranks), which Spark runs as hash
-    aggregations, joined with the message's facts as its ``submitted`` event carries them (grouped on
-    those facts, so a message journaled twice still counts once)."""
+    One aggregation per message whose results are all fixed-width (times, counts, ranks, and 64-bit
+    fingerprints of the text facts), which Spark runs as a hash aggregation; the facts behind the
+    fingerprints (the message's agreement, parties, service and action as its ``submitted`` event carries
+    them, and the cause of its DeliveryFailure) come back from two small tables of the distinct values,
+    joined by broadcast: no per-message sort and no shuffle of text."""
     sent = events.filter(F.col("role") == "sender").filter(F.col("message_id").isNotNull())
     kind = F.col("kind")
+    submitted = kind == "submitted"
     failed = kind == "failed"
     transmission = kind == "transmission"
     rank = F.when(failed & (F.col("severity") == "Error"), 2).when(failed & (F.col("severity") == "Warning"), 1)
+    facts_key, cause_key = _fingerprint(*_FACTS), _fingerprint("cause")
     outcome = sent.groupBy("source", "message_id").agg(
         _at_of("submitted").alias("submitted_at"),
         _at_of("delivered").alias("delivered_at"),
@@ -78,25 +91,26 @@ def messages(events: DataFrame) -> DataFrame:
         F.coalesce(F.max(F.when(transmission, F.col("attempt"))), F.lit(0)).alias("attempts"),
         F.max(F.when(transmission & F.col("cause").isNull(), 1)).alias("reached_n"),
         F.max("deadline").alias("deadline"),
+        F.min(F.when(submitted, facts_key)).alias("facts_key"),
+        F.max(F.when(failed & F.col("cause").isNotNull(), cause_key)).alias("cause_key"),
     )
-    facts = (
-        sent.filter(kind == "submitted")
-        .groupBy("source", "message_id", *_FACTS)
-        .agg(F.count(F.lit(1)).alias("submissions"))
-        .drop("submissions")
+    facts = sent.filter(submitted).select(facts_key.alias("facts_key"), *_FACTS).dropDuplicates(["facts_key"])
+    causes = (
+        sent.filter(failed & F.col("cause").isNotNull())
+        .select(cause_key.alias("cause_key"), F.col("cause").alias("failure_cause"))
+        .dropDuplicates(["cause_key"])
     )
-    causes = sent.filter(failed).groupBy("source", "message_id").agg(F.max("cause").alias("failure_cause"))
     latency = (F.unix_micros("delivered_at") - F.unix_micros("submitted_at")) / F.lit(1_000_000.0)
     severity = F.when(F.col("severity_rank") == 2, "Error").when(F.col("severity_rank") == 1, "Warning")
     return (
         outcome.filter(F.col("submitted_at").isNotNull())
-        .join(facts, ["source", "message_id"], "inner")
-        .join(causes, ["source", "message_id"], "left")
+        .join(F.broadcast(facts), "facts_key", "inner")
+        .join(F.broadcast(causes), "cause_key", "left")
         .withColumn("failure_severity", severity)
         .withColumn("reached", F.col("reached_n").isNotNull())
         .withColumn("day", F.to_date("submitted_at"))
         .withColumn("latency_s", F.when(F.col("delivered_at").isNotNull(), latency))
-        .drop("severity_rank", "reached_n")
+        .drop("severity_rank", "reached_n", "facts_key", "cause_key")
     )
 
 

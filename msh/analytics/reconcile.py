@@ -31,47 +31,39 @@ __all__ = ["reconcile"]
 
 def reconcile(events: DataFrame, sent: DataFrame) -> DataFrame:
     """One row per message in one of the cases (see the module docs); ``sent`` is
-    :func:`msh.analytics.figures.messages` of ``events``."""
+    :func:`msh.analytics.figures.messages` of ``events``.
+
+    The cases are found by one join of narrow columns (the sender's outcome and the receivers' copy count
+    per MessageId), computed when this is called; the few messages found are then described from the
+    sender's facts, the receipts and
+    the intermediaries' forwards, each looked up for those messages only (broadcast joins)."""
     kind = F.col("kind")
+    receipt = (kind == "received") & (F.col("role") == "receiver")
     parties = (
         events.filter(kind == "submitted")
         .select(F.col("from_party").alias("party"))
-        .union(events.filter((kind == "received") & (F.col("role") == "receiver")).select(F.col("to_party")))
+        .union(events.filter(receipt).select(F.col("to_party")))
         .where(F.col("party").isNotNull())
         .distinct()
         .withColumn("covered", F.lit(True))
     )
-    receipts = events.filter((kind == "received") & (F.col("role") == "receiver"))
-    received = receipts.groupBy("message_id").agg(
-        F.count(F.lit(1)).alias("received_copies"), F.min("at").alias("received_at")
-    )
-    forwarded = (
-        events.filter((kind == "forward") & (F.col("role") == "intermediary"))
-        .groupBy("message_id")
-        .agg(F.array_join(F.array_sort(F.collect_set("source")), ",").alias("forwarded_by"))
-    )
+    receipts = events.filter(receipt)
+    received = receipts.groupBy("message_id").agg(F.count(F.lit(1)).alias("received_copies"))
     ours = sent.select(
         "message_id",
         F.col("source").alias("sender_journal"),
-        "from_party",
         "to_party",
-        "cpa_id",
-        "service",
-        "action",
-        "submitted_at",
-        "delivered_at",
-        "failed_at",
+        F.col("delivered_at").isNotNull().alias("acked"),
+        F.col("failed_at").isNotNull().alias("failed"),
         "reached",
         F.lit(True).alias("in_sender_journal"),
     )
-    both = (
-        ours.join(received, "message_id", "full_outer")
-        .join(parties, F.col("to_party") == F.col("party"), "left")
-        .join(forwarded, "message_id", "left")
+    both = ours.join(received, "message_id", "full_outer").join(
+        F.broadcast(parties), F.col("to_party") == F.col("party"), "left"
     )
     copies = F.coalesce(F.col("received_copies"), F.lit(0))
-    acked = F.col("delivered_at").isNotNull()
-    failed = F.col("failed_at").isNotNull()
+    acked = F.coalesce(F.col("acked"), F.lit(False))
+    failed = F.coalesce(F.col("failed"), F.lit(False))
     judged = F.coalesce(F.col("covered"), F.lit(False))
     sender = F.coalesce(F.col("in_sender_journal"), F.lit(False))
     case = (
@@ -82,11 +74,28 @@ def reconcile(events: DataFrame, sent: DataFrame) -> DataFrame:
         .when(sender & (copies >= 1) & failed, F.lit("failed_but_delivered"))
     )
     outcome = F.when(acked, F.lit("acknowledged")).when(failed, F.lit("failed")).when(sender, F.lit("pending"))
-    found = both.withColumn("case", case).filter(F.col("case").isNotNull()).withColumn("sender_outcome", outcome)
-    # Who received each one and under which agreement, from its receipts (only those of the cases).
+    found = (
+        both.withColumn("case", case)
+        .filter(F.col("case").isNotNull())
+        .select(
+            "case", "message_id", "sender_journal", copies.alias("received_copies"), outcome.alias("sender_outcome")
+        )
+    )
+    ids = F.broadcast(found.select("message_id").distinct())
+    facts = sent.join(ids, "message_id").select(
+        "message_id",
+        F.col("source").alias("sender_journal"),
+        "from_party",
+        "to_party",
+        "cpa_id",
+        "service",
+        "action",
+        "submitted_at",
+    )
+    # Who received each one and under which agreement, from its receipts.
     names = ("receiver_journal", "r_from", "r_to", "r_cpa", "r_service", "r_action")
     receipt_facts = (
-        receipts.join(F.broadcast(found.select("message_id")), "message_id")
+        receipts.join(ids, "message_id")
         .select(
             "message_id",
             F.col("source").alias("receiver_journal"),
@@ -99,18 +108,29 @@ def reconcile(events: DataFrame, sent: DataFrame) -> DataFrame:
         .groupBy("message_id")
         .agg(*(F.min(name).alias(name) for name in names))
     )
-    return found.join(receipt_facts, "message_id", "left").select(
-        "case",
-        "message_id",
-        F.coalesce("from_party", "r_from").alias("from_party"),
-        F.coalesce("to_party", "r_to").alias("to_party"),
-        F.coalesce("cpa_id", "r_cpa").alias("cpa_id"),
-        F.coalesce("service", "r_service").alias("service"),
-        F.coalesce("action", "r_action").alias("action"),
-        "sender_journal",
-        "receiver_journal",
-        "submitted_at",
-        "sender_outcome",
-        copies.alias("received_copies"),
-        "forwarded_by",
+    forwarded = (
+        events.filter((kind == "forward") & (F.col("role") == "intermediary"))
+        .join(ids, "message_id")
+        .groupBy("message_id")
+        .agg(F.array_join(F.array_sort(F.collect_set("source")), ",").alias("forwarded_by"))
+    )
+    return (
+        found.join(facts, ["message_id", "sender_journal"], "left")
+        .join(receipt_facts, "message_id", "left")
+        .join(forwarded, "message_id", "left")
+        .select(
+            "case",
+            "message_id",
+            F.coalesce("from_party", "r_from").alias("from_party"),
+            F.coalesce("to_party", "r_to").alias("to_party"),
+            F.coalesce("cpa_id", "r_cpa").alias("cpa_id"),
+            F.coalesce("service", "r_service").alias("service"),
+            F.coalesce("action", "r_action").alias("action"),
+            "sender_journal",
+            "receiver_journal",
+            "submitted_at",
+            "sender_outcome",
+            "received_copies",
+            "forwarded_by",
+        )
     )

@@ -11,23 +11,27 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import UTC, date, datetime
+from functools import partial
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from msh.analytics import figures
-from msh.analytics.dataset import check_journal_folders
+from msh.analytics.dataset import check_journal_folders, journal_extent
 from msh.analytics.generate import FAULT_CASES
 from msh.analytics.html import render
 from msh.analytics.reconcile import reconcile
 from msh.errors import ConfigurationError
 
 __all__ = ["ReportResult", "read_journals", "run_report", "spark_schema"]
+
+_T = TypeVar("_T")
 
 TABLES = ("traffic", "failures", "attempts", "reconciliation", "messages")
 
@@ -70,13 +74,14 @@ def spark_schema() -> T.StructType:
 
 
 def read_journals(spark: SparkSession, folders: Sequence[Path]) -> DataFrame:
-    """The events of every journal folder, as one DataFrame (:class:`ConfigurationError` for a folder that
-    holds no journal)."""
+    """The events of every journal folder, as one DataFrame with the ``day`` of each (:class:`ConfigurationError`
+    for a folder that holds no journal)."""
     check_journal_folders(list(folders))
     frames = []
     for folder in folders:
-        frame = spark.read.schema(spark_schema()).parquet(str(folder / "day=*"))
-        frames.append(frame.select(*spark_schema().fieldNames()))
+        # The day comes from the folder names (day=YYYY-MM-DD: the UTC day of ``at``), not computed per event.
+        frame = spark.read.schema(spark_schema()).option("basePath", str(folder)).parquet(str(folder / "day=*"))
+        frames.append(frame.select(*spark_schema().fieldNames(), F.col("day").cast(T.DateType()).alias("day")))
     journal = frames[0]
     for frame in frames[1:]:
         journal = journal.unionByName(frame)
@@ -132,17 +137,30 @@ def summarise(
     spread = tries.groupBy("attempts").agg(F.sum("messages").alias("messages"))
     counts = cases.groupBy("case").agg(F.count(F.lit(1)).alias("messages"))
     listed = cases.orderBy("case", "message_id")
-    return {
-        "sources": _rows(by_source.select("*", rate).orderBy("source")),
-        "partners": _rows(by_partner.select("*", rate).orderBy("source", F.desc("sent"), "partner")),
-        "days": _rows(by_day.orderBy("day")),
-        "failures": _rows(cause.orderBy(F.desc("failures"), "severity", "cause")),
-        "attempts": _rows(spread.orderBy("attempts")),
-        "reconciliation": {
-            "counts": {case: 0 for case in FAULT_CASES} | {r["case"]: r["messages"] for r in _rows(counts)},
-            "rows": _rows(listed.limit(500)),
-        },
+    frames = {
+        "sources": by_source.select("*", rate).orderBy("source"),
+        "partners": by_partner.select("*", rate).orderBy("source", F.desc("sent"), "partner"),
+        "days": by_day.orderBy("day"),
+        "failures": cause.orderBy(F.desc("failures"), "severity", "cause"),
+        "attempts": spread.orderBy("attempts"),
+        "counts": counts,
+        "listed": listed.limit(500),
     }
+    got = side_by_side({name: partial(_rows, frame) for name, frame in frames.items()})
+    reconciliation = {
+        "counts": {case: 0 for case in FAULT_CASES} | {r["case"]: r["messages"] for r in got.pop("counts")},
+        "rows": got.pop("listed"),
+    }
+    return got | {"reconciliation": reconciliation}
+
+
+def side_by_side(jobs: dict[str, Callable[[], _T]]) -> dict[str, _T]:
+    """Run independent Spark jobs from threads of their own, so that the stages of one use the cores the
+    few-task stages of another (a final merge, a single group's percentiles) leave idle; their results by
+    name, in the order given (the first failure is raised)."""
+    with ThreadPoolExecutor(max_workers=len(jobs) or 1, thread_name_prefix="spark-job") as pool:
+        futures = {name: pool.submit(job) for name, job in jobs.items()}
+        return {name: future.result() for name, future in futures.items()}
 
 
 def run_report(
@@ -158,33 +176,43 @@ def run_report(
     if out.exists() and not out.is_dir():
         raise ConfigurationError(f"{out} is a file; give a folder for the report (--out)")
     say("reading the journals")
-    events = figures.prepare(read_journals(spark, folders))
-    latest = events.agg(F.max("at").alias("latest"), F.count(F.lit(1)).alias("n")).collect()[0]
-    if latest["n"] == 0:
+    count, latest = journal_extent(list(folders))
+    if count == 0:
         raise ConfigurationError("the journals hold no events; export again after some traffic")
-    moment = as_of or latest["latest"].replace(tzinfo=UTC)
-    say(f"computing the figures of {latest['n']:,} events")
-    sent = figures.messages(events).cache()
-    traffic = figures.traffic(events, sent, moment).cache()
-    fails = figures.failures(events)
-    tries = figures.attempts(sent)
-    cases = reconcile(events, sent).cache()
+    events = figures.prepare(read_journals(spark, folders))
+    if latest is None:  # files without statistics (not written by msh): computed instead
+        latest = events.agg(F.max("at").alias("latest")).collect()[0]["latest"].replace(tzinfo=UTC)
+    moment = as_of or latest
+    say(f"computing the figures of {count:,} events")
     out.mkdir(parents=True, exist_ok=True)
-    tables = {"traffic": traffic, "failures": fails, "attempts": tries, "reconciliation": cases, "messages": sent}
-    for name, frame in tables.items():
-        say(f"writing {name}")
-        frame.coalesce(4 if name == "messages" else 1).write.mode("overwrite").parquet(str(out / name))
+
+    def written(name: str, frame: DataFrame, files: int = 1) -> DataFrame:
+        # Each table is computed once, written, and read back by what builds on it (no in-memory cache:
+        # building one costs more than reading the Parquet just written).
+        frame.coalesce(files).write.mode("overwrite").parquet(str(out / name))
+        return spark.read.parquet(str(out / name))
+
+    say("writing messages")
+    sent = written("messages", figures.messages(events), 4)
+    # The other tables build on the messages only: computed side by side.
+    say("writing traffic, failures, attempts and reconciliation")
+    jobs: dict[str, Callable[[], DataFrame]] = {
+        "traffic": partial(written, "traffic", figures.traffic(events, sent, moment)),
+        "failures": partial(written, "failures", figures.failures(events)),
+        "attempts": partial(written, "attempts", figures.attempts(sent)),
+        "reconciliation": lambda: written("reconciliation", reconcile(events, sent)),
+    }
+    tables = side_by_side(jobs)
+    traffic, fails, tries, cases = (tables[name] for name in ("traffic", "failures", "attempts", "reconciliation"))
     say("summarising")
     summary = summarise(traffic, sent, fails, tries, cases)
     summary["meta"] = {
         "journals": [str(f) for f in folders],
-        "events": latest["n"],
+        "events": count,
         "as_of": moment.astimezone(UTC).isoformat(),
         "generated_at": datetime.now(UTC).isoformat(timespec="seconds"),
     }
     (out / "summary.json").write_text(json.dumps(summary, indent=1), encoding="utf-8")
     html = out / "report.html"
     html.write_text(render(summary), encoding="utf-8")
-    for frame in (events, sent, traffic, cases):
-        frame.unpersist()
     return ReportResult(out, html, summary)

@@ -49,6 +49,7 @@ def _export(args: argparse.Namespace) -> int:
             since=args.since,
             until=args.until,
             chunk=args.chunk,
+            workers=args.workers,
             progress=lambda done, _last: progress.update(done),
         )
     finally:
@@ -134,7 +135,8 @@ def add_analytics_commands(sub: Subcommands) -> None:
             "Write the journal of the MSH's store (every lifecycle event of every message) as Parquet files "
             "under DIR, one folder per day (day=YYYY-MM-DD). Incremental: a second run writes only the events "
             "that are new; idempotent: running the same range again writes nothing twice (what was covered is "
-            "kept in DIR/_export). The store is read in bounded chunks. Needs the analytics extra (pyarrow)."
+            "kept in DIR/_export). The store is read in bounded chunks, several side by side by worker "
+            "processes (--workers). Needs the analytics extra (pyarrow and the ADBC drivers)."
         ),
     )
     export.add_argument("--out", required=True, metavar="DIR", help="folder of the journal files (made if absent)")
@@ -142,6 +144,12 @@ def add_analytics_commands(sub: Subcommands) -> None:
     export.add_argument("--until", type=moment, metavar="TIME", help="only events before TIME (ISO 8601)")
     export.add_argument(
         "--chunk", type=positive_int, default=100_000, metavar="N", help="events read per chunk (default 100000)"
+    )
+    export.add_argument(
+        "--workers",
+        type=positive_int,
+        metavar="N",
+        help="worker processes reading and writing chunks side by side (default: one per core, at most 4)",
     )
 
     report = add_command(

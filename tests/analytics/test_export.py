@@ -113,3 +113,18 @@ def test_export_of_the_sql_store_reads_the_database_itself(
     for row in rows_a + rows_b:
         row["detail"] = json.loads(str(row["detail"]))
     assert rows_a == rows_b
+
+
+def test_a_chunk_that_cannot_be_exported_is_one_clear_error_naming_its_ids(
+    sqlite_url: str, open_store: Callable[..., Store], tmp_path: Path
+) -> None:
+    import sqlite3
+
+    store = open_store(sqlite_url)
+    _append(store, 5)
+    with sqlite3.connect(sqlite_url) as conn:  # a value no journal column can hold (SQLite keeps it)
+        conn.execute("UPDATE events SET size = 'not a number' WHERE id = 4")
+    with pytest.raises(ConfigurationError, match=r"exporting the events with ids 3 to 4 failed: .*next run"):
+        export_journal(store, "urn:a", tmp_path / "out", chunk=2, workers=1)
+    # The chunk before it was written; nothing was recorded as covered, so the next run starts again.
+    assert not (tmp_path / "out" / "_export" / "urn_a.json").exists()

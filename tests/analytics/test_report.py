@@ -121,6 +121,6 @@ def test_a_broken_journal_file_is_one_clear_error(spark: Any, tmp_path: Path) ->
     broken = tmp_path / "j" / "day=2026-01-01"
     broken.mkdir(parents=True)
     (broken / "part.parquet").write_bytes(b"garbage")
-    expected = r"the report failed on Spark: .*part\.parquet is not a Parquet file"
+    expected = r"day=2026-01-01/part\.parquet is not a Parquet file \(.*\); move it out of the journal folder"
     with pytest.raises(ConfigurationError, match=expected), _spark_failures("the report"):
         run_report(spark, [tmp_path / "j"], tmp_path / "out")
