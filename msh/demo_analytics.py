@@ -8,21 +8,25 @@ so and goes on: the analytics are optional.
 
 from __future__ import annotations
 
+import tempfile
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from msh.store.api import Store
 
-__all__ = ["export_and_report"]
+if TYPE_CHECKING:
+    from msh.analytics.report import ReportResult
+
+__all__ = ["export_and_report", "report_on_demo"]
 
 
 def export_and_report(
     journals: Sequence[tuple[str, Store]], out: Path, *, master: str = "local[2]", spark: Any = None
-) -> Path | None:
+) -> ReportResult | None:
     """Export each ``(party, store)`` journal under ``out`` and run the report on them (on ``spark``, else
-    on a session of its own on ``master``); the HTML report's path, or None (with the reason printed)
-    when Spark cannot run here."""
+    on a session of its own on ``master``); the report (its HTML page's path printed), or None (with the
+    reason printed) when Spark cannot run here."""
     from msh.analytics.needs import spark_missing
 
     missing = spark_missing()
@@ -53,4 +57,24 @@ def export_and_report(
         + ("they agree" if disagreements == 0 else ", ".join(f"{c} {n}" for c, n in counts.items() if n))
     )
     print(f"  HTML report: {report.html}")
-    return report.html
+    return report
+
+
+def report_on_demo(partners: Sequence[tuple[Path, Path]], *, env: dict[str, str] | None = None) -> ReportResult | None:
+    """The end of a demo whose MSH processes have stopped: each ``(settings file, store file)`` journal
+    exported and the report run on them all, in a folder of its own that outlives the demo's work folder;
+    the report (None where Spark cannot run, said on the way)."""
+    from msh.engine.signals import party_text
+    from msh.runtime.config import load_settings
+    from msh.store import open_store
+
+    out = Path(tempfile.mkdtemp(prefix="msh-demo-report-"))
+    stores: list[tuple[str, Store]] = []
+    try:
+        for config, path in partners:
+            identity = load_settings(config, env=env).identity
+            stores.append((party_text(identity.party_id, identity.party_id_type), open_store(str(path), migrate=False)))
+        return export_and_report(stores, out)
+    finally:
+        for _party, store in stores:
+            store.close()

@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import errno
 import socket
-import tempfile
 import time
 from collections import Counter
 from pathlib import Path
@@ -157,22 +156,9 @@ def _security_counts(store: Path) -> Counter[str]:
 
 def _analytics(work: Path) -> None:
     """Export both partners' journals and run the delivery report on them (kept in its own folder)."""
-    from msh.demo_analytics import export_and_report
-    from msh.engine.signals import party_text
-    from msh.runtime.config import load_settings
-    from msh.store import open_store
+    from msh.demo_analytics import report_on_demo
 
-    out = Path(tempfile.mkdtemp(prefix="msh-demo-report-"))
-    stores = []
-    try:
-        for key in ("a", "b"):
-            identity = load_settings(CONFIG / f"party-{key}.toml").identity
-            store = open_store(str(work / f"party-{key}.sqlite"), migrate=False)
-            stores.append((party_text(identity.party_id, identity.party_id_type), store))
-        export_and_report(stores, out)
-    finally:
-        for _party, store in stores:
-            store.close()
+    report_on_demo([(CONFIG / f"party-{key}.toml", work / f"party-{key}.sqlite") for key in ("a", "b")])
 
 
 def _run(work: Path, messages: int, loss: float, lossy_share: float, seed: int) -> int:

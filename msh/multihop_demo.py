@@ -19,7 +19,7 @@ from __future__ import annotations
 import contextlib
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from msh.faults.chain import INTERMEDIARY, PARTY_C, Chain, Timings, make_chain
 from msh.faults.outcome import EventCounts, inbox_census, journal, submit_orders, wait_final, wait_states
@@ -47,26 +47,59 @@ def run_multihop_demo(
     lossy_share: float = 0.6,
     seed: int = 7,
     keep: bool = False,
+    analytics: bool = True,
 ) -> int:
     """Run the demo (see the module docs); return 0 when every message was delivered exactly once and
     every message sent after C stopped came back to A as a DeliveryFailure from the intermediary.
 
-    The work folder (agreement, settings, stores, logs) is removed after a successful run unless ``keep``;
-    after a failed one it is kept and named."""
+    With ``analytics``, the journals of A, I and C are then exported and the delivery report is run on the
+    three (:mod:`msh.demo_analytics`; its reconciliation names I as the forwarder). The work folder
+    (agreement, settings, stores, logs) is removed after a successful run unless ``keep``; after a failed
+    one it is kept and named."""
     return in_work_folder(
         "msh-demo-multihop-",
-        lambda work: _run(work, messages, loss, undeliverable, lossy_share, seed),
+        lambda work: _run_and_report(work, messages, loss, undeliverable, lossy_share, seed, analytics),
         keep=keep,
         contents="agreement.xml; settings, stores and logs party-a.*, intermediary.*, party-c.*",
     )
 
 
-def _run(work: Path, messages: int, loss: float, undeliverable: int, lossy_share: float, seed: int) -> int:
+def _run_and_report(
+    work: Path, messages: int, loss: float, undeliverable: int, lossy_share: float, seed: int, analytics: bool
+) -> int:
+    chain = make_chain(work, timings=DEMO_TIMINGS)
+    status = _run(chain, work, messages, loss, undeliverable, lossy_share, seed)
+    if analytics:
+        from msh.demo_analytics import report_on_demo
+
+        report = report_on_demo([(p.config, p.store) for p in chain.partners], env={})
+        if report is not None:
+            _explain_reconciliation(chain, report.summary["reconciliation"]["rows"])
+    return status
+
+
+def _explain_reconciliation(chain: Chain, rows: list[dict[str, Any]]) -> None:
+    """Say whether the messages the reconciliation finds sent but never received are those A was told had
+    failed (the messages sent after C stopped: I took them, C never did)."""
+    failed = {e.message_id for e in journal(chain.a.store) if e.kind == "failed"}
+    listed = {r["message_id"] for r in rows if r["case"] == "sent_not_received"}
+    others = sorted({r["case"] for r in rows if r["case"] != "sent_not_received"})
+    if listed == failed and not others:
+        print(f"  sent but never received: the {len(listed)} message(s) sent after C stopped, each failed at A")
+    else:
+        print(
+            f"  the reconciliation differs from A's failures: {len(listed)} sent but never received, "
+            f"{len(failed)} failed at A; other cases: {', '.join(others) or 'none'}"
+        )
+
+
+def _run(
+    chain: Chain, work: Path, messages: int, loss: float, undeliverable: int, lossy_share: float, seed: int
+) -> int:
     from msh.faults.proxy import run_in_thread
     from msh.runtime.config import load_settings
     from msh.runtime.msh import Msh
 
-    chain = make_chain(work, timings=DEMO_TIMINGS)
     _introduce(chain, messages, loss, work)
     (i_listen, i_target), (c_listen, c_target) = chain.proxied_hops()
     with contextlib.ExitStack() as stack:

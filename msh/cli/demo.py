@@ -25,7 +25,13 @@ def _demo(args: argparse.Namespace) -> int:
         from msh.multihop_demo import run_multihop_demo
 
         undeliverable = 3 if args.undeliverable is None else args.undeliverable
-        return run_multihop_demo(messages=args.messages, loss=args.loss, undeliverable=undeliverable, keep=args.keep)
+        return run_multihop_demo(
+            messages=args.messages,
+            loss=args.loss,
+            undeliverable=undeliverable,
+            keep=args.keep,
+            analytics=not args.no_analytics,
+        )
     from msh.exchange_demo import run_exchange_demo
 
     return run_exchange_demo(messages=args.messages, loss=args.loss, keep=args.keep, analytics=not args.no_analytics)
@@ -46,7 +52,8 @@ def add_demo_command(sub: Subcommands) -> None:
             "path of its HTML page is printed (skipped, with the reason, where Spark cannot run). "
             "Exit status 0 when every message was delivered exactly once. With --multihop: A sends to "
             "C through an intermediary instead (three MSH processes, lossy proxies on both hops), then C stops and "
-            "A gets DeliveryFailures from the intermediary. With --codec: parse, validate and round-trip the sample "
+            "A gets DeliveryFailures from the intermediary, and the report reads the three journals. With --codec: "
+            "parse, validate and round-trip the sample "
             "message files instead."
         ),
     )

@@ -256,10 +256,12 @@ class NotifyForwarded:
 
 @dataclass(frozen=True, slots=True)
 class NotifyFailed:
-    """Tell the sending application the message was not delivered: a DeliveryFailure (ebMS2 §6.5.7)."""
+    """Tell the sending application the message was not delivered: a DeliveryFailure (ebMS2 §6.5.7);
+    ``expired`` when its TimeToLive is what ended it (ebMS2 §3.1.6.4)."""
 
     message_id: str
     issue: Issue
+    expired: bool = False
 
 
 Action: TypeAlias = Transmit | ScheduleTimer | CancelTimer | NotifyDelivered | NotifyForwarded | NotifyFailed
@@ -286,9 +288,9 @@ def _failure(state: OutboundState, description: str, severity: Severity | None =
     return Issue(ErrorCode.DELIVERY_FAILURE, severity, f"message {state.message_id}: {description}")
 
 
-def _fail(state: OutboundState, issue: Issue, *, cancel: bool = True) -> Step:
+def _fail(state: OutboundState, issue: Issue, *, cancel: bool = True, expired: bool = False) -> Step:
     failed = replace(state, status=OutboundStatus.FAILED, next_due_at=None, failure=issue)
-    actions: tuple[Action, ...] = (NotifyFailed(state.message_id, issue),)
+    actions: tuple[Action, ...] = (NotifyFailed(state.message_id, issue, expired),)
     return failed, ((CancelTimer(state.message_id), *actions) if cancel else actions)
 
 
@@ -303,7 +305,7 @@ def _submit(state: OutboundState | None, event: Submit, now: datetime) -> Step:
     # ebMS2 §3.1.6.4: a message whose TimeToLive has passed is not sent at all.
     if r.time_to_live is not None and now >= r.time_to_live:
         issue = _failure(fresh, f"TimeToLive {r.time_to_live.isoformat()} had passed when it was submitted")
-        return _fail(fresh, issue, cancel=False)
+        return _fail(fresh, issue, cancel=False, expired=True)
     # ebMS2 §6.5.1: save the message (the runtime commits this state), then send it, then wait.
     due = timers.next_due(r, attempts=1, sent_at=now, first_sent_at=now)
     pending = replace(fresh, attempts=1, first_sent_at=now, next_due_at=due)
@@ -408,7 +410,8 @@ def _timer_due(state: OutboundState | None, event: TimerDue, now: datetime) -> S
         return _fail(s, _failure(s, f"{what} {s.attempts} transmissions (Retries {r.retries})"))
     if reason is timers.GiveUp.TIME_TO_LIVE and r.time_to_live is not None:
         # ebMS2 §3.1.6.4: past TimeToLive the receiver would refuse it.
-        return _fail(s, _failure(s, f"TimeToLive {r.time_to_live.isoformat()} passed after {s.attempts} transmissions"))
+        what = f"TimeToLive {r.time_to_live.isoformat()} passed after {s.attempts} transmissions"
+        return _fail(s, _failure(s, what), expired=True)
     if reason is timers.GiveUp.PERSIST_DURATION:
         # ebMS2 §6.4.6: PersistDuration has passed since the first transmission: report a delivery failure.
         return _fail(

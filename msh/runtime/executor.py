@@ -56,7 +56,7 @@ from msh.engine import (
 )
 from msh.engine.intermediary import delivery_failure
 from msh.engine.signals import foreign_signal, party_text
-from msh.errors import EbmsError, Issue
+from msh.errors import EbmsError, ErrorCode, Issue
 from msh.runtime import attempts
 from msh.runtime.core import Core
 from msh.runtime.forwarding import Forwarding
@@ -170,6 +170,15 @@ class Executor:
                         "description": issue.description,
                     },
                 )
+                if action.expired:
+                    # ebMS2 §3.1.6.4: its TimeToLive ended it: journaled as such beside the DeliveryFailure.
+                    tx.append_event(
+                        at=now,
+                        kind="expired",
+                        message_id=message_id,
+                        direction=Direction.OUTBOUND,
+                        detail={"errorCode": ErrorCode.TIME_TO_LIVE_EXPIRED.value, "severity": issue.severity.value},
+                    )
                 log.warning("%s %s failed: %s", "message" if own else kind.value, message_id, issue)
                 if own and callbacks.on_failed is not None:
                     after.notices.append(functools.partial(callbacks.on_failed, message_id, issue))
@@ -564,6 +573,16 @@ class Executor:
                     direction=Direction.INBOUND,
                     detail={"issues": [str(i) for i in decision.issues]},
                 )
+                expired = [i for i in decision.issues if i.error_code is ErrorCode.TIME_TO_LIVE_EXPIRED]
+                if expired:
+                    # ebMS2 §3.1.6.4: refused because its TimeToLive had passed: journaled as such too.
+                    tx.append_event(
+                        at=now,
+                        kind="expired",
+                        message_id=action.message_id,
+                        direction=Direction.INBOUND,
+                        detail={"errorCode": expired[0].error_code.value, "severity": expired[0].severity.value},
+                    )
                 log.info("message %s refused: %s", action.message_id, "; ".join(str(i) for i in decision.issues))
                 if action.sync:
                     sync_reply = wire(action.error_message)

@@ -72,10 +72,12 @@ def test_the_report_of_an_exchange_says_what_happened(spark: Any, tmp_path: Path
     store_a, store_b, statuses, inbox = _exchange(tmp_path, 12)
     a_party = party_text(_settings("a").identity.party_id, _settings("a").identity.party_id_type)
     b_party = party_text(*B_PARTY)
-    html = export_and_report([(a_party, store_a), (b_party, store_b)], tmp_path / "out", spark=spark)
+    report = export_and_report([(a_party, store_a), (b_party, store_b)], tmp_path / "out", spark=spark)
     store_a.close()
     store_b.close()
-    assert html is not None and html.is_file()
+    assert report is not None
+    html = report.html
+    assert html.is_file()
     import json
 
     summary = json.loads((tmp_path / "out" / "report" / "summary.json").read_text())

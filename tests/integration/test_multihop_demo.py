@@ -6,6 +6,7 @@ from __future__ import annotations
 import re
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -17,7 +18,7 @@ def demo() -> subprocess.CompletedProcess[str]:
     command = [sys.executable, "-m", "msh.cli", "demo", "--multihop", "--messages", str(MESSAGES)]
     command += ["--undeliverable", str(UNDELIVERABLE), "--loss", "0.2"]
     # The demo bounds each of its waits; this bound only keeps a hung run from hanging the suite.
-    return subprocess.run(command, capture_output=True, text=True, timeout=240, check=False)
+    return subprocess.run(command, capture_output=True, text=True, timeout=300, check=False)
 
 
 def test_every_message_goes_through_the_intermediary_exactly_once(demo: subprocess.CompletedProcess[str]) -> None:
@@ -59,6 +60,25 @@ def test_once_c_is_stopped_a_gets_delivery_failures_from_the_intermediary(
     assert f"result: {UNDELIVERABLE}/{UNDELIVERABLE} failed at A, {UNDELIVERABLE}/{UNDELIVERABLE} reported" in out
     assert "\nevery undeliverable message reported to A by a DeliveryFailure from the intermediary\n" in out
     assert "work folder kept" not in out
+
+
+def test_the_report_reads_the_three_journals_and_finds_the_undeliverable_messages(
+    demo: subprocess.CompletedProcess[str],
+) -> None:
+    from msh.analytics.needs import spark_missing
+
+    out = demo.stdout
+    assert demo.returncode == 0, out + demo.stderr
+    if spark_missing() is not None:
+        assert "delivery analytics skipped: " in out
+        pytest.skip(f"Spark cannot run here: {spark_missing()}")
+    analytics = out[out.index("delivery analytics (Spark):") :]
+    assert len(re.findall(r"^  exported \d+ events of \S+'s journal to ", analytics, re.M)) == 3  # A, I and C
+    # The messages sent after C stopped reached I but never C: the reconciliation lists exactly them.
+    assert f"reconciliation of the journals: sent_not_received {UNDELIVERABLE}\n" in analytics, analytics
+    assert f"sent but never received: the {UNDELIVERABLE} message(s) sent after C stopped, each failed at A" in out
+    report = re.search(r"HTML report: (\S+)", analytics)
+    assert report is not None and Path(report.group(1)).is_file()
 
 
 def test_options_of_the_other_demos_are_refused_in_one_line() -> None:

@@ -268,6 +268,7 @@ def test_time_to_live_caps_the_retries() -> None:
     assert sender.transmissions == [(T0, 1), (T0 + 5 * MIN, 2), (T0 + 15 * MIN, 3)]
     assert [t for t, a in sender.log if isinstance(a, NotifyFailed)] == [T0 + 20 * MIN]
     assert "TimeToLive" in sender.failure.issue.description
+    assert sender.failure.expired  # ebMS2 §3.1.6.4: the journal records it as expired
 
 
 def test_the_earliest_deadline_wins() -> None:
@@ -276,6 +277,7 @@ def test_the_earliest_deadline_wins() -> None:
     sender.run_out()
     assert sender.transmissions == [(T0, 1), (T0 + 5 * MIN, 2)]
     assert "PersistDuration" in sender.failure.issue.description
+    assert not sender.failure.expired
 
 
 def test_a_message_submitted_past_its_time_to_live_is_never_sent() -> None:
@@ -286,6 +288,7 @@ def test_a_message_submitted_past_its_time_to_live_is_never_sent() -> None:
     assert sender.s.first_sent_at is None
     assert len(actions) == 1 and isinstance(actions[0], NotifyFailed)
     assert actions[0].issue.severity is Severity.ERROR
+    assert actions[0].expired
 
 
 def test_a_transport_failure_counts_as_a_lost_message() -> None:

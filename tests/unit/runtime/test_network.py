@@ -190,3 +190,65 @@ def test_a_receiver_killed_after_storing_answers_the_resend_from_its_store() -> 
         assert b.counters["duplicates"] == 1
 
     run(scenario)
+
+
+def journal(msh: Msh) -> list[tuple[str, str | None, str | None, str | None, str | None]]:
+    """(kind, message id, role, severity, cause) of every event of ``msh``'s journal, in order."""
+    with msh.store.transaction(readonly=True) as tx:
+        events = tx.list_events(0, limit=10_000)
+    return [(e.kind, e.message_id, e.role, e.severity, e.cause) for e in events]
+
+
+def test_a_message_whose_time_to_live_passes_is_journaled_expired_beside_its_delivery_failure() -> None:
+    async def scenario(net: TestNetwork, a: Msh, b: Msh) -> None:
+        net.faults.down.add(B_URL)
+        ttl = net.clock() + timedelta(seconds=12)  # Retries 5 every PT5S would take 25 s
+        message_id = await a.submit_async(
+            Submission(B_PARTY, SERVICE, "NewOrder", (Payload(b"<order/>", "application/xml"),), time_to_live=ttl)
+        )
+        await net.run_until(final(a, [message_id]))
+        ended = [e for e in journal(a) if e[0] in ("failed", "expired")]
+        # ebMS2 §3.1.6.4: past its TimeToLive the message is given up, and the journal says why.
+        assert ended == [
+            ("failed", message_id, "sender", "Error", "DeliveryFailure"),
+            ("expired", message_id, "sender", "Error", "TimeToLiveExpired"),
+        ]
+        # Submitted already past its TimeToLive: never sent, expired at once.
+        late = await a.submit_async(
+            Submission(B_PARTY, SERVICE, "NewOrder", (Payload(b"<o/>", "application/xml"),), time_to_live=net.clock())
+        )
+        assert [e[0] for e in journal(a) if e[1] == late] == ["submitted", "failed", "expired"]
+
+    run(scenario)
+
+
+def test_a_partner_down_past_the_retries_fails_without_expiring() -> None:
+    async def scenario(net: TestNetwork, a: Msh, b: Msh) -> None:
+        net.faults.down.add(B_URL)
+        message_id = await a.submit_async(order(1))
+        await net.run_until(final(a, [message_id]))
+        kinds = [e[0] for e in journal(a) if e[1] == message_id]
+        assert "failed" in kinds and "expired" not in kinds
+
+    run(scenario)
+
+
+def test_a_message_that_reaches_the_receiver_past_its_time_to_live_is_refused_and_journaled_expired() -> None:
+    async def scenario(net: TestNetwork, a: Msh, b: Msh) -> None:
+        net.faults.delay = timedelta(seconds=2)  # each transmission arrives after the TimeToLive below
+        ttl = net.clock() + timedelta(seconds=1)
+        message_id = await a.submit_async(
+            Submission(B_PARTY, SERVICE, "NewOrder", (Payload(b"<order/>", "application/xml"),), time_to_live=ttl)
+        )
+        await net.run_until(final(a, [message_id]))  # A gives up at the TimeToLive
+        await net.advance(timedelta(seconds=5))  # the transmission still on the way reaches B
+        assert b.inbox(None) == []
+        refused = [e for e in journal(b) if e[1] == message_id]
+        # ebMS2 §3.1.6.4: B refuses it with TimeToLiveExpired and records it as expired.
+        assert refused[:2] == [
+            ("rejected", message_id, None, "Error", "TimeToLiveExpired"),
+            ("expired", message_id, None, "Error", "TimeToLiveExpired"),
+        ]
+        assert "expired" in [e[0] for e in journal(a) if e[1] == message_id]
+
+    run(scenario)
