@@ -16,6 +16,7 @@ __all__ = [
     "APP_DELIVERED",
     "DELIVERED",
     "DUPLICATE",
+    "EXPIRED",
     "FAILED",
     "FORWARD",
     "RECEIVED",
@@ -31,6 +32,8 @@ DELIVERED: Final = "delivered"
 """The end-to-end Acknowledgment came back (ebMS2 §6.3.2): the sender's 'delivered'."""
 FAILED: Final = "failed"
 """A DeliveryFailure told to the sending application, with its severity (ebMS2 §6.5.7)."""
+EXPIRED: Final = "expired"
+"""Beside a DeliveryFailure or a refusal: the message's TimeToLive is what ended it (ebMS2 §3.1.6.4)."""
 RECEIVED: Final = "received"
 DUPLICATE: Final = "duplicate"
 """A duplicate eliminated by the receiver (ebMS2 §6.4.1)."""

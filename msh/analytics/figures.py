@@ -6,11 +6,13 @@ Keys: every figure is per ``source`` (the MSH whose journal it is), agreement (`
 
 - :func:`messages`: one row per message our application submitted (role ``sender``): when it was
   submitted, acknowledged end to end (``delivered``) or failed, with which severity and cause, how many
-  transmissions it took, whether one reached the partner, its retry deadline.
+  transmissions it took, whether one reached the partner, whether its TimeToLive ended it (``expired``),
+  its retry deadline.
 - :func:`traffic`: volumes (sent, received, forwarded), delivered, delivery rate (delivered / sent),
-  DeliveryFailures by severity, duplicates eliminated, latency from submission to the end-to-end
-  acknowledgment (p50/p95/p99, exact percentiles with linear interpolation, in seconds), messages still
-  pending at ``as_of`` and those of them overdue (past their agreement's retry window).
+  DeliveryFailures by severity, messages sent that expired (their TimeToLive ended them), duplicates
+  eliminated, latency from submission to the end-to-end acknowledgment (p50/p95/p99, exact percentiles
+  with linear interpolation, in seconds), messages still pending at ``as_of`` and those of them overdue
+  (past their agreement's retry window).
 - :func:`failures`: DeliveryFailures by severity and cause (on the day they were reported).
 - :func:`attempts`: how many messages took 0 (never transmitted), 1, 2, ... transmissions.
 """
@@ -90,6 +92,7 @@ def messages(events: DataFrame) -> DataFrame:
         F.max(rank).alias("severity_rank"),
         F.coalesce(F.max(F.when(transmission, F.col("attempt"))), F.lit(0)).alias("attempts"),
         F.max(F.when(transmission & F.col("cause").isNull(), 1)).alias("reached_n"),
+        F.max(F.when(kind == "expired", 1)).alias("expired_n"),
         F.max("deadline").alias("deadline"),
         F.min(F.when(submitted, facts_key)).alias("facts_key"),
         F.max(F.when(failed & F.col("cause").isNotNull(), cause_key)).alias("cause_key"),
@@ -108,9 +111,10 @@ def messages(events: DataFrame) -> DataFrame:
         .join(F.broadcast(causes), "cause_key", "left")
         .withColumn("failure_severity", severity)
         .withColumn("reached", F.col("reached_n").isNotNull())
+        .withColumn("expired", F.col("expired_n").isNotNull())
         .withColumn("day", F.to_date("submitted_at"))
         .withColumn("latency_s", F.when(F.col("delivered_at").isNotNull(), latency))
-        .drop("severity_rank", "reached_n", "facts_key", "cause_key")
+        .drop("severity_rank", "reached_n", "expired_n", "facts_key", "cause_key")
     )
 
 
@@ -128,6 +132,7 @@ def traffic(events: DataFrame, sent: DataFrame, as_of: datetime) -> DataFrame:
         F.count("failed_at").alias("failed"),
         _count_if(F.col("failure_severity") == "Error").alias("failed_error"),
         _count_if(F.col("failure_severity") == "Warning").alias("failed_warning"),
+        _count_if(F.col("expired")).alias("expired"),
         _count_if(F.col("attempts") > 1).alias("retried"),
         _count_if(open_).alias("pending"),
         _count_if(open_ & (F.col("deadline") < F.lit(as_of))).alias("overdue"),
@@ -149,7 +154,17 @@ def traffic(events: DataFrame, sent: DataFrame, as_of: datetime) -> DataFrame:
             _count_if((kind == "forward") & (F.col("role") == "intermediary")).alias("forwarded"),
         )
     )
-    counts = ("sent", "delivered", "failed", "failed_error", "failed_warning", "retried", "pending", "overdue")
+    counts = (
+        "sent",
+        "delivered",
+        "failed",
+        "failed_error",
+        "failed_warning",
+        "expired",
+        "retried",
+        "pending",
+        "overdue",
+    )
     joined = outbound.join(inbound, list(KEYS), "full_outer").fillna(
         0, subset=[*counts, "received", "duplicates", "forwarded"]
     )
@@ -165,6 +180,7 @@ def traffic(events: DataFrame, sent: DataFrame, as_of: datetime) -> DataFrame:
         "failed",
         "failed_error",
         "failed_warning",
+        "expired",
         "retried",
         "duplicates",
         "latency_p50_s",

@@ -4,8 +4,9 @@ A hub MSH exchanges messages with many partners whose volumes are skewed (Zipf-l
 most of the traffic); every fifth partner is reached through an intermediary. Each message leaves the events
 the MSHs on its path would journal (:mod:`msh.analytics.columns`): the sender's ``submitted``, one
 ``transmission`` per attempt (the failed ones with their transport error), the end-to-end ``delivered``
-or a ``failed`` DeliveryFailure; the intermediary's ``forward``; the receiver's ``received``, the
-``duplicate`` it eliminated, ``app-delivered`` and ``app-taken``. Some messages need retries, some fail
+or a ``failed`` DeliveryFailure (for some, an ``expired`` event beside it: the TimeToLive ended them);
+the intermediary's ``forward``; the receiver's ``received``, the ``duplicate`` it eliminated,
+``app-delivered`` and ``app-taken``. Some messages need retries, some fail
 (never reached the partner: severity Error), a few are still pending at the end (some past their retry
 window: overdue).
 
@@ -247,6 +248,8 @@ def _message(
             at = at + _RETRY + timedelta(milliseconds=rng.randrange(0, 300))
     if outcome == "failed":
         add(sender, deadline, "failed", facts, "sender", "outbound", severity="Error", cause="DeliveryFailure")
+        if rng.random() < 0.3:  # its TimeToLive is what ended it (ebMS2 §3.1.6.4)
+            add(sender, deadline, "expired", facts, "sender", "outbound", severity="Error", cause="TimeToLiveExpired")
         return
     if outcome == "pending" or reached_at is None:
         return

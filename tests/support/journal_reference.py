@@ -56,6 +56,7 @@ class Sent:
     cause: str | None = None
     attempts: int = 0
     reached: bool = False
+    expired: bool = False
     deadline: datetime | None = None
 
     @property
@@ -132,6 +133,8 @@ def compute(events: Iterable[dict[str, Any]], as_of: datetime | None = None) -> 
                         e["cause"],
                     )
                 ] += 1
+            elif kind == "expired":
+                m.expired = True
             elif kind == "transmission":
                 m.attempts = max(m.attempts, e["attempt"] or 0)
                 if e["cause"] is None:
@@ -158,6 +161,7 @@ def compute(events: Iterable[dict[str, Any]], as_of: datetime | None = None) -> 
             "failed",
             "failed_error",
             "failed_warning",
+            "expired",
             "retried",
             "duplicates",
             "pending",
@@ -172,6 +176,7 @@ def compute(events: Iterable[dict[str, Any]], as_of: datetime | None = None) -> 
         row["failed"] += m.failed_at is not None
         row["failed_error"] += m.severity == "Error"
         row["failed_warning"] += m.severity == "Warning"
+        row["expired"] += m.expired
         row["retried"] += m.attempts > 1
         still_open = m.delivered_at is None and m.failed_at is None
         row["pending"] += still_open
@@ -223,6 +228,7 @@ def compute(events: Iterable[dict[str, Any]], as_of: datetime | None = None) -> 
             "delivered",
             "failed_error",
             "failed_warning",
+            "expired",
             "duplicates",
             "pending",
             "overdue",
