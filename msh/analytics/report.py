@@ -29,7 +29,7 @@ from msh.analytics.html import render
 from msh.analytics.reconcile import reconcile
 from msh.errors import ConfigurationError
 
-__all__ = ["ReportResult", "read_journals", "run_report", "spark_schema"]
+__all__ = ["ReportResult", "read_journals", "run_report", "side_by_side", "spark_schema"]
 
 _T = TypeVar("_T")
 
