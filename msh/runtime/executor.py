@@ -63,6 +63,7 @@ from msh.runtime.forwarding import Forwarding
 from msh.runtime.security import ReceiptVerdict
 from msh.security.algorithms import DigestAlgorithm
 from msh.store.api import Direction, DuplicateMessage, OutboundKind, OutboundMessage, TimerKind, Transaction
+from msh.store.journal import MessageFacts, Role
 from msh.transport.port import SOAP_CONTENT_TYPE
 
 __all__ = ["RECEIPT", "AfterCommit", "Executor", "RaceLost"]
@@ -182,6 +183,19 @@ class Executor:
                 log.warning("%s %s failed: %s", "message" if own else kind.value, message_id, issue)
                 if own and callbacks.on_failed is not None:
                     after.notices.append(functools.partial(callbacks.on_failed, message_id, issue))
+
+    def _refused_facts(self, header: MessageHeader) -> MessageFacts:
+        """The journal's facts of a refused message, from its header: this MSH is its To Party MSH when the
+        message is addressed here, else the intermediary it came through (ebMS2 §10)."""
+        return MessageFacts(
+            role=Role.RECEIVER if self.forwarding.addressed_here(header) else Role.INTERMEDIARY,
+            cpa_id=header.cpa_id,
+            from_party=_party_text(header.from_party),
+            to_party=_party_text(header.to_party),
+            service=header.service.value,
+            action=header.action,
+            conversation_id=header.conversation_id,
+        )
 
     def step_outbound(
         self,
@@ -566,12 +580,15 @@ class Executor:
                 self._reply_async(tx, action.envelope, wire(action.envelope), action.to_endpoint, now, after)
             elif isinstance(action, Reject):
                 counters["rejected"] += 1
+                # The refused message is not stored: its facts for the journal come from its header.
+                refused = None if header is None else self._refused_facts(header)
                 tx.append_event(
                     at=now,
                     kind="rejected",
                     message_id=action.message_id,
                     direction=Direction.INBOUND,
                     detail={"issues": [str(i) for i in decision.issues]},
+                    facts=refused,
                 )
                 expired = [i for i in decision.issues if i.error_code is ErrorCode.TIME_TO_LIVE_EXPIRED]
                 if expired:
@@ -582,6 +599,7 @@ class Executor:
                         message_id=action.message_id,
                         direction=Direction.INBOUND,
                         detail={"errorCode": expired[0].error_code.value, "severity": expired[0].severity.value},
+                        facts=refused,
                     )
                 log.info("message %s refused: %s", action.message_id, "; ".join(str(i) for i in decision.issues))
                 if action.sync:

@@ -345,6 +345,11 @@ def test_no_route_to_the_to_party_is_reported_to_the_sender() -> None:
         assert stored.state.failure.severity is Severity.ERROR
         assert "no route" in stored.state.failure.description
         assert received(p.c) == {}
+        # The intermediary journals the refusal with the message's facts from its header (it stored nothing).
+        with p.hops[0].store.transaction(readonly=True) as tx:
+            [refusal] = [e for e in tx.message_events(message_id, limit=100) if e.kind == "rejected"]
+        assert (refusal.role, refusal.cause, refusal.severity) == ("intermediary", "DeliveryFailure", "Error")
+        assert refusal.cpa_id is not None and refusal.to_party is not None and refusal.action is not None
 
     run(scenario)
 

@@ -246,8 +246,8 @@ def test_a_message_that_reaches_the_receiver_past_its_time_to_live_is_refused_an
         refused = [e for e in journal(b) if e[1] == message_id]
         # ebMS2 §3.1.6.4: B refuses it with TimeToLiveExpired and records it as expired.
         assert refused[:2] == [
-            ("rejected", message_id, None, "Error", "TimeToLiveExpired"),
-            ("expired", message_id, None, "Error", "TimeToLiveExpired"),
+            ("rejected", message_id, "receiver", "Error", "TimeToLiveExpired"),
+            ("expired", message_id, "receiver", "Error", "TimeToLiveExpired"),
         ]
         assert "expired" in [e[0] for e in journal(a) if e[1] == message_id]
 
