@@ -11,7 +11,9 @@ Part one ends with what each MSH recorded and the verdict, computed from C's inb
 message delivered to C's application exactly once, payload intact, and ``delivered`` at A. Part two stops
 C and sends more: the intermediary gives up after its route's resends and sends A a DeliveryFailure; the
 demo prints those A received (severity, RefToMessageId), checks each against I's journal, and prints A's
-``failed`` statuses as ``msh status`` shows them.
+``failed`` statuses as ``msh status`` shows them. Then the three journals are exported and the delivery
+report (Spark) runs on them (:mod:`msh.demo_analytics`); the demo says whether the reconciliation's "sent
+but never received" are exactly the messages A was told had failed.
 """
 
 from __future__ import annotations
