@@ -4,6 +4,7 @@ from the start of the export to the end of the report, Spark start-up included; 
 with ``local[1]`` and ``local[2]``, to show how it scales with cores.
 
 Usage: .venv/bin/python scripts/bench_analytics.py [--events N] [--work DIR] [--repeat R] [--keep] [--reuse]
+       [--postgres URL]
 
 Set-up (not timed in the figure): ``msh journal generate`` writes the journal, which is then loaded into
 the ``events`` table of a fresh SQLite store (one store holds the events of every generated MSH: the
@@ -101,7 +102,51 @@ def load_store(journal: Path, db: Path) -> int:
     return total
 
 
-def _config(work: Path, db: Path) -> Path:
+def load_postgres(journal: Path, url: str) -> int:
+    """Load the generated journal into the events table of a new store at ``url`` (a PostgreSQL schema of
+    its own): bulk-loaded by ADBC into a staging table, then inserted in time order with SQL casts."""
+    import adbc_driver_postgresql.dbapi as adbc
+    import pyarrow.dataset as ds
+    from sqlalchemy.engine import make_url
+
+    open_store(url).close()  # creates the schema's tables (newest revision)
+    files = sorted(str(p) for p in journal.glob("day=*/*.parquet"))
+    table = ds.dataset(files, format="parquet").to_table(columns=list(_COLUMNS))
+    libpq = make_url(url).set(drivername="postgresql").render_as_string(hide_password=False)
+    with adbc.connect(libpq) as conn, conn.cursor() as cursor:
+        cursor.adbc_ingest("bench_staging", table, mode="replace")
+        names = ", ".join(_COLUMNS)
+        values = ", ".join("CAST(detail AS JSONB)" if c == "detail" else c for c in _COLUMNS)
+        cursor.execute(f"INSERT INTO events ({names}) SELECT {values} FROM bench_staging ORDER BY at")
+        cursor.execute("DROP TABLE bench_staging")
+        conn.commit()
+    return table.num_rows
+
+
+def _postgres_schema(url: str) -> tuple[str, str]:
+    """A new schema in the database at ``url``: its name and the URL whose connections use it."""
+    import uuid
+
+    import psycopg
+    from sqlalchemy.engine import make_url
+
+    schema = f"msh_bench_{uuid.uuid4().hex[:8]}"
+    parsed = make_url(url)
+    with psycopg.connect(parsed.set(drivername="postgresql").render_as_string(hide_password=False)) as conn:
+        conn.execute(f'CREATE SCHEMA "{schema}"')
+    separator = "&" if "?" in url else "?"
+    return schema, f"{url}{separator}options=-csearch_path%3D{schema}"
+
+
+def _drop_postgres_schema(url: str, schema: str) -> None:
+    import psycopg
+    from sqlalchemy.engine import make_url
+
+    with psycopg.connect(make_url(url).set(drivername="postgresql").render_as_string(hide_password=False)) as conn:
+        conn.execute(f'DROP SCHEMA "{schema}" CASCADE')
+
+
+def _config(work: Path, db: Path | str) -> Path:
     config = work / "bench.toml"
     config.write_text(
         f'[identity]\nparty_id = "urn:msh:bench"\n\n[agreements]\npaths = ["{ROOT / "samples/cpas/demo-a-b.xml"}"]\n\n'
@@ -127,6 +172,9 @@ def main() -> int:
     parser.add_argument("--repeat", type=int, default=1, help="runs of each timed step (default 1)")
     parser.add_argument("--keep", action="store_true", help="keep the work folder")
     parser.add_argument(
+        "--postgres", metavar="URL", help="load and export a PostgreSQL store (a new schema of URL) instead of SQLite"
+    )
+    parser.add_argument(
         "--reuse",
         action="store_true",
         help="use the store a kept --work folder holds (skips the set-up; --events ignored)",
@@ -135,8 +183,19 @@ def main() -> int:
     work = args.work or Path(tempfile.mkdtemp(prefix="msh-bench-analytics-"))
     work.mkdir(parents=True, exist_ok=True)
     try:
-        db = work / "store.db"
-        if args.reuse and db.exists():
+        db: Path | str = work / "store.db"
+        schema = None
+        if args.postgres:
+            if args.reuse:
+                raise SystemExit("--reuse is for the SQLite store of a kept --work folder, not --postgres")
+            schema, db = _postgres_schema(args.postgres)
+            t = time.monotonic()
+            generated = generate_journal(args.events, work / "generated")
+            print(f"set-up: generated {generated.events:,} events in {time.monotonic() - t:.1f} s", flush=True)
+            t = time.monotonic()
+            loaded = load_postgres(work / "generated", db)
+            print(f"set-up: loaded {loaded:,} events into PostgreSQL schema {schema} in {time.monotonic() - t:.1f} s")
+        elif args.reuse and isinstance(db, Path) and db.exists():
             with sqlite3.connect(db) as conn:
                 loaded = int(conn.execute("SELECT COUNT(*) FROM events").fetchone()[0])
             print(f"set-up: reusing {loaded:,} events in {db}", flush=True)
@@ -177,8 +236,13 @@ def main() -> int:
             print(f"median report {master} (Spark start-up included): {median:.1f} s ({loaded / median:,.0f} events/s)")
         rate = loaded / total
         print(f"median export-to-report (local[2]): {total:.1f} s = {rate:,.0f} events/s")
-        print(f"target 100,000 events/s: {'met' if rate >= 100_000 else 'NOT met'} ({rate / 100_000:.2f}x)")
+        if loaded >= 10_000_000:
+            print(f"target 100,000 events/s: {'met' if rate >= 100_000 else 'NOT met'} ({rate / 100_000:.2f}x)")
+        else:  # Spark's start-up and each job's fixed cost weigh more on a smaller journal
+            print(f"(the target of 100,000 events/s is for 10 million events; this run had {loaded:,})")
     finally:
+        if args.postgres and schema is not None:
+            _drop_postgres_schema(args.postgres, schema)
         if not args.keep:
             shutil.rmtree(work, ignore_errors=True)
         else:
