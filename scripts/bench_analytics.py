@@ -28,6 +28,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from msh.analytics.export_chunk import libpq_url  # noqa: E402
 from msh.analytics.generate import generate_journal  # noqa: E402
 from msh.store import open_store  # noqa: E402
 
@@ -107,13 +108,11 @@ def load_postgres(journal: Path, url: str) -> int:
     its own): bulk-loaded by ADBC into a staging table, then inserted in time order with SQL casts."""
     import adbc_driver_postgresql.dbapi as adbc
     import pyarrow.dataset as ds
-    from sqlalchemy.engine import make_url
 
     open_store(url).close()  # creates the schema's tables (newest revision)
     files = sorted(str(p) for p in journal.glob("day=*/*.parquet"))
     table = ds.dataset(files, format="parquet").to_table(columns=list(_COLUMNS))
-    libpq = make_url(url).set(drivername="postgresql").render_as_string(hide_password=False)
-    with adbc.connect(libpq) as conn, conn.cursor() as cursor:
+    with adbc.connect(libpq_url(url)) as conn, conn.cursor() as cursor:
         cursor.adbc_ingest("bench_staging", table, mode="replace")
         names = ", ".join(_COLUMNS)
         values = ", ".join("CAST(detail AS JSONB)" if c == "detail" else c for c in _COLUMNS)
@@ -128,11 +127,9 @@ def _postgres_schema(url: str) -> tuple[str, str]:
     import uuid
 
     import psycopg
-    from sqlalchemy.engine import make_url
 
     schema = f"msh_bench_{uuid.uuid4().hex[:8]}"
-    parsed = make_url(url)
-    with psycopg.connect(parsed.set(drivername="postgresql").render_as_string(hide_password=False)) as conn:
+    with psycopg.connect(libpq_url(url)) as conn:
         conn.execute(f'CREATE SCHEMA "{schema}"')
     separator = "&" if "?" in url else "?"
     return schema, f"{url}{separator}options=-csearch_path%3D{schema}"
@@ -140,9 +137,8 @@ def _postgres_schema(url: str) -> tuple[str, str]:
 
 def _drop_postgres_schema(url: str, schema: str) -> None:
     import psycopg
-    from sqlalchemy.engine import make_url
 
-    with psycopg.connect(make_url(url).set(drivername="postgresql").render_as_string(hide_password=False)) as conn:
+    with psycopg.connect(libpq_url(url)) as conn:
         conn.execute(f'DROP SCHEMA "{schema}" CASCADE')
 
 

@@ -147,7 +147,8 @@ def _run_chunks(store: Store, chunks: Sequence[Chunk], workers: int | None) -> I
                 pool.shutdown(cancel_futures=True)
                 raise ConfigurationError(
                     f"exporting the events with ids {c.lo + 1} to {c.hi} failed: {type(exc).__name__}: {exc}; "
-                    "the files written so far stay and the next run writes this range again"
+                    "fix the cause and run the export again: the files written so far stay, and the next run "
+                    "writes this range again"
                 ) from None
 
 

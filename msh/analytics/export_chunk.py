@@ -25,7 +25,7 @@ from msh.analytics.columns import SCHEMA
 from msh.analytics.dataset import write_days
 from msh.store.sql.statements import EVENT_KEYS
 
-__all__ = ["READ_COLUMNS", "Chunk", "Window", "export_sql_chunk", "keep", "port_table", "write_chunk"]
+__all__ = ["READ_COLUMNS", "Chunk", "Window", "export_sql_chunk", "keep", "libpq_url", "port_table", "write_chunk"]
 
 READ_COLUMNS: Final = ("id", *(key for key in EVENT_KEYS if key != "detail"), "detail")
 """The journal's columns as the store writes them, in the order a chunk is read."""
@@ -146,6 +146,13 @@ def _column(name: str) -> str:
     return name if name in _NUMBERS or name in _TIMES else f"CAST({name} AS TEXT) AS {name}"
 
 
+def libpq_url(url: str) -> str:
+    """The SQLAlchemy PostgreSQL URL ``url`` (``postgresql+psycopg://…``) as libpq takes it (password kept)."""
+    from sqlalchemy.engine import make_url
+
+    return make_url(url).set(drivername="postgresql").render_as_string(hide_password=False)
+
+
 def export_sql_chunk(chunk: Chunk) -> tuple[int, int]:
     """Read the events of ``chunk`` from its database (ADBC, read-only statements) and write them
     (:func:`write_chunk`). Runs in a worker process (module docs)."""
@@ -161,7 +168,7 @@ def export_sql_chunk(chunk: Chunk) -> tuple[int, int]:
     else:
         import adbc_driver_postgresql.dbapi as postgres_adbc
 
-        connection = postgres_adbc.connect(url.set(drivername="postgresql").render_as_string(hide_password=False))
+        connection = postgres_adbc.connect(libpq_url(chunk.url))
         query = f"SELECT {columns} FROM events WHERE id > $1 AND id <= $2 ORDER BY id"
     with connection, connection.cursor() as cursor:
         if url.get_backend_name() == "sqlite":

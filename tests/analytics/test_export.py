@@ -124,7 +124,10 @@ def test_a_chunk_that_cannot_be_exported_is_one_clear_error_naming_its_ids(
     _append(store, 5)
     with sqlite3.connect(sqlite_url) as conn:  # a value no journal column can hold (SQLite keeps it)
         conn.execute("UPDATE events SET size = 'not a number' WHERE id = 4")
-    with pytest.raises(ConfigurationError, match=r"exporting the events with ids 3 to 4 failed: .*next run"):
+    with pytest.raises(
+        ConfigurationError,
+        match=r"exporting the events with ids 3 to 4 failed: .*; fix the cause and run the export again",
+    ):
         export_journal(store, "urn:a", tmp_path / "out", chunk=2, workers=1)
     # The chunk before it was written; nothing was recorded as covered, so the next run starts again.
     assert not (tmp_path / "out" / "_export" / "urn_a.json").exists()
