@@ -4,7 +4,8 @@
 §6.5.7), :mod:`msh.engine.receiving` decides what a receiving MSH does with one inbound message
 (ebMS2 §6.5.2-§6.5.6, §7, §8) in the terms of :mod:`msh.engine.inbound` (its inputs, actions and
 decision), :mod:`msh.engine.replies` builds the signals it answers with, :mod:`msh.engine.timers` holds
-the retry arithmetic. Nothing here reads a clock, makes an id or does I/O: ``now`` and ids are
+the retry arithmetic, :mod:`msh.engine.outcomes` defines every status a sent message can have and the
+evidence it rests on. Nothing here reads a clock, makes an id or does I/O: ``now`` and ids are
 parameters, the runtime executes the actions.
 """
 
@@ -29,6 +30,7 @@ from msh.engine.inbound import (
     StoreForward,
     StoreInbound,
 )
+from msh.engine.outcomes import STATUSES, Evidence, StatusDefinition
 from msh.engine.receiving import BUSINESS_RULES, InboundOutcome, receive
 from msh.engine.replies import acknowledgment_message, pong_message, status_response_message
 from msh.engine.sending import (
@@ -43,11 +45,15 @@ from msh.engine.sending import (
     NotifyDelivered,
     NotifyFailed,
     NotifyForwarded,
+    NotifySent,
     OutboundState,
     OutboundStatus,
     Reliability,
+    RequestStatus,
     ScheduleTimer,
     SendAgain,
+    StatusReported,
+    StatusUnavailable,
     Submit,
     TimerDue,
     Transition,
@@ -63,6 +69,7 @@ from msh.engine.timers import GiveUp, nominal_schedule
 __all__ = [
     "BUSINESS_RULES",
     "DEFAULT_ACK_WAIT",
+    "STATUSES",
     "TRANSITIONS",
     "AcknowledgmentReceived",
     "Action",
@@ -73,6 +80,7 @@ __all__ = [
     "EngineError",
     "ErrorReceived",
     "Event",
+    "Evidence",
     "GiveUp",
     "InboundAction",
     "InboundDecision",
@@ -80,6 +88,7 @@ __all__ = [
     "NotifyDelivered",
     "NotifyFailed",
     "NotifyForwarded",
+    "NotifySent",
     "OutboundEvent",
     "OutboundState",
     "OutboundStatus",
@@ -87,12 +96,16 @@ __all__ = [
     "Reject",
     "Reliability",
     "ReplySync",
+    "RequestStatus",
     "ResendStoredAck",
     "ScheduleTimer",
     "SendAgain",
     "SendAsync",
     "SignalReceived",
     "StatusAnswer",
+    "StatusDefinition",
+    "StatusReported",
+    "StatusUnavailable",
     "StoreInbound",
     "StoreForward",
     "StoredAck",

@@ -8,10 +8,17 @@ decisions the specifications leave open:
   whose header can still be read (From, To, CPAId, ConversationId, MessageId) gets an ErrorList message
   with HTTP 200, whatever else is wrong (ebMS2 B.2.3, §4.2.4.2); a body that is neither
   ``multipart/related`` nor an XML media type gets a SOAP Fault with HTTP 415 (ebMS2 §2.1.2).
-* An answer on the connection that carries a SOAP Fault fails the message (severity Error): the peer
-  could not process it at all, and resending the identical bytes cannot help (SOAP 1.1 §4.4).
-* Any other 2xx answer means the peer received the message (for a message without AckRequested, that is
-  its delivery); a non-2xx answer without an ebXML message is a lost transmission, resent by the timer.
+* An answer on the connection that carries a SOAP Fault of faultcode Client fails the message (severity
+  Error): the peer could not process it at all, and resending the identical bytes cannot help (SOAP 1.1
+  §4.4.1: "the message should not be resent without change"). A Server fault is the peer's own trouble
+  (§4.4.1: "the message may succeed at a later point in time"): a lost transmission, resent by the timer,
+  and one that was not taken (our own endpoint answers a failure of its store so, having committed
+  nothing).
+* Any other 2xx answer means the peer received the message (ebMS2 B.2.3; for a message without
+  AckRequested that makes it ``sent``); a non-2xx answer without an ebXML message is a lost transmission,
+  resent by the timer. Whether the message may have been taken (ebMS2 §6.5.7: transmitted) follows the
+  status's meaning (RFC 9110 §15): a 4xx refuses the request, a 502 or 503 says it was not passed on or
+  not served; any other status (500, 504, ...) leaves open that it was.
 """
 
 from __future__ import annotations
@@ -26,7 +33,7 @@ from msh.engine.inbound import InboundDecision, Reject
 from msh.engine.sending import ErrorReceived, Event, TransmitFailed, TransmitSucceeded
 from msh.errors import EbmsError, EnvelopeError, ErrorCode, Issue, MimeProblemError, Severity
 
-__all__ = ["EBXML_MEDIA_TYPES", "Answer", "refusal", "reply_status", "transmission_outcome"]
+__all__ = ["EBXML_MEDIA_TYPES", "Answer", "refusal", "reply_status", "server_fault", "transmission_outcome"]
 
 EBXML_MEDIA_TYPES: Final = frozenset({"multipart/related", "text/xml", "application/xml", "application/soap+xml"})
 """ebMS2 §2.1.2: an ebXML message is a multipart/related package or a bare SOAP envelope (text/xml;
@@ -75,11 +82,24 @@ def reply_status(decision: InboundDecision, has_reply: bool) -> int:
     return 200
 
 
+_NOT_TAKEN: Final = frozenset({502, 503})
+"""RFC 9110 §15.6.3, §15.6.4: a gateway that got no valid answer upstream, a server that did not serve."""
+
+
+def server_fault(fault: Fault) -> bool:
+    """Whether ``fault`` is a SOAP 1.1 Server fault (``Server``, ``SOAP-ENV:Server``, ``Server.Busy``)."""
+    code = fault.faultcode.rsplit(":", 1)[-1]
+    return code == "Server" or code.startswith("Server.")
+
+
 def transmission_outcome(status: int, fault: Fault | None) -> Event:
     """The sending machine's event for one transmission whose HTTP answer had ``status`` and carried the
     SOAP ``fault`` (None: no fault; an ebXML signal it carried is handled by the receiving side)."""
+    if fault is not None and server_fault(fault):
+        # SOAP 1.1 §4.4.1: Server: not the message's fault; "the message may succeed at a later point in time".
+        return TransmitFailed(f"HTTP {status} with a SOAP Server fault: {fault.faultstring}", transmitted=False)
     if fault is not None:
-        # SOAP 1.1 §4.4: the peer could not process our message at all; resending it will not help.
+        # SOAP 1.1 §4.4.1: Client: the peer could not process our message at all; resending it will not help.
         issue = Issue(
             ErrorCode.OTHER_XML,
             Severity.ERROR,
@@ -88,5 +108,7 @@ def transmission_outcome(status: int, fault: Fault | None) -> Event:
         return ErrorReceived(error_list(issue), fault=True)
     if 200 <= status < 300:
         # ebMS2 B.2.3: a 2xx code is returned when the posted message was received.
-        return TransmitSucceeded(reached_peer=True)
-    return TransmitFailed(f"HTTP {status} from the peer")
+        return TransmitSucceeded()
+    # ebMS2 §6.5.7: was it transmitted? A 4xx, 502 or 503 says the message was not taken (RFC 9110 §15).
+    taken = not (400 <= status < 500 or status in _NOT_TAKEN)
+    return TransmitFailed(f"HTTP {status} from the peer", transmitted=taken)

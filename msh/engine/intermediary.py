@@ -216,6 +216,7 @@ def forward(
         time_to_live=ttl,
         ack_requested=ask_next,
         ack_actor=ACTOR_NEXT_MSH,
+        end_to_end=False,
     )
     store = StoreForward(header.message_id, route, reliability, insert, signal, now)
     if not hop_asked:

@@ -36,7 +36,10 @@ class Reliability:
     single hop the To Party MSH is also the next MSH, ebMS2 §6.3.1.1), so a state stored without it still
     behaves. ``hop_ack`` says the message also carries an AckRequested aimed at the next MSH (ebMS2
     §10.1.3: two AckRequested elements, the other aimed at the To Party MSH): the next MSH's acknowledgment
-    then stops the resends and the To Party MSH's delivers the message.
+    then makes it ``forwarded`` and the To Party MSH's delivers the message. ``end_to_end`` False: the
+    sending machine's promise ends at the next MSH (a message this MSH forwards as an intermediary, or a
+    signal of its own sent hop by hop, ebMS2 §10.1): the next MSH's acknowledgment delivers it. The store
+    keeps it as the row's kind, not as a parameter of its own.
     """
 
     retries: int
@@ -47,6 +50,7 @@ class Reliability:
     ack_requested: bool
     ack_actor: str | None = None
     hop_ack: bool = False
+    end_to_end: bool = True
 
     def __post_init__(self) -> None:
         if self.hop_ack and (not self.ack_requested or effective_actor(self.ack_actor) != ACTOR_TO_PARTY_MSH):

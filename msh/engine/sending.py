@@ -1,35 +1,34 @@
-"""The sending state machine of a reliable message (ebMS2 §6.5.1, §6.5.4, §6.5.7), sans-IO.
+"""The sending state machine of a reliable message (ebMS2 §6.5.1, §6.5.4, §6.5.7, §10.1.3), sans-IO.
 
 :func:`step` takes the state of one outbound message, an event and the time, and returns the new state
 and the actions the runtime must carry out. It never reads a clock, makes an id or does I/O. The
 transitions are data, :data:`TRANSITIONS`, keyed by (status, event type); a pair not in the table raises
-:class:`EngineError`, and :func:`state_diagram` draws the table for the documentation.
+:class:`EngineError`, a handler that lands outside the statuses its row declares, or on evidence
+:data:`msh.engine.outcomes.STATUSES` does not allow for the status, raises too; and :func:`state_diagram`
+draws the table for the documentation.
 
 The runtime commits the returned state together with the timer actions (:class:`ScheduleTimer`,
-:class:`CancelTimer`) in one transaction, and only then executes :class:`Transmit` and the notifications
-(DESIGN.md §5.1: a message is committed before its first transmission; a resend sends the identical
-stored bytes). Actions are listed in that order.
+:class:`CancelTimer`) in one transaction, and only then executes :class:`Transmit`, :class:`RequestStatus`
+and the notifications (DESIGN.md §5.1: a message is committed before its first transmission; a resend
+sends the identical stored bytes). Actions are listed in that order.
 
-Statuses (:class:`OutboundStatus`):
-
-``pending``
-    committed, first transmission issued, no outcome of it recorded yet.
-``awaiting-ack``
-    at least one transmission outcome recorded; waiting for the acknowledgment or for the timer (for a
-    best-effort message: waiting to resend after a transport failure).
-``forwarded``
-    the next MSH (an intermediary) acknowledged the message (ebMS2 §10.1.3): no more resends; waiting for
-    the To Party MSH's acknowledgment, or a DeliveryFailure, until the end-to-end deadline.
-``delivered``
-    acknowledged (or, best effort, handed to the peer's HTTP server). Final.
-``failed``
-    given up, the application was told with a DeliveryFailure. Final.
+Statuses and the evidence each rests on are defined once, in :mod:`msh.engine.outcomes`; a status change
+is announced by a notification action carrying its evidence (:class:`NotifyForwarded`,
+:class:`NotifyDelivered`, :class:`NotifySent`, :class:`NotifyFailed`), which the runtime journals.
 
 Decisions where the specifications are silent:
 
-* ``attempts`` counts the transmissions issued (a :class:`Transmit` action), including one whose outcome
-  is not known yet; a timer is armed with every transmission, so a process that dies between commit and
-  transmission resumes from the timer row (DESIGN.md §5.6).
+* ``attempts`` counts the transmissions issued (a :class:`Transmit` action, or a :class:`RequestStatus`
+  asked in place of one), including one whose outcome is not known yet; a timer is armed with every
+  transmission, so a process that dies between commit and transmission resumes from the timer row
+  (DESIGN.md §5.6).
+* ``transmitted`` (ebMS2 §6.5.7 "the message was transmitted") is true unless every attempt issued is
+  known never to have left: ``refused`` counts those (connection refused, name not found, TLS handshake
+  refused, an HTTP 4xx, 502 or 503 that says the message was not taken, a SOAP Server fault). An attempt
+  whose outcome is still unknown when the timer gives up, an HTTP answer, a timeout waiting for the answer,
+  a reset: any of these may have delivered it. A DeliveryFailure is an Error only when nothing left, else
+  a Warning: "it may have been delivered". Telling an application Error for a message that may have
+  arrived invites a duplicate business transaction.
 * A transport failure does not resend at once: it counts as a lost message and the resend waits for the
   timer (ebMS2 §6.5.4 "same algorithm", §6.4.4 RetryInterval applies after a communications error). For a
   best-effort message with no transmission left the failure is reported at once (no acknowledgment can
@@ -38,44 +37,59 @@ Decisions where the specifications are silent:
 * A timer that fires while a transmission's outcome is still unknown treats it as lost (resend, or give
   up): the runtime's HTTP timeout should be shorter than the first-resend timeout.
 * Messages without AckRequested are retried only on transport failures (§6.5.4 speaks of a
-  "communications protocol error"); an HTTP answer from the peer delivers them.
+  "communications protocol error"); a 2xx answer from the next MSH makes them ``sent`` (§6.6 rows 4 and 8:
+  no acknowledgment by design), never ``delivered``.
 * An ErrorList from the peer whose highestSeverity is Error fails the message (severity Error: the peer
   refused it). A DeliveryFailure of severity Warning (an intermediary gave up after transmitting) fails it
   with severity Warning. Warnings alone do not change anything (ebMS2 §4.2.3.2.4: processing went on).
-* When :attr:`Reliability.ack_actor` records the actor asked, an acknowledgment of the other actor is
-  ignored, unless :attr:`Reliability.hop_ack` says the message asked the next MSH too (§10.1.3): then the
-  next MSH's acknowledgment makes it ``forwarded`` (the resends stop: the intermediary now resends on its
-  hop) and only the To Party MSH's makes it ``delivered``. Without ``ack_actor`` either actor's
-  acknowledgment counts (single hop, §6.3.1.1).
-* A forwarded message waits for the end-to-end acknowledgment until its *end-to-end deadline*: the time the
-  retry schedule would have given up had no acknowledgment come at all
-  (:func:`msh.engine.timers.end_to_end_deadline`), so an intermediary changes nothing about how long the
-  application waits for an answer. Then it fails with severity Warning (it was transmitted, §6.5.7). A
-  DeliveryFailure from the intermediary fails it with the severity the intermediary gave.
-* A message that asks only the next MSH for an acknowledgment (§6.6 rows 3 and 7: no end-to-end
-  notification) is delivered by that acknowledgment when the To party itself sent it (a single hop); from
-  an intermediary (:attr:`AcknowledgmentReceived.by_intermediary`) it is ``forwarded``, and ``delivered``
-  at the end-to-end deadline unless a DeliveryFailure came from the path first (§6.5.7: the intermediaries
-  report what they cannot deliver; only the To party's acknowledgment makes a later one moot).
+* Acknowledgments count by actor (§10.1.3: "MUST differentiate, based upon the actor"): the To Party
+  MSH's (actor toPartyMSH, or no actor) delivers the message; the next MSH's, from an intermediary on the
+  path (:attr:`AcknowledgmentReceived.by_intermediary`), makes it ``forwarded`` when it asked the next MSH
+  (:attr:`Reliability.hop_ack`, or an agreement that asks only the next MSH). A forwarded message that
+  asked the To party too is resent *end to end* on its own schedule until the To party's acknowledgment
+  comes or the retries end (§6.5.4: resend while the acknowledgment requested has not been received; the
+  intermediary's acknowledgment is not it); it then fails with severity Warning (it was transmitted).
+* A message that asks only the next MSH (§6.6 rows 3 and 7: no end-to-end notification) is delivered by
+  that acknowledgment when the To party itself sent it (a single hop). From an intermediary it is
+  ``forwarded``: the hop is done and the resends stop; a DeliveryFailure from the path may still come
+  (§6.5.7) until the time its retry schedule would have given up, and then it is ``sent`` (never
+  ``delivered``: nothing tells the sender the To party has it).
+* A sending machine whose promise ends at the next MSH (:attr:`Reliability.end_to_end` False: a forward
+  of an intermediary, a signal sent hop by hop) is delivered by the next MSH's acknowledgment: ebMS2
+  §10.1.3 "mark the persisted message as delivered".
+* A signed receipt that does not match what was sent (:attr:`AcknowledgmentReceived.receipt_problem`)
+  still delivers the message: the partner said it has it; what is missing is proof, recorded beside the
+  status (ebMS2 §6.3.2.5).
 * Late transmission outcomes and stale timers after a final status are explicit no-ops: they race with
   acknowledgments by nature. An early timer (before ``next_due_at``) re-arms itself.
-* An acknowledgment after a failure is ignored (the failure was reported; its severity Warning already
-  says the message may have arrived). An event for a message the store does not know raises
-  :class:`UnknownMessage`: the runtime ignores such acknowledgments and errors (ebMS2 §6.5.2).
+* After ``delivered`` everything is ignored (ebMS2 §6.3.2.5, §6.5.7 note). After ``failed`` or ``sent`` the
+  To party's word still counts: its acknowledgment (or a StatusResponse Received or Processed) records the
+  delivery the earlier verdict could not see; after ``sent`` an error message from the receiving side
+  still fails it. Nothing is transmitted again either way.
+* Status before resend (the REPORT idea of HTTPR; off unless the runtime passes
+  :attr:`TimerDue.status_check_after`): a message that may already have reached the partner and whose
+  transmissions since have all failed without leaving for at least that long is not resent when the timer
+  fires: :class:`RequestStatus` asks the partner first (ebMS2 §7), in place of that resend and within the
+  same retry budget. Received or Processed delivers it (evidence ``status-response``); any other answer,
+  or none, sends the resend after all; a partner still unreachable counts as that resend failing. ebMS2
+  §7 says an MSH SHOULD NOT use the status service to implement reliable messaging: this only avoids
+  sending a body twice after an outage, and is off by default.
+* An event for a message the store does not know raises :class:`UnknownMessage`: the runtime ignores
+  such acknowledgments and errors (ebMS2 §6.5.2).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
-from datetime import datetime
-from enum import StrEnum
+from datetime import datetime, timedelta
 from types import MappingProxyType
 from typing import Any, Final, TypeAlias
 
-from msh.ebms.model import ErrorList
+from msh.ebms.model import ErrorList, MessageStatus
 from msh.ebms.namespaces import ACTOR_NEXT_MSH, ACTOR_TO_PARTY_MSH
 from msh.engine import timers
+from msh.engine.outcomes import STATUSES, Evidence, OutboundStatus
 from msh.engine.reliability import DEFAULT_ACK_WAIT, Reliability, effective_actor
 from msh.errors import ErrorCode, Issue, MshError, Severity
 
@@ -88,14 +102,19 @@ __all__ = [
     "EngineError",
     "ErrorReceived",
     "Event",
+    "Evidence",
     "NotifyDelivered",
     "NotifyFailed",
     "NotifyForwarded",
+    "NotifySent",
     "OutboundState",
     "OutboundStatus",
     "Reliability",
+    "RequestStatus",
     "ScheduleTimer",
     "SendAgain",
+    "StatusReported",
+    "StatusUnavailable",
     "Submit",
     "TimerDue",
     "Transition",
@@ -116,28 +135,17 @@ class UnknownMessage(EngineError):
     """An event other than :class:`Submit` for a message that has no state (the store does not know it)."""
 
 
-class OutboundStatus(StrEnum):
-    """Where an outbound message stands (see the module docs)."""
-
-    PENDING = "pending"
-    AWAITING_ACK = "awaiting-ack"
-    FORWARDED = "forwarded"
-    DELIVERED = "delivered"
-    FAILED = "failed"
-
-    @property
-    def final(self) -> bool:
-        """Delivered or failed: nothing more happens to the message."""
-        return self is OutboundStatus.DELIVERED or self is OutboundStatus.FAILED
-
-
 @dataclass(frozen=True, slots=True)
 class OutboundState:
     """The committed state of one outbound message (one store row).
 
-    ``attempts`` counts the transmissions issued; ``reached_peer`` is true once an attempt got an HTTP
-    answer from the peer (it sets the DeliveryFailure severity, ebMS2 §6.5.7); ``next_due_at`` is when
-    the timer fires (None in a final status); ``failure`` is the issue the application was told.
+    ``attempts`` counts the transmissions issued and ``refused`` those of them known never to have left
+    (:attr:`transmitted`: any other may have reached the next MSH; it sets the DeliveryFailure severity,
+    ebMS2 §6.5.7); ``next_due_at`` is when the timer fires (None in a final status); ``failure`` is the
+    issue the application was told; ``evidence`` what the status rests on (:mod:`msh.engine.outcomes`);
+    ``receipt_problem`` why the signed receipt that delivered it does not prove what was sent (ebMS2
+    §6.3.2.5); ``unreachable_since`` when the next MSH last became unreachable (every attempt since failed
+    without leaving; None: reachable as far as known).
     """
 
     message_id: str
@@ -145,9 +153,18 @@ class OutboundState:
     reliability: Reliability
     attempts: int
     first_sent_at: datetime | None
-    reached_peer: bool
+    refused: int
     next_due_at: datetime | None
     failure: Issue | None = None
+    evidence: Evidence | None = None
+    receipt_problem: str | None = None
+    unreachable_since: datetime | None = None
+
+    @property
+    def transmitted(self) -> bool:
+        """An attempt may have reached the next MSH: not every attempt issued is known to have been refused
+        (ebMS2 §6.5.7: "the message was transmitted")."""
+        return self.attempts > self.refused
 
 
 # --- events -------------------------------------------------------------------------------------------
@@ -167,27 +184,31 @@ class Submit:
 
 @dataclass(frozen=True, slots=True)
 class TransmitSucceeded:
-    """An HTTP exchange finished with an answer and no acknowledgment in it. ``reached_peer`` is false
-    when the answer did not come from the peer MSH (e.g. a gateway's 502)."""
-
-    reached_peer: bool = True
+    """The next MSH's HTTP server answered 2xx and the answer carried no acknowledgment (ebMS2 B.2.3: the
+    posted message was received)."""
 
 
 @dataclass(frozen=True, slots=True)
 class TransmitFailed:
-    """Connection refused, reset or timed out: the transmission counts as a lost message (ebMS2 §6.5.4)."""
+    """No usable answer: the transmission counts as a lost message (ebMS2 §6.5.4). ``transmitted`` False
+    only when the message certainly never reached the next MSH (connection refused, name not found, TLS
+    refused, an HTTP refusal that says it was not taken); a timeout or a reset after the request could have
+    left is ``transmitted`` (it may have arrived)."""
 
     reason: str
+    transmitted: bool = True
 
 
 @dataclass(frozen=True, slots=True)
 class AcknowledgmentReceived:
     """An Acknowledgment element for this message arrived (ebMS2 §6.5.2, §6.3.2); ``by_intermediary``: it
-    came from an intermediary on the path, not from the To party (ebMS2 §10.1.3)."""
+    came from an intermediary on the path, not from the To party (ebMS2 §10.1.3); ``receipt_problem``: it
+    was asked as a signed receipt and does not prove what was sent (ebMS2 §6.3.2.5), and why."""
 
     ref_to_message_id: str
     actor: str | None = ACTOR_TO_PARTY_MSH
     by_intermediary: bool = False
+    receipt_problem: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -201,7 +222,11 @@ class ErrorReceived:
 
 @dataclass(frozen=True, slots=True)
 class TimerDue:
-    """The message's timer row came due."""
+    """The message's timer row came due. ``status_check_after``: the MSH asks the partner for the status of
+    a message before resending it once the partner has been unreachable at least this long (see the module
+    docs; None: never)."""
+
+    status_check_after: timedelta | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -210,8 +235,36 @@ class SendAgain:
     eliminates no duplicate, ebMS2 §10.1): send it once more now, within the same retry budget."""
 
 
+@dataclass(frozen=True, slots=True)
+class StatusReported:
+    """The To party's StatusResponse about this message (ebMS2 §7.3.3); ``attempt``: the attempt a
+    :class:`RequestStatus` asked it in place of (None: asked for another reason, e.g. by the operator)."""
+
+    message_status: MessageStatus
+    attempt: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class StatusUnavailable:
+    """The StatusRequest of :class:`RequestStatus` for ``attempt`` got no StatusResponse: ``transmitted``
+    False when it could not reach the partner at all, True when the partner answered otherwise (a 202, an
+    error message such as NotSupported, ebMS2 §7)."""
+
+    attempt: int
+    reason: str
+    transmitted: bool
+
+
 Event: TypeAlias = (
-    Submit | TransmitSucceeded | TransmitFailed | AcknowledgmentReceived | ErrorReceived | TimerDue | SendAgain
+    Submit
+    | TransmitSucceeded
+    | TransmitFailed
+    | AcknowledgmentReceived
+    | ErrorReceived
+    | TimerDue
+    | SendAgain
+    | StatusReported
+    | StatusUnavailable
 )
 
 # --- actions ------------------------------------------------------------------------------------------
@@ -220,6 +273,15 @@ Event: TypeAlias = (
 @dataclass(frozen=True, slots=True)
 class Transmit:
     """Send the stored bytes of the message (the same bytes on every attempt, DESIGN.md §5.1)."""
+
+    message_id: str
+    attempt: int
+
+
+@dataclass(frozen=True, slots=True)
+class RequestStatus:
+    """Ask the To party for the status of the message (a StatusRequest, ebMS2 §7.1.1) in place of resend
+    number ``attempt``; its answer comes back as :class:`StatusReported` or :class:`StatusUnavailable`."""
 
     message_id: str
     attempt: int
@@ -242,9 +304,12 @@ class CancelTimer:
 
 @dataclass(frozen=True, slots=True)
 class NotifyDelivered:
-    """Tell the sending application the message was delivered (ebMS2 §6.3.2.5)."""
+    """Tell the sending application the message was delivered (ebMS2 §6.3.2.5), on ``evidence``; a
+    ``receipt_problem`` says why the signed receipt does not prove what was sent."""
 
     message_id: str
+    evidence: Evidence = Evidence.TO_PARTY_ACKNOWLEDGMENT
+    receipt_problem: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -255,20 +320,44 @@ class NotifyForwarded:
 
 
 @dataclass(frozen=True, slots=True)
+class NotifySent:
+    """Tell the sending application the message was handed over and no acknowledgment will come, by design
+    (ebMS2 §6.6 rows 3, 4, 7 and 8), on ``evidence``."""
+
+    message_id: str
+    evidence: Evidence
+
+
+@dataclass(frozen=True, slots=True)
 class NotifyFailed:
-    """Tell the sending application the message was not delivered: a DeliveryFailure (ebMS2 §6.5.7);
-    ``expired`` when its TimeToLive is what ended it (ebMS2 §3.1.6.4)."""
+    """Tell the sending application the message was not delivered: a DeliveryFailure (ebMS2 §6.5.7) on
+    ``evidence``; ``expired`` when its TimeToLive is what ended it (ebMS2 §3.1.6.4)."""
 
     message_id: str
     issue: Issue
     expired: bool = False
+    evidence: Evidence = Evidence.RETRIES_EXHAUSTED
 
 
-Action: TypeAlias = Transmit | ScheduleTimer | CancelTimer | NotifyDelivered | NotifyForwarded | NotifyFailed
+Action: TypeAlias = (
+    Transmit
+    | RequestStatus
+    | ScheduleTimer
+    | CancelTimer
+    | NotifyDelivered
+    | NotifyForwarded
+    | NotifySent
+    | NotifyFailed
+)
 Step: TypeAlias = tuple[OutboundState, tuple[Action, ...]]
 Handler: TypeAlias = Callable[[OutboundState | None, Any, datetime], Step]
 
 # --- handlers -----------------------------------------------------------------------------------------
+
+_P, _W, _D, _F = OutboundStatus.PENDING, OutboundStatus.AWAITING_ACK, OutboundStatus.DELIVERED, OutboundStatus.FAILED
+_FW, _S = OutboundStatus.FORWARDED, OutboundStatus.SENT
+# ebMS2 §7.3.3: the answers that say the To party has the message.
+_HAS_IT: Final = frozenset({MessageStatus.RECEIVED, MessageStatus.PROCESSED})
 
 
 def _known(state: OutboundState | None) -> OutboundState:
@@ -284,28 +373,44 @@ def _ignore(state: OutboundState | None, event: Any, now: datetime) -> Step:
 def _failure(state: OutboundState, description: str, severity: Severity | None = None) -> Issue:
     # ebMS2 §6.5.7: Error if the message could not be transmitted, Warning if it was but no ack came.
     if severity is None:
-        severity = Severity.WARNING if state.reached_peer else Severity.ERROR
+        severity = Severity.WARNING if state.transmitted else Severity.ERROR
+    if severity is Severity.WARNING and state.transmitted:
+        description += "; it was transmitted, so it may have been delivered"
     return Issue(ErrorCode.DELIVERY_FAILURE, severity, f"message {state.message_id}: {description}")
 
 
-def _fail(state: OutboundState, issue: Issue, *, cancel: bool = True, expired: bool = False) -> Step:
-    failed = replace(state, status=OutboundStatus.FAILED, next_due_at=None, failure=issue)
-    actions: tuple[Action, ...] = (NotifyFailed(state.message_id, issue, expired),)
+def _fail(
+    state: OutboundState, issue: Issue, evidence: Evidence, *, cancel: bool = True, expired: bool = False
+) -> Step:
+    failed = replace(state, status=_F, next_due_at=None, failure=issue, evidence=evidence)
+    actions: tuple[Action, ...] = (NotifyFailed(state.message_id, issue, expired, evidence),)
     return failed, ((CancelTimer(state.message_id), *actions) if cancel else actions)
 
 
-def _deliver(state: OutboundState) -> Step:
-    done = replace(state, status=OutboundStatus.DELIVERED, next_due_at=None, reached_peer=True)
-    return done, (CancelTimer(state.message_id), NotifyDelivered(state.message_id))
+def _deliver(state: OutboundState, evidence: Evidence, receipt_problem: str | None = None) -> Step:
+    done = replace(state, status=_D, next_due_at=None, evidence=evidence, receipt_problem=receipt_problem)
+    return done, (CancelTimer(state.message_id), NotifyDelivered(state.message_id, evidence, receipt_problem))
+
+
+def _sent(state: OutboundState, evidence: Evidence) -> Step:
+    done = replace(state, status=_S, next_due_at=None, evidence=evidence)
+    return done, (CancelTimer(state.message_id), NotifySent(state.message_id, evidence))
+
+
+def _hop_only(r: Reliability) -> bool:
+    """The message asks only the next MSH for an acknowledgment (ebMS2 §6.6 rows 3 and 7)."""
+    return (
+        r.ack_requested and not r.hop_ack and r.ack_actor is not None and effective_actor(r.ack_actor) == ACTOR_NEXT_MSH
+    )
 
 
 def _submit(state: OutboundState | None, event: Submit, now: datetime) -> Step:
     r = event.reliability
-    fresh = OutboundState(event.message_id, OutboundStatus.PENDING, r, 0, None, False, None)
+    fresh = OutboundState(event.message_id, _P, r, 0, None, 0, None, evidence=Evidence.SUBMITTED)
     # ebMS2 §3.1.6.4: a message whose TimeToLive has passed is not sent at all.
     if r.time_to_live is not None and now >= r.time_to_live:
         issue = _failure(fresh, f"TimeToLive {r.time_to_live.isoformat()} had passed when it was submitted")
-        return _fail(fresh, issue, cancel=False, expired=True)
+        return _fail(fresh, issue, Evidence.TIME_TO_LIVE, cancel=False, expired=True)
     # ebMS2 §6.5.1: save the message (the runtime commits this state), then send it, then wait.
     due = timers.next_due(r, attempts=1, sent_at=now, first_sent_at=now)
     pending = replace(fresh, attempts=1, first_sent_at=now, next_due_at=due)
@@ -315,37 +420,56 @@ def _submit(state: OutboundState | None, event: Submit, now: datetime) -> Step:
 def _no_transmission_left(state: OutboundState, reason: str) -> Step:
     r = state.reliability
     issue = _failure(state, f"could not be transmitted in {state.attempts} attempts (Retries {r.retries}): {reason}")
-    return _fail(state, issue)
+    return _fail(state, issue, Evidence.RETRIES_EXHAUSTED)
+
+
+def _reached(state: OutboundState, maybe: bool, now: datetime) -> OutboundState:
+    """The state after an attempt's outcome: ``maybe`` it reached the next MSH, else it certainly did not."""
+    if maybe:
+        return state if state.unreachable_since is None else replace(state, unreachable_since=None)
+    refused = min(state.refused + 1, state.attempts)
+    return replace(state, refused=refused, unreachable_since=state.unreachable_since or now)
 
 
 def _transmit_succeeded(state: OutboundState | None, event: TransmitSucceeded, now: datetime) -> Step:
-    s = _known(state)
-    s = replace(s, status=OutboundStatus.AWAITING_ACK, reached_peer=s.reached_peer or event.reached_peer)
+    s = replace(_reached(_known(state), True, now), status=_W, evidence=Evidence.TRANSMISSION)
     if not s.reliability.ack_requested:
-        if event.reached_peer:
-            # Best effort (ebMS2 §6.6 row 8): handed to the peer is as delivered as it gets.
-            return _deliver(s)
-        if s.attempts >= s.reliability.retries + 1:
-            return _no_transmission_left(s, "the answer did not come from the peer MSH")
+        # ebMS2 §6.6 rows 4 and 8, B.2.3: the next MSH took it and no acknowledgment was asked: sent.
+        return _sent(s, Evidence.ACCEPTED_BY_NEXT_MSH)
     # ebMS2 §6.5.1 step 5: wait for the Acknowledgment; the timer armed with the transmission runs on.
     return s, ()
 
 
 def _transmit_failed(state: OutboundState | None, event: TransmitFailed, now: datetime) -> Step:
-    s = replace(_known(state), status=OutboundStatus.AWAITING_ACK)
+    s = replace(_reached(_known(state), event.transmitted, now), status=_W, evidence=Evidence.TRANSMISSION)
     # ebMS2 §6.5.4: a communications error counts as a lost message; the timer resends it.
     if not s.reliability.ack_requested and s.attempts >= s.reliability.retries + 1:
         return _no_transmission_left(s, event.reason)
     return s, ()
 
 
+def _outcome_while_forwarded(
+    state: OutboundState | None, event: TransmitSucceeded | TransmitFailed, now: datetime
+) -> Step:
+    # ebMS2 §6.5.4: an end-to-end resend of a forwarded message; only whether the next MSH is reachable changes.
+    maybe = isinstance(event, TransmitSucceeded) or event.transmitted
+    return _reached(_known(state), maybe, now), ()
+
+
 def _forward(state: OutboundState) -> Step:
     r = state.reliability
+    forwarded = replace(state, status=_FW, unreachable_since=None, evidence=Evidence.HOP_ACKNOWLEDGMENT)
+    if r.hop_ack:
+        # ebMS2 §6.5.4, §10.1.3: the To Party MSH's acknowledgment is still due: the resends go on.
+        return forwarded, (NotifyForwarded(state.message_id),)
+    # ebMS2 §6.6 rows 3 and 7: the hop is done; a DeliveryFailure from the path may come until the deadline.
     first = state.first_sent_at
     assert first is not None  # a message with an acknowledgment was transmitted
     due = timers.end_to_end_deadline(r, first)
-    forwarded = replace(state, status=OutboundStatus.FORWARDED, next_due_at=due, reached_peer=True)
-    return forwarded, (ScheduleTimer(state.message_id, due), NotifyForwarded(state.message_id))
+    return replace(forwarded, next_due_at=due), (
+        ScheduleTimer(state.message_id, due),
+        NotifyForwarded(state.message_id),
+    )
 
 
 def _acknowledged(state: OutboundState | None, event: AcknowledgmentReceived, now: datetime) -> Step:
@@ -353,19 +477,30 @@ def _acknowledged(state: OutboundState | None, event: AcknowledgmentReceived, no
     if event.ref_to_message_id != s.message_id:
         raise EngineError(f"acknowledgment of {event.ref_to_message_id} routed to message {s.message_id}")
     r = s.reliability
+    if not r.ack_requested:
+        # ebMS2 §6.5.2: "If an Acknowledgment Message is received unexpectedly, it should be ignored."
+        return s, ()
     actor = effective_actor(event.actor)
-    hop_only = effective_actor(r.ack_actor) == ACTOR_NEXT_MSH
-    if r.ack_requested and actor == ACTOR_NEXT_MSH and (r.hop_ack or (hop_only and event.by_intermediary)):
-        # ebMS2 §10.1.3: the next MSH has it (stored): stop resending; the To Party MSH's acknowledgment (or,
-        # asking only the next MSH, §6.6 rows 3 and 7: no DeliveryFailure until the deadline) is due.
-        return (s, ()) if s.status is OutboundStatus.FORWARDED else _forward(s)
-    # ebMS2 §6.5.2: an unexpected Acknowledgment is ignored, no error sent.
-    wanted = r.ack_actor
-    other_actor = wanted is not None and actor != effective_actor(wanted)
-    if not r.ack_requested or other_actor:
+    problem = event.receipt_problem
+    if not r.end_to_end:
+        # ebMS2 §10.1.3: the next MSH has it: "mark the persisted message as delivered".
+        if actor != ACTOR_NEXT_MSH and r.ack_actor is not None:
+            return s, ()
+        return _deliver(s, Evidence.HOP_ACKNOWLEDGMENT, problem)
+    if actor == ACTOR_NEXT_MSH and event.by_intermediary:
+        # ebMS2 §10.1.3: an intermediary's acknowledgment, counted only when the message asked the next MSH.
+        if (r.hop_ack or _hop_only(r)) and s.status in (_P, _W):
+            return _forward(s)
+        return s, ()
+    if actor == ACTOR_NEXT_MSH and r.ack_actor is not None and not _hop_only(r):
+        # ebMS2 §10.1.3: the next MSH's acknowledgment does not answer the To Party MSH's request; with both
+        # asked (the To party acting as next MSH too) it is the hop's, and the end-to-end one is awaited.
+        return _forward(s) if r.hop_ack and s.status in (_P, _W) else (s, ())
+    if actor == ACTOR_TO_PARTY_MSH and _hop_only(r):
+        # ebMS2 §6.5.2: an acknowledgment of an actor that was not asked is unexpected: ignored.
         return s, ()
     # ebMS2 §6.5.2: mark the persisted message as delivered; §6.3.2.5: the application MAY be told.
-    return _deliver(s)
+    return _deliver(s, Evidence.TO_PARTY_ACKNOWLEDGMENT, problem)
 
 
 def _describe(error_list: ErrorList) -> str:
@@ -386,46 +521,71 @@ def _error_received(state: OutboundState | None, event: ErrorReceived, now: date
         return s, ()
     # ebMS2 §6.5.7: a DeliveryFailure keeps the severity its detector gave it; a refusal is an Error.
     severity = Severity.ERROR if el.highest_severity is Severity.ERROR else Severity.WARNING
-    return _fail(s, _failure(s, f"the receiving side reported an error: {_describe(el)}", severity))
+    evidence = Evidence.SOAP_FAULT if event.fault else Evidence.ERROR_MESSAGE
+    issue = Issue(
+        ErrorCode.DELIVERY_FAILURE,
+        severity,
+        f"message {s.message_id}: the receiving side reported an error: {_describe(el)}",
+    )
+    return _fail(s, issue, evidence, cancel=s.next_due_at is not None)
+
+
+def _give_up(s: OutboundState, reason: timers.GiveUp, first: datetime) -> Step:
+    r = s.reliability
+    done = "forwarded (the next MSH acknowledged it) but no end-to-end Acknowledgment" if s.status is _FW else None
+    if reason is timers.GiveUp.RETRIES:
+        # ebMS2 §6.5.4: no Acknowledgment after the maximum number of retries: notify the application.
+        what = done or ("no Acknowledgment" if r.ack_requested else "no answer from the peer MSH")
+        return _fail(
+            s,
+            _failure(s, f"{what} after {s.attempts} transmissions (Retries {r.retries})"),
+            Evidence.RETRIES_EXHAUSTED,
+        )
+    if reason is timers.GiveUp.TIME_TO_LIVE and r.time_to_live is not None:
+        # ebMS2 §3.1.6.4: past TimeToLive the receiver would refuse it.
+        what = f"TimeToLive {r.time_to_live.isoformat()} passed after {s.attempts} transmissions"
+        return _fail(s, _failure(s, f"{done}; {what}" if done else what), Evidence.TIME_TO_LIVE, expired=True)
+    # ebMS2 §6.4.6: PersistDuration has passed since the first transmission: report a delivery failure.
+    what = (
+        f"PersistDuration {r.persist_duration} passed since the first transmission at {first.isoformat()} after "
+        f"{s.attempts} transmissions"
+    )
+    return _fail(s, _failure(s, f"{done}; {what}" if done else what), Evidence.PERSIST_DURATION)
+
+
+def _status_check_due(s: OutboundState, event: TimerDue, now: datetime) -> bool:
+    after = event.status_check_after
+    return (
+        after is not None
+        and s.reliability.ack_requested
+        and s.transmitted
+        and s.unreachable_since is not None
+        and now - s.unreachable_since >= after
+    )
 
 
 def _timer_due(state: OutboundState | None, event: TimerDue, now: datetime) -> Step:
     s = _known(state)
     if s.next_due_at is not None and now < s.next_due_at:
         return s, (ScheduleTimer(s.message_id, s.next_due_at),)
-    if s.status is OutboundStatus.FORWARDED and effective_actor(s.reliability.ack_actor) == ACTOR_NEXT_MSH:
-        # ebMS2 §6.6 rows 3 and 7: no end-to-end notification; no DeliveryFailure came from the path.
-        return _deliver(s)
-    if s.status is OutboundStatus.FORWARDED:
-        # ebMS2 §6.5.7: transmitted (the next MSH has it) but no Acknowledgment from the To Party MSH: Warning.
-        when = s.next_due_at.isoformat() if s.next_due_at is not None else now.isoformat()
-        what = "forwarded (the next MSH acknowledged it) but no end-to-end Acknowledgment came by"
-        return _fail(s, _failure(s, f"{what} {when}", Severity.WARNING))
     r = s.reliability
+    if s.status is _FW and not r.hop_ack:
+        # ebMS2 §6.6 rows 3 and 7: no end-to-end notification, and no DeliveryFailure came from the path.
+        return _sent(s, Evidence.HOP_ACKNOWLEDGMENT)
     first = s.first_sent_at if s.first_sent_at is not None else now
     reason = timers.give_up(r, attempts=s.attempts, first_sent_at=first, now=now)
-    if reason is timers.GiveUp.RETRIES:
-        # ebMS2 §6.5.4: no Acknowledgment after the maximum number of retries: notify the application.
-        what = "no Acknowledgment after" if r.ack_requested else "no answer from the peer MSH in"
-        return _fail(s, _failure(s, f"{what} {s.attempts} transmissions (Retries {r.retries})"))
-    if reason is timers.GiveUp.TIME_TO_LIVE and r.time_to_live is not None:
-        # ebMS2 §3.1.6.4: past TimeToLive the receiver would refuse it.
-        what = f"TimeToLive {r.time_to_live.isoformat()} passed after {s.attempts} transmissions"
-        return _fail(s, _failure(s, what), expired=True)
-    if reason is timers.GiveUp.PERSIST_DURATION:
-        # ebMS2 §6.4.6: PersistDuration has passed since the first transmission: report a delivery failure.
-        return _fail(
-            s,
-            _failure(
-                s,
-                f"PersistDuration {r.persist_duration} passed since the first transmission at "
-                f"{first.isoformat()} after {s.attempts} transmissions",
-            ),
-        )
-    # ebMS2 §6.5.4: resend the identical message; the next wait is RetryInterval.
+    if reason is not None:
+        return _give_up(s, reason, first)
+    # ebMS2 §6.5.4: resend the identical message; the next wait is RetryInterval. A forwarded message stays
+    # forwarded (the end-to-end acknowledgment is what is awaited).
     attempt = s.attempts + 1
     due = timers.next_due(r, attempts=attempt, sent_at=now, first_sent_at=first)
-    resent = replace(s, status=OutboundStatus.AWAITING_ACK, attempts=attempt, first_sent_at=first, next_due_at=due)
+    status = _FW if s.status is _FW else _W
+    evidence = s.evidence if s.status is _FW else Evidence.TRANSMISSION
+    resent = replace(s, status=status, attempts=attempt, first_sent_at=first, next_due_at=due, evidence=evidence)
+    if _status_check_due(s, event, now):
+        # HTTPR's REPORT: after an outage, ask before sending the body again (see the module docs).
+        return resent, (ScheduleTimer(s.message_id, due), RequestStatus(s.message_id, attempt))
     return resent, (ScheduleTimer(s.message_id, due), Transmit(s.message_id, attempt))
 
 
@@ -433,8 +593,44 @@ def _send_again(state: OutboundState | None, event: SendAgain, now: datetime) ->
     s = _known(state)
     # ebMS2 §10.1: the intermediary forwards the resent copy too; the timer and the budget run on.
     attempt = s.attempts + 1
-    again = replace(s, status=OutboundStatus.AWAITING_ACK, attempts=attempt)
+    again = replace(s, status=_W, attempts=attempt, evidence=Evidence.TRANSMISSION)
     return again, (Transmit(s.message_id, attempt),)
+
+
+def _status_reported(state: OutboundState | None, event: StatusReported, now: datetime) -> Step:
+    s = _known(state)
+    if event.message_status in _HAS_IT:
+        # ebMS2 §7.3.3: Received / Processed: the To party's MSH has the message.
+        return _deliver(s, Evidence.STATUS_RESPONSE)
+    if event.attempt is not None and event.attempt == s.attempts and not s.status.final:
+        # ebMS2 §7.3.3 NotRecognized (or no usable answer): the resend the question stood in for goes now.
+        return s, (Transmit(s.message_id, s.attempts),)
+    return s, ()
+
+
+def _status_unavailable(state: OutboundState | None, event: StatusUnavailable, now: datetime) -> Step:
+    s = _known(state)
+    if event.attempt != s.attempts or s.status.final:
+        return s, ()  # a later attempt is under way: this answer is stale
+    if not event.transmitted:
+        # The partner is still unreachable: as if the resend had failed without leaving (ebMS2 §6.5.4).
+        return _reached(s, False, now), ()
+    return s, (Transmit(s.message_id, s.attempts),)
+
+
+def _late_delivery(state: OutboundState | None, event: AcknowledgmentReceived | StatusReported, now: datetime) -> Step:
+    """After ``failed`` or ``sent``: the To party's acknowledgment or StatusResponse still records delivery."""
+    s = _known(state)
+    r = s.reliability
+    if isinstance(event, StatusReported):
+        # ebMS2 §7.3.3: Received / Processed: the To party's MSH has the message.
+        return _deliver(s, Evidence.STATUS_RESPONSE) if event.message_status in _HAS_IT else (s, ())
+    actor = effective_actor(event.actor)
+    to_party = not event.by_intermediary and (actor == ACTOR_TO_PARTY_MSH or _hop_only(r) or r.ack_actor is None)
+    if not r.ack_requested or not r.end_to_end or not to_party:
+        return s, ()
+    # ebMS2 §6.5.2: the To party has it; the DeliveryFailure said "may have been delivered" or could not know.
+    return _deliver(s, Evidence.TO_PARTY_ACKNOWLEDGMENT, event.receipt_problem)
 
 
 # --- the table ----------------------------------------------------------------------------------------
@@ -454,47 +650,65 @@ class Transition:
         return self.handler is _ignore
 
 
-_P, _W, _D, _F = OutboundStatus.PENDING, OutboundStatus.AWAITING_ACK, OutboundStatus.DELIVERED, OutboundStatus.FAILED
-_FW = OutboundStatus.FORWARDED
-
-
 def _live(status: OutboundStatus) -> dict[tuple[OutboundStatus | None, type[Any]], Transition]:
     return {
-        (status, TransmitSucceeded): Transition(_transmit_succeeded, (_W, _D, _F), "ebMS2 §6.5.1 step 5"),
+        (status, TransmitSucceeded): Transition(_transmit_succeeded, (_W, _S), "ebMS2 §6.5.1 step 5, §6.6, B.2.3"),
         (status, TransmitFailed): Transition(_transmit_failed, (_W, _F), "ebMS2 §6.5.4 communications error"),
         (status, AcknowledgmentReceived): Transition(_acknowledged, (_D, _FW, status), "ebMS2 §6.5.2, §10.1.3"),
         (status, ErrorReceived): Transition(_error_received, (_F, status), "ebMS2 §6.5.7, §4.2.3.2.4"),
         (status, TimerDue): Transition(_timer_due, (_W, _F, status), "ebMS2 §6.5.4, §6.4.6, §3.1.6.4"),
         (status, SendAgain): Transition(_send_again, (_W,), "ebMS2 §10.1: every copy is forwarded"),
+        (status, StatusReported): Transition(_status_reported, (_D, status), "ebMS2 §7.3.3"),
+        (status, StatusUnavailable): Transition(_status_unavailable, (status,), "ebMS2 §7, §6.5.4"),
     }
 
 
-def _final(status: OutboundStatus) -> dict[tuple[OutboundStatus | None, type[Any]], Transition]:
+def _after(status: OutboundStatus) -> dict[tuple[OutboundStatus | None, type[Any]], Transition]:
+    """``failed`` and ``sent``: nothing is sent any more; the To party's word still records delivery."""
+    late = Transition(_late_delivery, (_D, status), "ebMS2 §6.5.2, §7.3.3: the To party has it after all")
     return {
-        (status, AcknowledgmentReceived): Transition(_ignore, (status,), "ebMS2 §6.3.2.5, §6.5.7 note: ignored"),
-        (status, ErrorReceived): Transition(_ignore, (status,), "ebMS2 §6.3.2.5, §6.5.7 note: ignored"),
+        (status, AcknowledgmentReceived): late,
+        (status, StatusReported): late,
         (status, TransmitSucceeded): Transition(_ignore, (status,), "late outcome of a resend: ignored"),
         (status, TransmitFailed): Transition(_ignore, (status,), "late outcome of a resend: ignored"),
         (status, TimerDue): Transition(_ignore, (status,), "stale timer: ignored"),
         (status, SendAgain): Transition(_ignore, (status,), "a copy of a finished forward is submitted afresh"),
+        (status, StatusUnavailable): Transition(_ignore, (status,), "a stale status question: ignored"),
     }
 
+
+_AFTER_SUBMIT: Final = (
+    TransmitSucceeded,
+    TransmitFailed,
+    AcknowledgmentReceived,
+    ErrorReceived,
+    TimerDue,
+    SendAgain,
+    StatusReported,
+    StatusUnavailable,
+)
 
 TRANSITIONS: Final[Mapping[tuple[OutboundStatus | None, type[Any]], Transition]] = MappingProxyType(
     {
         (None, Submit): Transition(_submit, (_P, _F), "ebMS2 §6.5.1 steps 3-4, §3.1.6.4"),
         **_live(_P),
         **_live(_W),
-        # ebMS2 §10.1.3: forwarded; only the To Party MSH's acknowledgment, a DeliveryFailure or the
-        # end-to-end deadline move it on.
+        # ebMS2 §10.1.3, §6.5.4: forwarded; resent end to end until the To Party MSH's acknowledgment, a
+        # DeliveryFailure or the end of the retries (rows 3 and 7: no resend, sent at the deadline).
         (_FW, AcknowledgmentReceived): Transition(_acknowledged, (_D, _FW), "ebMS2 §6.5.2, §10.1.3"),
         (_FW, ErrorReceived): Transition(_error_received, (_F, _FW), "ebMS2 §6.5.7, §4.2.3.2.4"),
-        (_FW, TimerDue): Transition(_timer_due, (_F, _FW), "ebMS2 §6.5.7: end-to-end deadline"),
-        (_FW, TransmitSucceeded): Transition(_ignore, (_FW,), "late outcome of a resend: ignored"),
-        (_FW, TransmitFailed): Transition(_ignore, (_FW,), "late outcome of a resend: ignored"),
-        (_FW, SendAgain): Transition(_ignore, (_FW,), "only forwards are sent again; ours wait here"),
-        **_final(_D),
-        **_final(_F),
+        (_FW, TimerDue): Transition(_timer_due, (_FW, _F, _S), "ebMS2 §6.5.4, §6.6 rows 3 and 7"),
+        (_FW, TransmitSucceeded): Transition(_outcome_while_forwarded, (_FW,), "ebMS2 §6.5.4: an end-to-end resend"),
+        (_FW, TransmitFailed): Transition(_outcome_while_forwarded, (_FW,), "ebMS2 §6.5.4: an end-to-end resend"),
+        (_FW, SendAgain): Transition(_ignore, (_FW,), "only forwards are sent again; ours are resent by the timer"),
+        (_FW, StatusReported): Transition(_status_reported, (_D, _FW), "ebMS2 §7.3.3"),
+        (_FW, StatusUnavailable): Transition(_status_unavailable, (_FW,), "ebMS2 §7, §6.5.4"),
+        # ebMS2 §6.3.2.5, §6.5.7 note: after the end-to-end acknowledgment, everything else is ignored.
+        **{(_D, e): Transition(_ignore, (_D,), "ebMS2 §6.3.2.5, §6.5.7 note: ignored") for e in _AFTER_SUBMIT},
+        **_after(_S),
+        (_S, ErrorReceived): Transition(_error_received, (_F, _S), "ebMS2 §4.2.4: the partner refused it after all"),
+        **_after(_F),
+        (_F, ErrorReceived): Transition(_ignore, (_F,), "ebMS2 §6.5.7: already reported"),
     }
 )
 """(status, event type) -> :class:`Transition`; status None is "no state yet" (only :class:`Submit`)."""
@@ -505,7 +719,8 @@ def step(state: OutboundState | None, event: Event, now: datetime) -> Step:
 
     ``state`` is None for a message not yet submitted. Raises :class:`UnknownMessage` for any other event
     on a message with no state, and :class:`EngineError` for a (status, event) pair the table lacks (a
-    second :class:`Submit` of the same message).
+    second :class:`Submit` of the same message), or for a handler that lands where its row does not say or
+    on evidence its status does not rest on (a bug).
     """
     if now.tzinfo is None:
         raise ValueError(f"now must be timezone-aware (UTC), got {now!r}")
@@ -515,7 +730,15 @@ def step(state: OutboundState | None, event: Event, now: datetime) -> Step:
         if state is None:
             raise UnknownMessage(f"{type(event).__name__} for a message with no outbound state")
         raise EngineError(f"no transition from {status} on {type(event).__name__} for message {state.message_id}")
-    return transition.handler(state, event, now)
+    new, actions = transition.handler(state, event, now)
+    if new.status not in transition.targets:
+        raise EngineError(
+            f"{type(event).__name__} took message {new.message_id} from {status} to {new.status}, which the table "
+            f"row ({transition.rule}) does not list"
+        )
+    if new is not state and new.evidence is not None and new.evidence not in STATUSES[new.status].evidence:
+        raise EngineError(f"status {new.status} of message {new.message_id} cannot rest on evidence {new.evidence}")
+    return new, actions
 
 
 def state_diagram() -> str:
@@ -533,5 +756,5 @@ def state_diagram() -> str:
     lines = ["stateDiagram-v2"]
     lines += [f'    state "{status.value}" as {ids[status]}' for status in OutboundStatus]
     lines += [f"    {src} --> {dst} : {', '.join(labels)}" for (src, dst), labels in edges.items()]
-    lines += [f"    {ids[status]} --> [*]" for status in (_D, _F)]
+    lines += [f"    {ids[status]} --> [*]" for status in OutboundStatus if status.final]
     return "\n".join(lines) + "\n"

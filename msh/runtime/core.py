@@ -42,6 +42,7 @@ _POOL_THREADS: Final = 2  # parsing, agreement checks, reads beside the writer
 _T = TypeVar("_T")
 
 DeliveredCallback = Callable[[str], object]
+SentCallback = Callable[[str], object]
 FailedCallback = Callable[[str, Issue], object]
 MessageCallback = Callable[[int, str], object]
 
@@ -53,6 +54,7 @@ class Callbacks:
     on_delivered: DeliveredCallback | None = None
     on_failed: FailedCallback | None = None
     on_message: MessageCallback | None = None
+    on_sent: SentCallback | None = None
 
 
 def _owner() -> str:

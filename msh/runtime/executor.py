@@ -20,7 +20,6 @@ from datetime import datetime
 from typing import BinaryIO
 
 from msh.ebms.envelope import serialise_envelope
-from msh.ebms.errorlist import error_list
 from msh.ebms.message import EbxmlMessage, ParseMode, parse_message
 from msh.ebms.model import Envelope, MessageHeader, Party
 from msh.engine import (
@@ -31,16 +30,19 @@ from msh.engine import (
     EndpointRef,
     ErrorReceived,
     Event,
+    Evidence,
     InboundDecision,
     NotifyDelivered,
     NotifyFailed,
     NotifyForwarded,
+    NotifySent,
     OutboundEvent,
     OutboundStatus,
     RecordAcknowledgment,
     Reject,
     Reliability,
     ReplySync,
+    RequestStatus,
     ResendStoredAck,
     ScheduleTimer,
     SendAgain,
@@ -66,10 +68,12 @@ from msh.store.api import Direction, DuplicateMessage, OutboundKind, OutboundMes
 from msh.store.journal import MessageFacts, Role
 from msh.transport.port import SOAP_CONTENT_TYPE
 
-__all__ = ["RECEIPT", "AfterCommit", "Executor", "RaceLost"]
+__all__ = ["RECEIPT", "STATUS_REQUESTED", "AfterCommit", "Executor", "RaceLost"]
 
 RECEIPT = "receipt"
 """The journal event of a signed receipt kept (its ``detail["blob"]`` holds the Acknowledgment message)."""
+STATUS_REQUESTED = "status-requested"
+"""The journal event of a StatusRequest asked in place of a resend (ebMS2 §7; its answer: ``status-answered``)."""
 
 log = logging.getLogger("msh.runtime")
 
@@ -81,6 +85,8 @@ class AfterCommit:
     bodies of the new ones that are small enough to be sent the first time without reading them back."""
 
     transmits: list[tuple[str, int]] = field(default_factory=list)
+    status_requests: list[tuple[str, int]] = field(default_factory=list)
+    """(MessageId, attempt): ask the partner for the message's status in place of that resend (ebMS2 §7)."""
     notices: list[Callable[[], object]] = field(default_factory=list)
     async_replies: list[tuple[bytes, EndpointRef]] = field(default_factory=list)
     rows: dict[str, OutboundMessage] = field(default_factory=dict)
@@ -143,20 +149,50 @@ class Executor:
                         direction=Direction.OUTBOUND,
                         detail={"attempt": action.attempt},
                     )
-            elif isinstance(action, NotifyDelivered):
-                counters["acknowledged" if own else f"{kind.value}-delivered"] += 1
+            elif isinstance(action, RequestStatus):
+                # ebMS2 §7: ask the partner before resending (the status question stands in for the resend).
+                after.status_requests.append((action.message_id, action.attempt))
                 tx.append_event(
                     at=now,
-                    kind="delivered" if own else f"{kind.value}-delivered",
+                    kind=STATUS_REQUESTED,
                     message_id=message_id,
                     direction=Direction.OUTBOUND,
+                    detail={"attempt": action.attempt},
                 )
+            elif isinstance(action, NotifyDelivered):
+                label = "delivered" if own else f"{kind.value}-delivered"
+                counters["acknowledged" if own else label] += 1
+                detail: dict[str, object] = {"evidence": action.evidence.value}
+                if action.receipt_problem is not None:
+                    # ebMS2 §6.3.2.5: delivered, but the signed receipt does not prove what was sent.
+                    detail["receiptProblem"] = action.receipt_problem
+                    counters["receipts-invalid"] += 1
+                tx.append_event(at=now, kind=label, message_id=message_id, direction=Direction.OUTBOUND, detail=detail)
                 if own and callbacks.on_delivered is not None:
                     after.notices.append(functools.partial(callbacks.on_delivered, message_id))
             elif isinstance(action, NotifyForwarded):
                 # ebMS2 §10.1.3: the next MSH has it; the end-to-end acknowledgment is still to come.
                 counters["hop-acknowledged"] += 1
-                tx.append_event(at=now, kind="hop-acknowledged", message_id=message_id, direction=Direction.OUTBOUND)
+                tx.append_event(
+                    at=now,
+                    kind="hop-acknowledged",
+                    message_id=message_id,
+                    direction=Direction.OUTBOUND,
+                    detail={"evidence": Evidence.HOP_ACKNOWLEDGMENT.value},
+                )
+            elif isinstance(action, NotifySent):
+                # ebMS2 §6.6 rows 3, 4, 7, 8: handed over; no acknowledgment will come, by design.
+                label = "sent" if own else f"{kind.value}-sent"
+                counters[label] += 1
+                tx.append_event(
+                    at=now,
+                    kind=label,
+                    message_id=message_id,
+                    direction=Direction.OUTBOUND,
+                    detail={"evidence": action.evidence.value},
+                )
+                if own and callbacks.on_sent is not None:
+                    after.notices.append(functools.partial(callbacks.on_sent, message_id))
             elif isinstance(action, NotifyFailed):
                 counters["failed" if own else f"{kind.value}-failed"] += 1
                 issue = action.issue
@@ -169,6 +205,7 @@ class Executor:
                         "errorCode": issue.error_code.value,
                         "severity": issue.severity.value,
                         "description": issue.description,
+                        "evidence": action.evidence.value,
                     },
                 )
                 if action.expired:
@@ -260,10 +297,10 @@ class Executor:
         return signed
 
     def _keep_receipt(
-        self, tx: Transaction, event: Event, verdict: ReceiptVerdict, message_id: str, now: datetime
-    ) -> Event:
-        """Keep a signed receipt that matches what we sent (ebMS2 §6.3.2.5), or turn one that does not into
-        the SecurityFailure the sending machine is told of."""
+        self, tx: Transaction, event: AcknowledgmentReceived, verdict: ReceiptVerdict, message_id: str, now: datetime
+    ) -> AcknowledgmentReceived:
+        """Keep a signed receipt that matches what we sent (ebMS2 §6.3.2.5); one that does not is recorded as
+        the acknowledgment's receipt problem: the partner has the message, what is missing is proof."""
         if verdict.receipt is not None:
             blob = tx.put_blob(verdict.receipt)
             self.core.counters["receipts"] += 1
@@ -286,7 +323,8 @@ class Executor:
             direction=Direction.OUTBOUND,
             detail={"description": issue.description, "location": issue.location},
         )
-        return ErrorReceived(error_list(issue))
+        where = f" at {issue.location}" if issue.location else ""
+        return replace(event, receipt_problem=f"{issue.error_code.value}{where}: {issue.description}")
 
     def route_to_outbound(
         self,
@@ -418,6 +456,7 @@ class Executor:
             persist_duration=route.persist_duration,
             time_to_live=header.message_data.time_to_live,
             ack_requested=False,
+            end_to_end=False,
         )
         started = self.start_job(
             tx, OutboundKind.SIGNAL, header, reliability, body, SOAP_CONTENT_TYPE, route.next_hop, now, after

@@ -160,7 +160,7 @@ class Sender:
             core.counters["transmit-failures"] += 1
             log.warning("transmission %d of %s failed: %s", attempt, message_id, failure.reason)
             record = attempts.transmission_detail(attempt, endpoint_url, error=failure.reason)
-            await self.step(message_id, TransmitFailed(failure.reason), record=record)
+            await self.step(message_id, TransmitFailed(failure.reason, failure.transmitted), record=record)
             return
         await self.outcome(
             message_id, attempt, endpoint_url, response.status, response.content_type, response.body, kind

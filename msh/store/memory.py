@@ -140,6 +140,8 @@ class _MemoryTransaction(Transaction):
         record = self._store.outbound.get(state.message_id)
         if record is None:
             return False
+        # The SQL store reads end_to_end back from the row's kind: so does its twin.
+        state = rules.with_kind(state, record.kind)
         self._set(self._store.outbound, state.message_id, replace(record, state=state, updated_at=at))
         return True
 

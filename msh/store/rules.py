@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 
-from msh.engine import OutboundState, OutboundStatus, Reliability
+from msh.engine import Evidence, OutboundState, OutboundStatus, Reliability
 from msh.errors import ERROR_CODE_CONTEXT, ConfigurationError, ErrorCode, Issue, Severity
 from msh.store.blobs import DEFAULT_CHUNK_SIZE, MAX_CHUNK_SIZE
 from msh.store.records import Direction, InboundMessage, InboxEntry, InboxState, OutboundKind, Timer, TimerKind
@@ -179,28 +179,39 @@ def _failure(value: object) -> Issue | None:
     return Issue(value.error_code, value.severity, value.description)
 
 
-def outbound_state(state: object) -> OutboundState:
+def outbound_state(state: object, kind: OutboundKind | None = None) -> OutboundState:
     """``state`` as a store keeps it: checked (``ValueError`` naming the field), times in UTC.
 
     What the store keeps is what it reads back, on every store: the engine's state, its times as aware
-    UTC datetimes and its failure as code, severity and description.
+    UTC datetimes, its failure as code, severity and description, its evidence as the token, and, given the
+    row's ``kind``, the Reliability's ``end_to_end`` that kind implies (:func:`with_kind`).
     """
     if not isinstance(state, OutboundState):
         raise ValueError("state must be an OutboundState (msh.engine)")
     text("message_id", state.message_id)
     if not isinstance(state.status, OutboundStatus):
         raise ValueError(f"state.status must be one of {[s.value for s in OutboundStatus]}, not {state.status!r}")
+    if state.evidence is not None and not isinstance(state.evidence, Evidence):
+        raise ValueError(f"state.evidence must be one of {[e.value for e in Evidence]} or None, not {state.evidence!r}")
     _count("state.attempts", state.attempts)
+    _count("state.refused", state.refused)
+    if state.refused > state.attempts:
+        raise ValueError(
+            f"state.refused ({state.refused}) counts attempts and cannot exceed state.attempts ({state.attempts})"
+        )
     reliability = _reliability(state.reliability)
+    if kind is not None and reliability.end_to_end != (kind is OutboundKind.OWN):
+        reliability = replace(reliability, end_to_end=kind is OutboundKind.OWN)
     first_sent_at = aware("state.first_sent_at", state.first_sent_at)
     next_due_at = aware("state.next_due_at", state.next_due_at)
+    unreachable_since = aware("state.unreachable_since", state.unreachable_since)
     failure = _failure(state.failure)
     if (
         reliability is state.reliability
         and first_sent_at is state.first_sent_at
         and next_due_at is state.next_due_at
+        and unreachable_since is state.unreachable_since
         and failure is state.failure
-        and isinstance(state.reached_peer, bool)
     ):
         return state
     return replace(
@@ -208,9 +219,18 @@ def outbound_state(state: object) -> OutboundState:
         reliability=reliability,
         first_sent_at=first_sent_at,
         next_due_at=next_due_at,
+        unreachable_since=unreachable_since,
         failure=failure,
-        reached_peer=bool(state.reached_peer),
     )
+
+
+def with_kind(state: OutboundState, kind: OutboundKind) -> OutboundState:
+    """``state`` with the Reliability's ``end_to_end`` the row's ``kind`` implies, as every store reads it back:
+    only the application's own messages are sent end to end; a forward or a signal ends at the next MSH."""
+    end_to_end = kind is OutboundKind.OWN
+    if state.reliability.end_to_end == end_to_end:
+        return state
+    return replace(state, reliability=replace(state.reliability, end_to_end=end_to_end))
 
 
 # ----------------------------------------------------------------------------------------------- records

@@ -161,7 +161,7 @@ def _states(column: str, values: tuple[str, ...]) -> str:
     return f"{column} IN ({', '.join(repr(v) for v in values)})"
 
 
-OUTBOUND_STATUSES = ("pending", "awaiting-ack", "forwarded", "delivered", "failed")
+OUTBOUND_STATUSES = ("pending", "awaiting-ack", "forwarded", "delivered", "sent", "failed")
 OUTBOUND_KINDS = ("own", "forward", "signal")
 INBOX_STATES = ("new", "delivered-to-app", "acknowledged-by-app")
 SEVERITIES = ("Error", "Warning")
@@ -214,11 +214,17 @@ outbound_messages = Table(
     Column("status", Text, nullable=False),
     Column("attempts", Integer, nullable=False),
     Column("first_sent_at", UtcDateTime, nullable=True),
-    Column("reached_peer", Boolean, nullable=False),
+    # ebMS2 §6.5.7: the attempts known never to have left; any other may have arrived (revision 0007).
+    Column("refused_attempts", Integer, nullable=False, server_default="0"),
     Column("next_due_at", UtcDateTime, nullable=True),
     Column("failure_code", Text, nullable=True),
     Column("failure_severity", Text, nullable=True),
     Column("failure_description", Text, nullable=True),
+    # What the status rests on, why a signed receipt proves nothing, since when the next MSH is unreachable
+    # (revision 0007, msh.engine.outcomes).
+    Column("evidence", Text, nullable=True),
+    Column("receipt_problem", Text, nullable=True),
+    Column("unreachable_since", UtcDateTime, nullable=True),
     Column("created_at", UtcDateTime, nullable=False),
     Column("updated_at", UtcDateTime, nullable=False),
     # ebMS2 §10: whose message it is: the application's own, one forwarded as an intermediary, or a signal

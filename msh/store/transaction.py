@@ -119,8 +119,8 @@ class Transaction(JournalSteps, AppPort):
         ``body_blob_id`` names no blob.
         """
         self._writable()
-        state = rules.outbound_state(state)
         kind = rules.outbound_kind(kind)
+        state = rules.outbound_state(state, kind)
         size = self._existing_blob(body_blob_id)[1]
         now = self._now()
         record = records.OutboundMessage(
@@ -191,6 +191,7 @@ class Transaction(JournalSteps, AppPort):
                 "cannot be replaced by another copy: only messages forwarded as an intermediary and signals "
                 "are requeued; to change its state use update_outbound_state"
             )
+        state = rules.outbound_state(state, current.kind)
         record = replace(
             current,
             state=state,

@@ -17,7 +17,7 @@ import aiohttp
 
 from msh.transport.port import Request, Response, TransportFailure
 
-__all__ = ["HttpTransport", "describe_failure"]
+__all__ = ["HttpTransport", "describe_failure", "may_have_arrived"]
 
 _MAX_ANSWER: Final = 16 << 20
 
@@ -73,13 +73,21 @@ class HttpTransport:
                         url=request.url,
                         timeout_s=self.timeout.total_seconds(),
                         connect_timeout_s=self.connect_timeout.total_seconds(),
-                    )
+                    ),
+                    transmitted=may_have_arrived(exc),
                 ) from exc
 
     async def close(self) -> None:
         if self._session is not None:
             await self._session.close()
             self._session = None
+
+
+def may_have_arrived(exc: BaseException) -> bool:
+    """Whether the request may have reached the peer although the exchange failed with ``exc``: False only
+    when no connection was made (refused, name not found, TLS handshake or certificate refused, connection
+    timeout: aiohttp raises those before it writes a byte of the request)."""
+    return not isinstance(exc, (aiohttp.ClientConnectorError, aiohttp.ConnectionTimeoutError))
 
 
 def describe_failure(exc: BaseException, *, url: str, timeout_s: float, connect_timeout_s: float) -> str:

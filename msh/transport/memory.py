@@ -137,7 +137,7 @@ class MemoryNetwork:
         handler = self._endpoints.get(request.url)
         if handler is None or request.url in self.faults.down:
             self.stats["refused"] += 1
-            delivery.future.set_exception(TransportFailure(f"connection refused ({request.url})"))
+            delivery.future.set_exception(TransportFailure(f"connection refused ({request.url})", transmitted=False))
             return
         if self._lose("requests", request.url):
             self.stats["requests-lost"] += 1

@@ -57,11 +57,16 @@ class Response:
 
 class TransportFailure(Exception):
     """No answer came: ``reason`` says why in words (connection refused by host:port, TLS failure, no
-    answer within 30 s, the request was lost ...), including the URL."""
+    answer within 30 s, the request was lost ...), including the URL. ``transmitted`` is False only when
+    the request certainly never reached the peer (no connection was made: refused, name not found, TLS
+    handshake refused, connection timeout); when the exchange broke after the request could have left (no
+    answer in time, a reset, a closed connection) it may have arrived, and ``transmitted`` is True
+    (ebMS2 §6.5.7 tells the two apart: DeliveryFailure Error or Warning)."""
 
-    def __init__(self, reason: str) -> None:
+    def __init__(self, reason: str, *, transmitted: bool = True) -> None:
         super().__init__(reason)
         self.reason = reason
+        self.transmitted = transmitted
 
 
 class Transport(Protocol):

@@ -59,7 +59,7 @@ def failed_once(msh: Msh, message_id: str) -> bool:
         stored is not None
         and stored.state.status is OutboundStatus.AWAITING_ACK
         and stored.state.attempts >= 1
-        and not stored.state.reached_peer
+        and not stored.state.transmitted
     )
 
 

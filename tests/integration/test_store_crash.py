@@ -35,7 +35,7 @@ CHILD = textwrap.dedent(
     reliability = Reliability(3, XsDuration.parse("PT30S"), XsDuration.parse("PT1M"), None, None, False)
 
     def pending(message_id):
-        return OutboundState(message_id, OutboundStatus.PENDING, reliability, 0, None, False, None)
+        return OutboundState(message_id, OutboundStatus.PENDING, reliability, 0, None, 0, None)
 
     def body(i):
         block = hashlib.sha256(str(i).encode()).digest()

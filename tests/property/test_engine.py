@@ -1,10 +1,15 @@
 """Property-based tests: one sender and one receiver, driven only by the engine, over a hostile network.
 
-Each transmission may be lost before it arrives, arrive twice, or arrive and lose its HTTP response; each
-asynchronous signal (acknowledgment, error) may be lost or duplicated; the clock jumps arbitrarily and
-timers fire late. In-memory dicts stand in for the two stores. Whatever happens, every submitted message
-ends either delivered to the receiving application exactly once, or reported failed to the sender (and
-then the receiver saw it at most once); with DuplicateElimination nothing is ever delivered twice.
+Each transmission may be refused (the receiver is not there: nothing left the sender), lost on the way,
+arrive twice, or arrive and lose its HTTP response; each asynchronous signal (acknowledgment, error) may be
+lost or duplicated; the clock jumps arbitrarily and timers fire late. In-memory dicts stand in for the two
+stores. Whatever happens, every submitted message ends either delivered to the receiving application
+exactly once, or reported failed to the sender (and then the receiver saw it at most once); with
+DuplicateElimination nothing is ever delivered twice. The oracles come from the specification's text:
+``delivered`` only after the receiver committed the message (ebMS2 §6.5.2), ``sent`` only for a message
+that asked for no acknowledgment (§6.6 rows 4 and 8), and a DeliveryFailure of severity Error only when no
+attempt could be transmitted (§6.5.7: "Error if the party who detected the problem could not transmit the
+message"), Warning when one was.
 """
 
 from __future__ import annotations
@@ -40,6 +45,7 @@ from msh.engine.sending import (
     Event,
     NotifyDelivered,
     NotifyFailed,
+    NotifySent,
     OutboundState,
     OutboundStatus,
     Reliability,
@@ -92,7 +98,7 @@ operations = st.lists(
         st.tuples(st.just("submit")),
         st.tuples(st.just("arrive"), index, st.booleans(), st.booleans()),
         st.tuples(st.just("arrive"), index, st.booleans(), st.booleans()),
-        st.tuples(st.just("lose"), index),
+        st.tuples(st.just("lose"), index, st.booleans()),
         st.tuples(st.just("signal"), index, st.booleans()),
         st.tuples(st.just("signal"), index, st.booleans()),
         st.tuples(st.just("drop-signal"), index),
@@ -116,7 +122,12 @@ class World:
     outbox: dict[str, m.Envelope] = field(default_factory=dict)
     timer_rows: dict[str, datetime] = field(default_factory=dict)
     notices: dict[str, list[Action]] = field(default_factory=dict)
-    answered: set[str] = field(default_factory=set)
+    transmitted: set[str] = field(default_factory=set)
+    """The messages of which at least one copy left the sender (arrived, or was lost on the way)."""
+    refusals: Counter[str] = field(default_factory=Counter)
+    """Attempts the sender was told were refused (never left)."""
+    all_refused_when_failed: dict[str, bool] = field(default_factory=dict)
+    """At the DeliveryFailure: did the sender know every attempt it had issued was refused?"""
     # receiver store
     inbound: dict[str, StoredInbound] = field(default_factory=dict)
     delivered: Counter[str] = field(default_factory=Counter)
@@ -152,9 +163,6 @@ class World:
         before = self.states.get(mid)
         state, actions = step(before, event, self.now)
         self.states[mid] = state
-        live = before is not None and before.status in (OutboundStatus.PENDING, OutboundStatus.AWAITING_ACK)
-        if isinstance(event, TransmitSucceeded) and event.reached_peer and live:
-            self.answered.add(mid)  # an answer from the peer while the message was still being sent
         for action in actions:
             if isinstance(action, ScheduleTimer):
                 assert action.due_at > self.now or action.due_at == state.next_due_at
@@ -167,9 +175,13 @@ class World:
             elif isinstance(action, Transmit):
                 assert action.attempt == state.attempts <= state.reliability.retries + 1
                 self.wire.append(mid)
-            elif isinstance(action, (NotifyDelivered, NotifyFailed)):
-                self.notices[mid].append(action)
-                assert len(self.notices[mid]) == 1, f"application told twice about {mid}: {self.notices[mid]}"
+            elif isinstance(action, (NotifyDelivered, NotifySent, NotifyFailed)):
+                if isinstance(action, NotifyFailed):
+                    self.all_refused_when_failed[mid] = self.refusals[mid] >= state.attempts
+                told = self.notices[mid]
+                told.append(action)
+                # Told once; only the To party's word may follow a verdict that could not see it (ebMS2 §6.5.2).
+                assert len(told) == 1 or (len(told) == 2 and isinstance(action, NotifyDelivered)), told
 
     def sender_inbound(self, message: StoredAck) -> None:
         assert isinstance(message, m.Envelope)
@@ -222,6 +234,7 @@ class World:
 
     def arrive(self, i: int, twice: bool, response_lost: bool) -> None:
         mid = self.wire.pop(i % len(self.wire))
+        self.transmitted.add(mid)
         decision = self.receiver_take(mid)
         if twice:
             self.receiver_take(mid)  # a network duplicate: its own response goes nowhere
@@ -232,8 +245,14 @@ class World:
             self.sender_inbound(decision.sync_reply)
         self.sender_step(mid, TransmitSucceeded())
 
-    def lose(self, i: int) -> None:
+    def lose(self, i: int, refused: bool) -> None:
         mid = self.wire.pop(i % len(self.wire))
+        if refused:
+            # Nobody listening: the request never left (the transport tells the sender so).
+            self.refusals[mid] += 1
+            self.sender_step(mid, TransmitFailed("connection refused", transmitted=False))
+            return
+        self.transmitted.add(mid)  # lost on the way: it was transmitted
         self.sender_step(mid, TransmitFailed("connection reset"))
 
     def signal(self, i: int, twice: bool) -> None:
@@ -250,7 +269,7 @@ class World:
             elif kind == "arrive" and self.wire:
                 self.arrive(int(op[1]), bool(op[2]), bool(op[3]))  # type: ignore[call-overload]
             elif kind == "lose" and self.wire:
-                self.lose(int(op[1]))  # type: ignore[call-overload]
+                self.lose(int(op[1]), bool(op[2]))  # type: ignore[call-overload]
             elif kind == "signal" and self.back:
                 self.signal(int(op[1]), bool(op[2]))  # type: ignore[call-overload]
             elif kind == "drop-signal" and self.back:
@@ -264,13 +283,13 @@ class World:
     def drain(self) -> None:
         """Let the network settle (perfect or dead) and time run until every message is final."""
         for _ in range(10_000):
-            if all(s.status in (OutboundStatus.DELIVERED, OutboundStatus.FAILED) for s in self.states.values()):
+            if all(s.status.final for s in self.states.values()):
                 return
             if self.wire:
                 if self.setup.drain_delivers:
                     self.arrive(0, False, False)
                 else:
-                    self.lose(0)
+                    self.lose(0, refused=True)
             elif self.back:
                 if self.setup.drain_delivers:
                     self.signal(0, False)
@@ -305,22 +324,40 @@ def test_every_message_is_delivered_once_or_reported_failed(setup: Setup, ops: l
     refused = any(s.failure is not None and _from_peer(s.failure) for s in world.states.values())
     event(f"refused by the receiver: {refused}")
     for mid, state in world.states.items():
-        (notice,) = world.notices[mid]
+        told = world.notices[mid]
+        notice = told[-1]
         seen = world.delivered[mid]
         if setup.duplicate_elimination:
             assert seen <= 1
         if state.status is OutboundStatus.DELIVERED:
-            assert isinstance(notice, NotifyDelivered)
-            # Acknowledged (or, best effort, answered by the peer) only after the receiver committed it.
+            assert isinstance(notice, NotifyDelivered) and setup.reliability.ack_requested
+            # ebMS2 §6.5.2: acknowledged only after the receiver committed it.
+            assert seen == 1 if setup.duplicate_elimination else seen >= 1
+        elif state.status is OutboundStatus.SENT:
+            # ebMS2 §6.6 rows 4 and 8: no acknowledgment asked; the receiver's HTTP server took it.
+            assert isinstance(notice, NotifySent) and not setup.reliability.ack_requested
             assert seen == 1 if setup.duplicate_elimination else seen >= 1
         else:
             assert state.status is OutboundStatus.FAILED
             assert isinstance(notice, NotifyFailed)
             assert notice.issue == state.failure
             if not _from_peer(notice.issue):
-                # ebMS2 §6.5.7: Error when no attempt reached the peer, Warning when one did.
-                expected = Severity.WARNING if mid in world.answered else Severity.ERROR
-                assert notice.issue.severity is expected
+                # ebMS2 §6.5.7: "Error if the party who detected the problem could not transmit the message",
+                # "Warning if the message was transmitted, but an Acknowledgment Message was not received".
+                if mid in world.transmitted:
+                    assert notice.issue.severity is Severity.WARNING
+                elif world.all_refused_when_failed[mid]:
+                    assert notice.issue.severity is Severity.ERROR
+                # (Else an attempt's outcome was not yet known when the sender gave up: it may have left, and
+                # Warning, "may have been delivered", is the only severity that cannot be untrue.)
+            if notice.issue.severity is Severity.ERROR:
+                assert seen == 0  # an Error says it was not delivered: it must not have been
+        if len(told) == 2:
+            # A late delivery follows only a verdict that left room for it (sent, or failed with Warning).
+            first = told[0]
+            assert isinstance(first, NotifySent) or (
+                isinstance(first, NotifyFailed) and first.issue.severity is Severity.WARNING
+            )
         assert mid not in world.timer_rows
 
 

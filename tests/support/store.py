@@ -46,7 +46,7 @@ RELIABILITY = Reliability(
 
 def outbound_state(message_id: str, reliability: Reliability = RELIABILITY, **changes: Any) -> OutboundState:
     """The engine's state of a sent message: pending, no attempt, unless ``changes`` say otherwise."""
-    state = OutboundState(message_id, OutboundStatus.PENDING, reliability, 0, None, False, None)
+    state = OutboundState(message_id, OutboundStatus.PENDING, reliability, 0, None, 0, None)
     return replace(state, **changes)
 
 

@@ -4,9 +4,11 @@ A sent message's state is the engine's :class:`~msh.engine.OutboundState`; its c
 ``outbound_messages`` (:mod:`msh.store.schema`): the :class:`~msh.engine.Reliability` as ``retries``,
 ``retry_interval``, ``first_resend_timeout``, ``persist_duration`` (the durations as canonical xs:duration
 text, :class:`~msh.store.schema.XsDurationText`), ``time_to_live``, ``ack_requested``, ``ack_actor``,
-``hop_ack``; the status as its token; the failure :class:`~msh.errors.Issue` as ``failure_code``,
-``failure_severity``, ``failure_description``. The message's :class:`~msh.store.records.OutboundKind` is
-``kind``, as its token. Times go through :class:`~msh.store.schema.UtcDateTime` (aware UTC both ways).
+``hop_ack``; the status and its evidence as their tokens; the failure :class:`~msh.errors.Issue` as
+``failure_code``, ``failure_severity``, ``failure_description``. The message's
+:class:`~msh.store.records.OutboundKind` is ``kind``, as its token; the Reliability's ``end_to_end`` is not
+stored: it is true exactly for the application's own messages (kind ``own``). Times go through
+:class:`~msh.store.schema.UtcDateTime` (aware UTC both ways).
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import fields
 from typing import Any, Final, TypeVar, cast
 
-from msh.engine import OutboundState, OutboundStatus, Reliability
+from msh.engine import Evidence, OutboundState, OutboundStatus, Reliability
 from msh.errors import ErrorCode, Issue, Severity
 from msh.store import records
 from msh.store.errors import StoreError
@@ -52,11 +54,14 @@ OUTBOUND_STATE_COLUMNS: Final = (
     "status",
     "attempts",
     "first_sent_at",
-    "reached_peer",
+    "refused_attempts",
     "next_due_at",
     "failure_code",
     "failure_severity",
     "failure_description",
+    "evidence",
+    "receipt_problem",
+    "unreachable_since",
 )
 """The columns of ``outbound_messages`` that hold the engine's state of the message."""
 
@@ -103,16 +108,19 @@ def state_values(state: OutboundState) -> dict[str, object]:
         "status": state.status.value,
         "attempts": state.attempts,
         "first_sent_at": state.first_sent_at,
-        "reached_peer": state.reached_peer,
+        "refused_attempts": state.refused,
         "next_due_at": state.next_due_at,
         "failure_code": None if failure is None else failure.error_code.value,
         "failure_severity": None if failure is None else failure.severity.value,
         "failure_description": None if failure is None else failure.description,
+        "evidence": None if state.evidence is None else state.evidence.value,
+        "receipt_problem": state.receipt_problem,
+        "unreachable_since": state.unreachable_since,
     }
 
 
 def state_from_row(row: Row) -> OutboundState:
-    """The engine's state of a sent message from its row (:data:`OUTBOUND_STATE_COLUMNS`)."""
+    """The engine's state of a sent message from its row (:data:`OUTBOUND_STATE_COLUMNS` and ``kind``)."""
     code = row["failure_code"]
     failure = None
     if code is not None:
@@ -134,12 +142,16 @@ def state_from_row(row: Row) -> OutboundState:
             ack_requested=bool(row["ack_requested"]),
             ack_actor=row["ack_actor"],
             hop_ack=bool(row["hop_ack"]),
+            end_to_end=row["kind"] == records.OutboundKind.OWN.value,
         ),
         attempts=row["attempts"],
         first_sent_at=row["first_sent_at"],
-        reached_peer=bool(row["reached_peer"]),
+        refused=row["refused_attempts"],
         next_due_at=row["next_due_at"],
         failure=failure,
+        evidence=None if row["evidence"] is None else Evidence(row["evidence"]),
+        receipt_problem=row["receipt_problem"],
+        unreachable_since=row["unreachable_since"],
     )
 
 

@@ -111,7 +111,7 @@ STATEMENTS: Final[dict[str, Build]] = {
         update(outbound_messages).where(outbound_messages.c.message_id == bindparam("b_message_id"))
     ),
     "outbound-status": _fixed(
-        select(*(outbound_messages.c[name] for name in OUTBOUND_STATE_COLUMNS)).where(
+        select(*(outbound_messages.c[name] for name in (*OUTBOUND_STATE_COLUMNS, "kind"))).where(
             outbound_messages.c.message_id == bindparam("b_message_id")
         )
     ),

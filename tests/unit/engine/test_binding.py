@@ -66,20 +66,38 @@ def test_reply_statuses() -> None:
     assert reply_status(InboundDecision(actions=(ReplySync(envelope),)), has_reply=True) == 200
 
 
-def test_a_soap_fault_in_the_answer_fails_the_message_with_severity_error() -> None:
-    event = transmission_outcome(500, Fault("SOAP:Client", "not well-formed"))
-    assert isinstance(event, ErrorReceived)
+@pytest.mark.parametrize("code", ["SOAP:Client", "SOAP-ENV:Client", "Client", "soap:Client.Authentication"])
+def test_a_client_soap_fault_in_the_answer_fails_the_message_with_severity_error(code: str) -> None:
+    # SOAP 1.1 §4.4.1: Client: "the message should not be resent without change".
+    event = transmission_outcome(500, Fault(code, "not well-formed"))
+    assert isinstance(event, ErrorReceived) and event.fault
     error = event.error_list.errors[0]
-    assert error.severity is Severity.ERROR and "SOAP:Client not well-formed" in error.description.text  # type: ignore[union-attr]
-    assert isinstance(transmission_outcome(200, Fault("SOAP:Server", "x")), ErrorReceived)
+    assert error.severity is Severity.ERROR and f"{code} not well-formed" in error.description.text  # type: ignore[union-attr]
+
+
+@pytest.mark.parametrize("code", ["SOAP:Server", "SOAP-ENV:Server", "Server", "env:Server.Busy"])
+def test_a_server_soap_fault_is_a_lost_transmission_that_was_not_taken(code: str) -> None:
+    # SOAP 1.1 §4.4.1: Server: "The message may succeed at a later point in time": resend, and it was not
+    # processed (ebMS2 §6.5.7: not a transmission that may have delivered it).
+    event = transmission_outcome(500, Fault(code, "the store is unavailable"))
+    assert isinstance(event, TransmitFailed)
+    assert not event.transmitted and "the store is unavailable" in event.reason
 
 
 @pytest.mark.parametrize("status", [200, 202, 204])
 def test_a_2xx_answer_reached_the_peer(status: int) -> None:
-    assert transmission_outcome(status, None) == TransmitSucceeded(reached_peer=True)
+    # ebMS2 B.2.3: "a 2xx code is returned when the posted message was received".
+    assert transmission_outcome(status, None) == TransmitSucceeded()
 
 
-@pytest.mark.parametrize("status", [301, 400, 404, 413, 500, 503])
-def test_any_other_answer_without_a_fault_is_a_lost_transmission(status: int) -> None:
+@pytest.mark.parametrize(
+    ("status", "transmitted"),
+    [(301, True), (400, False), (404, False), (413, False), (500, True), (502, False), (503, False), (504, True)],
+)
+def test_any_other_answer_without_a_fault_is_a_lost_transmission(status: int, transmitted: bool) -> None:
+    # ebMS2 §6.5.7 tells "could not transmit" (Error) from "transmitted, not acknowledged" (Warning): a 4xx
+    # refuses the request (RFC 9110 §15.5), 502 and 503 say it was not passed on or served (§15.6.3, §15.6.4);
+    # a 500, a 504 or a redirect leave open that it was taken.
     event = transmission_outcome(status, None)
     assert isinstance(event, TransmitFailed) and f"HTTP {status}" in event.reason
+    assert event.transmitted is transmitted

@@ -2,16 +2,17 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
 
 import pytest
 
 from cpa.duration import XsDuration
 from cpa.resolve import resolve
-from msh.ebms.model import Description, Error, ErrorList
+from msh.ebms.model import Description, Error, ErrorList, MessageStatus
 from msh.ebms.namespaces import ACTOR_NEXT_MSH, ACTOR_TO_PARTY_MSH
-from msh.engine import timers
+from msh.engine import sending, timers
+from msh.engine.outcomes import STATUSES
 from msh.engine.sending import (
     DEFAULT_ACK_WAIT,
     TRANSITIONS,
@@ -21,14 +22,19 @@ from msh.engine.sending import (
     EngineError,
     ErrorReceived,
     Event,
+    Evidence,
     NotifyDelivered,
     NotifyFailed,
     NotifyForwarded,
+    NotifySent,
     OutboundState,
     OutboundStatus,
     Reliability,
+    RequestStatus,
     ScheduleTimer,
     SendAgain,
+    StatusReported,
+    StatusUnavailable,
     Submit,
     TimerDue,
     Transmit,
@@ -138,7 +144,8 @@ def test_submit_commits_then_transmits_and_arms_the_first_resend_timer() -> None
     actions = sender.submit()
     # Timer row in the step's transaction first, then the transmission (DESIGN.md §5.1).
     assert actions == (ScheduleTimer(MID, T0 + 5 * MIN), Transmit(MID, 1))
-    assert sender.s == OutboundState(MID, OutboundStatus.PENDING, rel(), 1, T0, False, T0 + 5 * MIN)
+    expected = OutboundState(MID, OutboundStatus.PENDING, rel(), 1, T0, 0, T0 + 5 * MIN, evidence=Evidence.SUBMITTED)
+    assert sender.s == expected
 
 
 def test_a_transmission_outcome_moves_pending_to_awaiting_ack_without_new_actions() -> None:
@@ -146,7 +153,7 @@ def test_a_transmission_outcome_moves_pending_to_awaiting_ack_without_new_action
     sender.submit()
     assert sender.feed(TransmitSucceeded()) == ()
     assert sender.s.status is OutboundStatus.AWAITING_ACK
-    assert sender.s.reached_peer
+    assert sender.s.transmitted and sender.s.evidence is Evidence.TRANSMISSION
 
 
 # --- timer rules --------------------------------------------------------------------------------------
@@ -305,35 +312,45 @@ def test_a_transport_failure_counts_as_a_lost_message() -> None:
     assert sender.s.attempts == 3
 
 
-def test_failure_is_an_error_when_no_attempt_reached_the_peer() -> None:
+def test_failure_is_an_error_when_no_attempt_could_be_transmitted() -> None:
+    # ebMS2 §6.5.7: "Error if the party who detected the problem could not transmit the message (e.g. the
+    # communications transport was not available)".
     sender = Sender(rel(retries=1))
     sender.submit()
-    sender.feed(TransmitFailed("connection refused"))
+    sender.feed(TransmitFailed("connection refused", transmitted=False))
     sender.advance(5 * MIN)
-    sender.feed(TransmitFailed("connection refused"))
+    sender.feed(TransmitFailed("connection refused", transmitted=False))
     sender.run_out()
     issue = sender.failure.issue
     assert (issue.error_code, issue.severity) == (ErrorCode.DELIVERY_FAILURE, Severity.ERROR)
-    assert sender.s.failure == issue
+    assert sender.s.failure == issue and sender.s.evidence is Evidence.RETRIES_EXHAUSTED
+    assert "may have been delivered" not in issue.description
 
 
-def test_failure_is_a_warning_when_an_attempt_reached_the_peer() -> None:
+def test_failure_is_a_warning_when_an_attempt_got_an_answer() -> None:
+    # ebMS2 §6.5.7: "Warning if the message was transmitted, but an Acknowledgment Message was not received.
+    # This means the message probably was not delivered."
     sender = Sender(rel(retries=1))
     sender.submit()
-    sender.feed(TransmitFailed("connection refused"))
+    sender.feed(TransmitFailed("connection refused", transmitted=False))
     sender.advance(5 * MIN)
     sender.feed(TransmitSucceeded())
     sender.run_out()
     issue = sender.failure.issue
     assert (issue.error_code, issue.severity) == (ErrorCode.DELIVERY_FAILURE, Severity.WARNING)
+    assert "may have been delivered" in issue.description
 
 
-def test_an_answer_not_from_the_peer_does_not_count_as_reaching_it() -> None:
-    sender = Sender(rel(retries=0))
+def test_failure_is_a_warning_when_an_attempt_may_have_arrived_without_an_answer() -> None:
+    # ebMS2 §6.5.7: no answer does not mean "could not transmit": a request that timed out waiting for its
+    # answer (or whose connection was reset after it left) was transmitted, and may have been delivered.
+    sender = Sender(rel(retries=1))
     sender.submit()
-    sender.feed(TransmitSucceeded(reached_peer=False))
+    sender.feed(TransmitFailed("no answer within 30 s", transmitted=True))
+    sender.advance(5 * MIN)
+    sender.feed(TransmitFailed("connection refused", transmitted=False))
     sender.run_out()
-    assert sender.failure.issue.severity is Severity.ERROR
+    assert sender.failure.issue.severity is Severity.WARNING
 
 
 # --- acknowledgments and errors -----------------------------------------------------------------------
@@ -361,12 +378,27 @@ def test_a_synchronous_acknowledgment_may_come_before_the_transmission_outcome()
     assert sender.s.status is OutboundStatus.DELIVERED
 
 
-def test_an_acknowledgment_after_the_failure_is_ignored() -> None:
+def test_the_to_partys_acknowledgment_after_a_failure_records_the_delivery() -> None:
+    # ebMS2 §6.5.7: a Warning DeliveryFailure "means the message probably was not delivered"; when the To
+    # party's Acknowledgment comes after all, §6.5.2 marks the message delivered: the status says what happened.
+    sender = Sender(rel(retries=0))
+    sender.submit()
+    sender.feed(TransmitFailed("no answer within 30 s"))
+    sender.run_out()
+    assert sender.s.status is OutboundStatus.FAILED
+    actions = sender.feed(AcknowledgmentReceived(MID))
+    assert actions == (CancelTimer(MID), NotifyDelivered(MID, Evidence.TO_PARTY_ACKNOWLEDGMENT))
+    assert sender.s.status is OutboundStatus.DELIVERED and sender.s.evidence is Evidence.TO_PARTY_ACKNOWLEDGMENT
+    assert sender.transmissions == [(T0, 1)]  # nothing is sent again
+
+
+def test_an_intermediarys_acknowledgment_after_a_failure_changes_nothing() -> None:
+    # ebMS2 §10.1.3: the next MSH's acknowledgment is not the To party's: no proof of delivery.
     sender = Sender(rel(retries=0))
     sender.submit()
     sender.run_out()
     before = sender.s
-    assert sender.feed(AcknowledgmentReceived(MID)) == ()
+    assert sender.feed(AcknowledgmentReceived(MID, ACTOR_NEXT_MSH, by_intermediary=True)) == ()
     assert sender.s == before
 
 
@@ -453,19 +485,31 @@ def test_an_acknowledgment_routed_to_the_wrong_message_is_a_bug() -> None:
 # --- best effort --------------------------------------------------------------------------------------
 
 
-def test_best_effort_is_delivered_when_the_peer_answers() -> None:
+def test_best_effort_is_sent_not_delivered_when_the_next_msh_answers() -> None:
+    # ebMS2 §6.6 row 8 (Best Effort) and B.2.3: a 2xx says the next MSH received it; no acknowledgment was
+    # asked, so nothing says the To party got it: sent, by design.
     sender = Sender(rel(ack_requested=False))
     sender.submit()
-    assert sender.feed(TransmitSucceeded()) == (CancelTimer(MID), NotifyDelivered(MID))
-    assert sender.s.status is OutboundStatus.DELIVERED
+    assert sender.feed(TransmitSucceeded()) == (CancelTimer(MID), NotifySent(MID, Evidence.ACCEPTED_BY_NEXT_MSH))
+    assert sender.s.status is OutboundStatus.SENT and sender.s.status.final
+
+
+def test_an_error_message_after_sent_fails_the_message() -> None:
+    # ebMS2 §4.2.4: the receiving side reports an error about it: it refused the message after all.
+    sender = Sender(rel(ack_requested=False))
+    sender.submit()
+    sender.feed(TransmitSucceeded())
+    actions = sender.feed(ErrorReceived(peer_errors(("Inconsistent", Severity.ERROR))))
+    assert sender.s.status is OutboundStatus.FAILED and sender.s.evidence is Evidence.ERROR_MESSAGE
+    assert len(actions) == 1 and isinstance(actions[0], NotifyFailed)
 
 
 def test_best_effort_retries_transport_failures_and_fails_at_once_when_none_is_left() -> None:
     sender = Sender(rel(ack_requested=False, retries=1))
     sender.submit()
-    sender.feed(TransmitFailed("connection refused"))
+    sender.feed(TransmitFailed("connection refused", transmitted=False))
     assert sender.advance(5 * MIN) == (ScheduleTimer(MID, T0 + 15 * MIN), Transmit(MID, 2))
-    actions = sender.feed(TransmitFailed("connection refused"))
+    actions = sender.feed(TransmitFailed("connection refused", transmitted=False))
     assert actions[0] == CancelTimer(MID)
     assert isinstance(actions[1], NotifyFailed)
     assert actions[1].issue.severity is Severity.ERROR
@@ -475,14 +519,30 @@ def test_best_effort_retries_transport_failures_and_fails_at_once_when_none_is_l
 # --- late events and the table ------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("final", [OutboundStatus.DELIVERED, OutboundStatus.FAILED])
+@pytest.mark.parametrize("final", [OutboundStatus.DELIVERED, OutboundStatus.SENT, OutboundStatus.FAILED])
 @pytest.mark.parametrize(
     "event",
-    [TransmitSucceeded(), TransmitFailed("reset"), TimerDue(), AcknowledgmentReceived(MID)],
+    [TransmitSucceeded(), TransmitFailed("reset"), TimerDue(), SendAgain(), StatusUnavailable(2, "x", True)],
     ids=lambda e: type(e).__name__,
 )
 def test_late_events_after_a_final_status_are_no_ops(final: OutboundStatus, event: Event) -> None:
-    state = OutboundState(MID, final, rel(), 2, T0, True, None)
+    state = OutboundState(MID, final, rel(), 2, T0, 0, None)
+    assert step(state, event, T0 + 2 * MIN) == (state, ())
+
+
+@pytest.mark.parametrize(
+    "event",
+    [
+        AcknowledgmentReceived(MID),
+        ErrorReceived(peer_errors(("DeliveryFailure", Severity.ERROR))),
+        StatusReported(MessageStatus.NOT_RECOGNIZED),
+    ],
+    ids=lambda e: type(e).__name__,
+)
+def test_everything_after_delivered_is_ignored(event: Event) -> None:
+    # ebMS2 §6.3.2.5: after the end-to-end Acknowledgment the MSH "SHOULD ignore subsequent Error or
+    # Acknowledgment Messages with the same RefToMessageId value".
+    state = OutboundState(MID, OutboundStatus.DELIVERED, rel(), 2, T0, 0, None)
     assert step(state, event, T0 + 2 * MIN) == (state, ())
 
 
@@ -502,14 +562,51 @@ def test_events_for_a_message_with_no_state_raise_unknown_message(event: Event) 
 
 
 def test_the_table_covers_every_pair_but_submit_on_an_existing_message() -> None:
-    events = (Submit, TransmitSucceeded, TransmitFailed, AcknowledgmentReceived, ErrorReceived, TimerDue, SendAgain)
+    events = (
+        Submit,
+        TransmitSucceeded,
+        TransmitFailed,
+        AcknowledgmentReceived,
+        ErrorReceived,
+        TimerDue,
+        SendAgain,
+        StatusReported,
+        StatusUnavailable,
+    )
     missing = {(s, e) for s in (None, *OutboundStatus) for e in events if (s, e) not in TRANSITIONS}
     assert missing == {(s, Submit) for s in OutboundStatus} | {(None, e) for e in events if e is not Submit}
     ignored = {key for key, t in TRANSITIONS.items() if t.ignored}
-    final = (OutboundStatus.DELIVERED, OutboundStatus.FAILED)
-    late = {(OutboundStatus.FORWARDED, e) for e in (TransmitSucceeded, TransmitFailed, SendAgain)}
-    assert ignored == {(s, e) for s in final for e in events if e is not Submit} | late
+    after = (TransmitSucceeded, TransmitFailed, TimerDue, SendAgain, StatusUnavailable)
+    expected = {(OutboundStatus.DELIVERED, e) for e in events if e is not Submit}
+    expected |= {(s, e) for s in (OutboundStatus.SENT, OutboundStatus.FAILED) for e in after}
+    expected |= {(OutboundStatus.FAILED, ErrorReceived), (OutboundStatus.FORWARDED, SendAgain)}
+    assert ignored == expected
     assert all(t.rule for t in TRANSITIONS.values())
+
+
+def test_every_final_status_is_reached_only_on_evidence_the_outcomes_allow() -> None:
+    # A status is what happened: delivered rests on the To party's word, never on a timer.
+    assert STATUSES[OutboundStatus.DELIVERED].evidence == {
+        Evidence.TO_PARTY_ACKNOWLEDGMENT,
+        Evidence.STATUS_RESPONSE,
+        Evidence.HOP_ACKNOWLEDGMENT,  # only for a forward, whose promise ends at the next MSH (§10.1.3)
+    }
+    assert all(d.evidence for d in STATUSES.values()) and set(STATUSES) == set(OutboundStatus)
+    for (source, event), transition in TRANSITIONS.items():
+        if event is TimerDue and source is not OutboundStatus.DELIVERED:
+            assert OutboundStatus.DELIVERED not in transition.targets, (source, transition.rule)
+
+
+def test_a_handler_that_lands_outside_its_row_is_a_bug() -> None:
+    # The table is what the README's diagram shows: a handler may not take the message anywhere else.
+    state = OutboundState(MID, OutboundStatus.FORWARDED, rel(), 1, T0, 0, T0 + MIN)
+    bad = replace(TRANSITIONS[(OutboundStatus.FORWARDED, TimerDue)], targets=(OutboundStatus.FORWARDED,))
+    table = dict(TRANSITIONS)
+    table[(OutboundStatus.FORWARDED, TimerDue)] = bad
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(sending, "TRANSITIONS", table)
+        with pytest.raises(EngineError, match="does not list"):
+            step(state, TimerDue(), T0 + 2 * MIN)
 
 
 def test_the_state_diagram_is_drawn_from_the_table() -> None:
@@ -517,8 +614,10 @@ def test_the_state_diagram_is_drawn_from_the_table() -> None:
     assert diagram.startswith("stateDiagram-v2\n")
     assert '    state "awaiting-ack" as awaiting_ack' in diagram
     assert "    [*] --> pending : Submit" in diagram
-    assert "    pending --> delivered : TransmitSucceeded, AcknowledgmentReceived" in diagram
-    assert "delivered --> delivered : AcknowledgmentReceived (ignored), ErrorReceived (ignored)" in diagram
+    assert "    pending --> sent : TransmitSucceeded" in diagram
+    assert "    pending --> delivered : AcknowledgmentReceived, StatusReported" in diagram
+    assert "    forwarded --> sent : TimerDue" in diagram
+    assert "delivered --> delivered : TransmitSucceeded (ignored), TransmitFailed (ignored)" in diagram
     for (_, event), _t in TRANSITIONS.items():
         assert event.__name__ in diagram
 
@@ -600,30 +699,36 @@ def test_hop_ack_without_an_end_to_end_request_is_refused() -> None:
         Reliability(3, xs(MIN), xs(MIN), None, None, False, ACTOR_TO_PARTY_MSH, True)
 
 
-def test_the_next_msh_acknowledgment_stops_the_resends_and_the_end_to_end_one_delivers() -> None:
+def test_the_next_msh_acknowledgment_forwards_and_the_end_to_end_resends_go_on_until_the_to_party_answers() -> None:
+    # ebMS2 §6.5.4: "The Sending MSH MUST resend the original message if an Acknowledgment Message has been
+    # requested but has not been received" (the To Party MSH's is requested); §10.1.3: "A MSH supporting
+    # Multi-hop MUST differentiate, based upon the actor, which Acknowledgment is being returned".
     sender = Sender(both())
     sender.submit()
     sender.feed(TransmitSucceeded())
+    timer = sender.timer
     actions = sender.feed(AcknowledgmentReceived(MID, ACTOR_NEXT_MSH, by_intermediary=True))
-    deadline = timers.end_to_end_deadline(both(), T0)
+    assert sender.s.status is OutboundStatus.FORWARDED and sender.s.evidence is Evidence.HOP_ACKNOWLEDGMENT
+    assert actions == (NotifyForwarded(MID),) and sender.timer == timer
+    # The resends go on, on the message's own schedule, and it stays forwarded.
+    assert sender.advance(5 * MIN) == (ScheduleTimer(MID, T0 + 15 * MIN), Transmit(MID, 2))
     assert sender.s.status is OutboundStatus.FORWARDED
-    assert actions == (ScheduleTimer(MID, deadline), NotifyForwarded(MID))
-    assert deadline == T0 + 5 * MIN + 3 * 10 * MIN  # when the schedule would have given up
-    # No resend while forwarded; a second hop acknowledgment changes nothing.
-    assert sender.advance(deadline - T0 - timedelta(seconds=1)) == ()
     assert sender.feed(AcknowledgmentReceived(MID, ACTOR_NEXT_MSH, by_intermediary=True)) == ()
     assert sender.feed(TransmitSucceeded()) == () and sender.feed(TransmitFailed("late")) == ()
     actions = sender.feed(AcknowledgmentReceived(MID, ACTOR_TO_PARTY_MSH))
     assert sender.s.status is OutboundStatus.DELIVERED
-    assert actions == (CancelTimer(MID), NotifyDelivered(MID))
-    assert len(sender.transmissions) == 1
+    assert actions == (CancelTimer(MID), NotifyDelivered(MID, Evidence.TO_PARTY_ACKNOWLEDGMENT))
+    assert [a for _, a in sender.transmissions] == [1, 2]
 
 
-def test_a_forwarded_message_fails_with_warning_at_the_end_to_end_deadline() -> None:
+def test_a_forwarded_message_fails_with_warning_when_its_retries_end_without_the_to_partys_acknowledgment() -> None:
+    # ebMS2 §6.5.4: "If the Sending MSH does not receive an Acknowledgment Message after the maximum number of
+    # retries, the Sending MSH SHALL notify the application"; §6.5.7: transmitted, not acknowledged: Warning.
     sender = Sender(both())
     sender.submit()
     sender.feed(AcknowledgmentReceived(MID, ACTOR_NEXT_MSH, by_intermediary=True))
     sender.run_out()
+    assert [a for _, a in sender.transmissions] == [1, 2, 3, 4]  # Retries 3, end to end
     assert sender.s.status is OutboundStatus.FAILED
     assert sender.failure.issue.severity is Severity.WARNING
     assert "no end-to-end Acknowledgment" in sender.failure.issue.description
@@ -663,14 +768,18 @@ def test_asking_only_the_next_msh_the_to_partys_own_hop_acknowledgment_delivers_
     assert sender.s.status is OutboundStatus.DELIVERED
 
 
-def test_asking_only_the_next_msh_an_intermediarys_acknowledgment_forwards_until_the_deadline() -> None:
-    # ebMS2 §6.6 rows 3 and 7: no end-to-end notification; a DeliveryFailure from the path may still come.
+def test_asking_only_the_next_msh_an_intermediarys_acknowledgment_forwards_then_sent_never_delivered() -> None:
+    # ebMS2 §6.6 rows 3 and 7: "No End-to-End notification": the hop is done (no resend); a DeliveryFailure
+    # from the path may still come; at the deadline nothing says the To party got it: sent, not delivered.
     sender = Sender(rel(ack_actor=ACTOR_NEXT_MSH))
     sender.submit()
-    sender.feed(AcknowledgmentReceived(MID, ACTOR_NEXT_MSH, by_intermediary=True))
+    actions = sender.feed(AcknowledgmentReceived(MID, ACTOR_NEXT_MSH, by_intermediary=True))
+    deadline = timers.end_to_end_deadline(rel(ack_actor=ACTOR_NEXT_MSH), T0)
+    assert actions == (ScheduleTimer(MID, deadline), NotifyForwarded(MID))
     assert sender.s.status is OutboundStatus.FORWARDED
     sender.run_out()
-    assert sender.s.status is OutboundStatus.DELIVERED
+    assert sender.transmissions == [(T0, 1)]
+    assert sender.s.status is OutboundStatus.SENT and sender.s.evidence is Evidence.HOP_ACKNOWLEDGMENT
     late = Sender(rel(ack_actor=ACTOR_NEXT_MSH))
     late.submit()
     late.feed(AcknowledgmentReceived(MID, ACTOR_NEXT_MSH, by_intermediary=True))
@@ -695,3 +804,114 @@ def test_another_copy_of_a_forward_is_sent_again_within_the_same_budget() -> Non
     # Budget: 3 transmissions in all; the copy's counted.
     assert [a for _, a in sender.transmissions] == [1, 2, 3]
     assert sender.s.status is OutboundStatus.FAILED
+
+
+# --- evidence: receipts, forwards (ebMS2 §6.3.2.5, §10.1.3) ----------------------------------------------
+
+
+def test_a_receipt_that_does_not_match_still_delivers_and_says_why() -> None:
+    # ebMS2 §6.3.2.5: "Receipt of an Acknowledgment Message, indicates the original message reached its
+    # destination"; the digests only say whether it "arrived intact": proof missing, delivery not in doubt.
+    sender = Sender(rel())
+    sender.submit()
+    problem = "SecurityFailure: the receipt's Reference for cid:p1 does not match what was sent"
+    actions = sender.feed(AcknowledgmentReceived(MID, receipt_problem=problem))
+    assert actions == (CancelTimer(MID), NotifyDelivered(MID, Evidence.TO_PARTY_ACKNOWLEDGMENT, problem))
+    assert sender.s.status is OutboundStatus.DELIVERED and sender.s.receipt_problem == problem
+
+
+def test_a_forward_is_delivered_by_the_next_msh_acknowledgment() -> None:
+    # ebMS2 §10.1.3: at the intermediary, "If a message is found in persistent storage then mark the persisted
+    # message as delivered" on the next MSH's Acknowledgment: its promise ends at the next hop.
+    forward = Sender(replace(rel(ack_actor=ACTOR_NEXT_MSH), end_to_end=False))
+    forward.submit()
+    actions = forward.feed(AcknowledgmentReceived(MID, ACTOR_NEXT_MSH))
+    assert actions == (CancelTimer(MID), NotifyDelivered(MID, Evidence.HOP_ACKNOWLEDGMENT))
+    assert forward.s.evidence is Evidence.HOP_ACKNOWLEDGMENT
+
+
+def test_a_signal_sent_hop_by_hop_is_sent_when_the_next_msh_takes_it() -> None:
+    # ebMS2 §6.3.1.4: a signal asks for no acknowledgment; the next MSH's 2xx is all there will be.
+    signal = Sender(replace(rel(ack_requested=False), end_to_end=False))
+    signal.submit()
+    assert signal.feed(TransmitSucceeded()) == (CancelTimer(MID), NotifySent(MID, Evidence.ACCEPTED_BY_NEXT_MSH))
+
+
+# --- status before resend (ebMS2 §7; the REPORT idea of HTTPR) ------------------------------------------
+
+OUTAGE = timedelta(minutes=20)
+
+
+def _after_outage(*, minutes_down: int) -> Sender:
+    """A message transmitted once (it may have arrived), then unreachable for ``minutes_down`` minutes."""
+    sender = Sender(rel(retries=10, first_resend_timeout=10 * MIN))
+    sender.submit()
+    sender.feed(TransmitFailed("no answer within 30 s", transmitted=True))
+    sender.advance(10 * MIN)  # resend 2
+    sender.feed(TransmitFailed("connection refused", transmitted=False))
+    sender.now = T0 + (10 + minutes_down) * MIN
+    return sender
+
+
+def test_after_an_outage_the_partner_is_asked_before_the_body_is_sent_again() -> None:
+    sender = _after_outage(minutes_down=20)
+    actions = sender.feed(TimerDue(status_check_after=OUTAGE))
+    # In place of resend 3: the same retry budget, the same next timer.
+    assert actions == (ScheduleTimer(MID, sender.now + 10 * MIN), RequestStatus(MID, 3))
+    assert sender.s.attempts == 3 and sender.transmissions == [(T0, 1), (T0 + 10 * MIN, 2)]
+
+
+@pytest.mark.parametrize("answer", [MessageStatus.RECEIVED, MessageStatus.PROCESSED])
+def test_a_partner_that_has_the_message_makes_it_delivered_without_a_resend(answer: MessageStatus) -> None:
+    # ebMS2 §7.3.3: Received - "has been received by the MSH"; Processed - "has been processed by the MSH".
+    sender = _after_outage(minutes_down=20)
+    sender.feed(TimerDue(status_check_after=OUTAGE))
+    actions = sender.feed(StatusReported(answer, attempt=3))
+    assert actions == (CancelTimer(MID), NotifyDelivered(MID, Evidence.STATUS_RESPONSE))
+    assert sender.s.status is OutboundStatus.DELIVERED and sender.s.evidence is Evidence.STATUS_RESPONSE
+    assert [a for _, a in sender.transmissions] == [1, 2]
+
+
+@pytest.mark.parametrize("answer", [MessageStatus.NOT_RECOGNIZED, MessageStatus.UN_AUTHORIZED])
+def test_a_partner_that_does_not_have_it_gets_the_resend_the_question_stood_in_for(answer: MessageStatus) -> None:
+    # ebMS2 §7.3.3: NotRecognized - "the message ... is not recognized"; §6.5.4: resend it.
+    sender = _after_outage(minutes_down=20)
+    sender.feed(TimerDue(status_check_after=OUTAGE))
+    assert sender.feed(StatusReported(answer, attempt=3)) == (Transmit(MID, 3),)
+    assert sender.s.attempts == 3
+
+
+def test_no_status_answer_sends_the_resend_and_a_partner_still_down_counts_as_a_failed_resend() -> None:
+    sender = _after_outage(minutes_down=20)
+    sender.feed(TimerDue(status_check_after=OUTAGE))
+    assert sender.feed(StatusUnavailable(3, "HTTP 202, no StatusResponse", transmitted=True)) == (Transmit(MID, 3),)
+    down = _after_outage(minutes_down=20)
+    down.feed(TimerDue(status_check_after=OUTAGE))
+    assert down.feed(StatusUnavailable(3, "connection refused", transmitted=False)) == ()
+    assert down.s.unreachable_since == T0 + 10 * MIN and down.s.attempts == 3
+    # A stale answer (a later attempt is under way) changes nothing.
+    assert down.feed(StatusUnavailable(2, "connection refused", transmitted=True)) == ()
+
+
+def test_no_question_before_the_outage_is_long_enough_or_when_the_partner_cannot_have_it() -> None:
+    short = _after_outage(minutes_down=10)  # the timer is due, the partner has been down 10 minutes only
+    assert short.feed(TimerDue(status_check_after=OUTAGE)) == (
+        ScheduleTimer(MID, short.now + 10 * MIN),
+        Transmit(MID, 3),
+    )
+    off = _after_outage(minutes_down=20)
+    assert isinstance(off.feed(TimerDue())[-1], Transmit)  # the setting is off: resend as ebMS2 §6.5.4 says
+    never = Sender(rel(retries=10, first_resend_timeout=10 * MIN))
+    never.submit()
+    never.feed(TransmitFailed("connection refused", transmitted=False))
+    never.now = T0 + 40 * MIN
+    # Nothing ever left: the partner cannot have it; just send it.
+    assert isinstance(never.feed(TimerDue(status_check_after=OUTAGE))[-1], Transmit)
+
+
+def test_an_answer_that_reaches_the_partner_ends_the_outage() -> None:
+    sender = _after_outage(minutes_down=20)
+    sender.feed(TimerDue(status_check_after=OUTAGE))
+    sender.feed(StatusReported(MessageStatus.NOT_RECOGNIZED, attempt=3))
+    sender.feed(TransmitSucceeded())
+    assert sender.s.unreachable_since is None

@@ -167,7 +167,7 @@ def test_engine_state_survives_the_trip_through_the_store(tmp_path: Path, kind: 
         "urn:oasis:names:tc:ebxml-msg:actor:toPartyMSH",
     )
     issue = Issue(ErrorCode.DELIVERY_FAILURE, Severity.WARNING, "no Acknowledgment after 4 transmissions")
-    state = OutboundState("m@x", OutboundStatus.FAILED, r, 4, t0, True, None, issue)
+    state = OutboundState("m@x", OutboundStatus.FAILED, r, 4, t0, 0, None, issue)
     with open_store("memory:" if kind == "memory" else str(tmp_path / "s.sqlite")) as store:
         with store.transaction() as tx:
             add_outbound(tx, "m@x", state=state)

@@ -288,7 +288,9 @@ def _ack_from_b(a: Msh, message_id: str, *, references: tuple[str, ...], signed:
 
 
 @pytest.mark.parametrize("problem", ["digest", "unsigned"])
-def test_a_receipt_that_does_not_match_what_was_sent_fails_the_message_with_security_failure(problem: str) -> None:
+def test_a_receipt_that_does_not_match_what_was_sent_delivers_the_message_with_the_receipt_problem(
+    problem: str,
+) -> None:
     async def scenario(net: TestNetwork, a: Msh, b: Msh) -> None:
         net.faults.down.add(B_URL)
         message_id = await a.submit_async(order(1))
@@ -309,13 +311,17 @@ def test_a_receipt_that_does_not_match_what_was_sent_fails_the_message_with_secu
             return
         await a.handle_http(body, "text/xml")
         stored = a.status(message_id)
-        assert stored is not None and stored.state.status is OutboundStatus.FAILED
-        assert stored.state.failure is not None
-        # ebMS2 §6.5.7: the application is told with a DeliveryFailure carrying the SecurityFailure.
-        assert stored.state.failure.error_code is ErrorCode.DELIVERY_FAILURE
-        assert "SecurityFailure" in stored.state.failure.description
-        assert "differs from the message sent" in stored.state.failure.description
+        # ebMS2 §6.3.2.5: "Receipt of an Acknowledgment Message, indicates the original message reached its
+        # destination"; the digests say whether it "arrived intact". B has it: delivered; the receipt proves
+        # nothing about its content, and says why, beside the status (not a DeliveryFailure).
+        assert stored is not None and stored.state.status is OutboundStatus.DELIVERED
+        assert stored.state.failure is None
+        problem_text = stored.state.receipt_problem
+        assert problem_text is not None and problem_text.startswith("SecurityFailure at //Header/Acknowledgment")
+        assert "differs from the message sent" in problem_text
         assert a.receipt(message_id) is None
+        [delivered] = [e for e in events(a, message_id, Direction.OUTBOUND) if e.kind == "delivered"]
+        assert delivered.detail["receiptProblem"] == problem_text
         [refused] = [e for e in events(a, message_id, Direction.OUTBOUND) if e.kind == "receipt-refused"]
         assert "cid:" in str(refused.detail["location"])
 

@@ -48,7 +48,7 @@ def test_hop_ack_and_the_forwarded_status_read_back(store: Store, clock: FakeClo
         status=OutboundStatus.FORWARDED,
         attempts=1,
         first_sent_at=T0,
-        reached_peer=True,
+        refused=0,
         next_due_at=T0 + timedelta(hours=1),
     )
     with store.transaction() as tx:
@@ -108,7 +108,7 @@ def test_sql_stores_check_kind_and_status_in_the_database(sql_store: SqlStore) -
         add_outbound(tx, "checked@example.com", kind=OutboundKind.FORWARD)
     with sql_store.engine.connect() as conn:
         assert conn.execute(text("SELECT kind FROM outbound_messages")).scalar_one() == "forward"
-    for change in ("kind = 'relay'", "status = 'sent'"):
+    for change in ("kind = 'relay'", "status = 'shipped'"):
         with pytest.raises(IntegrityError), sql_store.engine.begin() as conn:
             conn.execute(text(f"UPDATE outbound_messages SET {change}"))
 
@@ -123,7 +123,7 @@ def _forward(tx: Transaction, message_id: str, body: bytes = b"copy 1", **overri
         status=OutboundStatus.AWAITING_ACK,
         attempts=2,
         first_sent_at=T0,
-        reached_peer=True,
+        refused=0,
         next_due_at=T0 + timedelta(minutes=1),
     )
     values: dict[str, object] = {"kind": OutboundKind.FORWARD, "state": state, **overrides}
@@ -153,7 +153,8 @@ def test_requeue_replaces_state_body_and_endpoint_and_keeps_the_rest(store: Stor
             tx.open_blob(first.body_blob_id)  # no row names it any more
     assert again == replace(
         first,
-        state=outbound_state("fwd@example.com"),
+        # A forward's promise ends at the next MSH: the store reads end_to_end back from the kind.
+        state=outbound_state("fwd@example.com", replace(RELIABILITY, end_to_end=False)),
         body_blob_id=again.body_blob_id,
         content_type='multipart/related; type="text/xml"; boundary="b2"; start="<soap@msh>"',
         endpoint_url="https://next-hop.example/msh",
@@ -304,6 +305,6 @@ def test_list_outbound_refuses_bad_arguments(store: Store, clock: FakeClock) -> 
         with pytest.raises(ValueError, match="limit"):
             tx.list_outbound(limit=0)
         with pytest.raises(ValueError, match=r"status must be one of \['pending', 'awaiting-ack', 'forwarded'"):
-            tx.list_outbound(status="sent")  # type: ignore[arg-type]
+            tx.list_outbound(status="shipped")  # type: ignore[arg-type]
         with pytest.raises(ValueError, match="kind must be one of"):
             tx.list_outbound(kind="relay")  # type: ignore[arg-type]

@@ -87,7 +87,7 @@ def test_an_empty_database_upgrades_to_head(
     assert _revision(raw_engine) is None
     open_store(store_url)
     assert _tables(raw_engine) == STORE_TABLES | {migrations.VERSION_TABLE}
-    assert _revision(raw_engine) == migrations.head_revision() == "0006"
+    assert _revision(raw_engine) == migrations.head_revision() == "0007"
 
 
 def test_the_migrated_schema_is_what_the_store_queries(
@@ -558,3 +558,55 @@ def test_revision_0004_downgrades_the_applications_own_messages_and_back(
     with store.transaction(readonly=True) as tx:
         hop = tx.get_outbound("hop@x")
     assert hop is not None and hop.kind is OutboundKind.OWN and hop.state.reliability.hop_ack is False
+
+
+# --- revision 0007: truthful outcomes -------------------------------------------------------------------
+
+
+def test_revision_0007_takes_every_stored_attempt_as_possibly_transmitted_and_adds_evidence(
+    store_url: str, raw_engine: Engine, open_store: Callable[..., Store]
+) -> None:
+    _rows_of_revision_0003(raw_engine)
+    migrations.upgrade(raw_engine, "0006")
+    store = open_store(store_url)  # upgrades to head
+    assert _revision(raw_engine) == migrations.head_revision() and _differences(raw_engine) == []
+    columns = {c["name"] for c in inspect(raw_engine).get_columns("outbound_messages")}
+    assert {"refused_attempts", "evidence", "receipt_problem", "unreachable_since"} <= columns
+    assert "reached_peer" not in columns
+    with store.transaction(readonly=True) as tx:
+        kept = {m: tx.get_outbound(m) for m in ("p@x", "w@x", "d@x")}
+    # ebMS2 §6.5.7: nothing recorded which attempt was refused, so each may have arrived (Warning, never an
+    # Error that could be untrue); no evidence was recorded for the statuses reached before.
+    assert {m: (r.state.refused, r.state.transmitted, r.state.evidence) for m, r in kept.items() if r} == {
+        "p@x": (0, False, None),  # no attempt yet
+        "w@x": (0, True, None),
+        "d@x": (0, True, None),
+    }
+    with store.transaction() as tx:  # the new status goes in
+        tx.update_outbound_state(outbound_state("p@x", status=OutboundStatus.SENT))
+    assert "'sent'" in _checks(raw_engine)["ck_outbound_messages_status"]
+
+
+def test_downgrading_below_0007_refuses_sent_rows_and_changes_nothing(
+    store_url: str, raw_engine: Engine, open_store: Callable[..., Store]
+) -> None:
+    store = open_store(store_url)
+    assert isinstance(store, SqlStore)
+    with store.transaction() as tx:
+        add_outbound(tx, "sent@x", state=outbound_state("sent@x", status=OutboundStatus.SENT))
+        add_outbound(tx, "done@x", state=outbound_state("done@x", status=OutboundStatus.DELIVERED, attempts=2))
+        add_outbound(tx, "down@x", state=outbound_state("down@x", status=OutboundStatus.FAILED, attempts=2, refused=2))
+    with pytest.raises(ConfigurationError, match=r"1 outbound message\(s\) have the status 'sent', the first 'sent@x'"):
+        migrations.downgrade(store.engine, "0006")
+    assert _revision(raw_engine) == migrations.head_revision() and _differences(raw_engine) == []
+    with raw_engine.begin() as conn:
+        conn.execute(text("DELETE FROM outbound_messages WHERE message_id = 'sent@x'"))
+    migrations.downgrade(store.engine, "0006")
+    with raw_engine.connect() as conn:
+        reached = dict(conn.execute(text("SELECT message_id, reached_peer FROM outbound_messages")).all())
+    assert {m: bool(v) for m, v in reached.items()} == {"done@x": True, "down@x": False}
+    migrations.upgrade(store.engine)
+    assert _differences(raw_engine) == []
+    with store.transaction(readonly=True) as tx:
+        done = tx.get_outbound("done@x")
+    assert done is not None and done.state.transmitted and done.state.status is OutboundStatus.DELIVERED

@@ -126,7 +126,7 @@ def test_update_outbound_state_replaces_the_state(store: Store, clock: FakeClock
         status=OutboundStatus.FAILED,
         attempts=4,
         first_sent_at=T0,
-        reached_peer=True,
+        refused=0,
         next_due_at=None,
         failure=Issue(ErrorCode.DELIVERY_FAILURE, Severity.WARNING, "no Acknowledgment after 3 retries"),
     )
