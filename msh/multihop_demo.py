@@ -207,10 +207,9 @@ def _part_two(chain: Chain, sender: Msh, count: int, first: int, to_c: RunningPr
         if not item.received:
             print(f"  none about {item.message_id}")
         outcome = final[item.message_id].value if item.message_id in final else "not final in time"
-        print(
-            f"    I journaled sending it: {', '.join(item.sent_by_intermediary) or 'no'}; at A: "
-            f"{'forwarded (I acknowledged the hop), then ' if item.forwarded_first else ''}{outcome}"
-        )
+        journaled = ", ".join(item.sent_by_intermediary) or "no"
+        before = "forwarded (I acknowledged the hop), then " if item.forwarded_first else ""
+        print(f"    I journaled sending it (its DeliveryFailure taken by A): {journaled}; at A: {before}{outcome}")
     print("A's statuses:")
     for message_id in sent:
         stored = sender.status(message_id)
@@ -221,7 +220,7 @@ def _part_two(chain: Chain, sender: Msh, count: int, first: int, to_c: RunningPr
     reported = sum(1 for item in seen if item.reported)
     print(
         f"\nresult: {failed}/{count} failed at A, {reported}/{count} reported by a DeliveryFailure from I "
-        f"(and journaled there as sent), {census.once + census.twice_or_more}/{count} in C's inbox"
+        f"(and journaled there as taken by A), {census.once + census.twice_or_more}/{count} in C's inbox"
     )
     ok = failed == count and reported == count and census.missing == count
     print(

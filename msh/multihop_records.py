@@ -4,8 +4,8 @@ A (the From party), I (the intermediary) and C (the To party) each keep a journa
 (:mod:`msh.store`); :class:`~msh.faults.outcome.EventCounts` counts them per MSH, telling A's messages
 (``sent``) from the MSH signals that travel back (C's end-to-end acknowledgments, I's DeliveryFailures),
 and :func:`hop_lines` prints them. :func:`delivery_failures` pairs each DeliveryFailure A received with
-the one I journaled sending: the verdict of the second part of the demo is computed from both stores,
-not assumed.
+the one I journaled queuing and then sending (its signal taken by A's MSH): the verdict of the second part
+of the demo is computed from both stores, not assumed.
 """
 
 from __future__ import annotations
@@ -48,10 +48,11 @@ def hop_lines(a: EventCounts, i: EventCounts, c: EventCounts) -> list[str]:
         f"({copies - i.count('forward')} resent copies, forwarded again: no duplicate elimination at an "
         f"intermediary), {i.ours['transmission']} transmissions to C ({i.ours['resent']} of them resends), "
         f"{i.count('forward-delivered')} acknowledged by C's hop acknowledgment; {relayed} signals from C relayed "
-        f"to A ({i.others['resent']} resends), {i.ours['delivery-failure-sent']} DeliveryFailures sent to A",
+        f"to A ({i.others['resent']} resends), {i.ours['delivery-failure-queued']} DeliveryFailures for A queued "
+        f"({i.others['signal-sent']} taken by A, {i.ours['delivery-failure-unsent']} with no way to A)",
         f"party C (To party):   {c.ours['received']} received and delivered to the inbox, {c.ours['duplicate']} "
         f"duplicates eliminated, {c.ours['rejected']} refused; {c.others['transmission']} transmissions of "
-        f"end-to-end acknowledgments to I ({c.others['resent']} of them resends), {c.others['signal-delivered']} "
+        f"end-to-end acknowledgments to I ({c.others['resent']} of them resends), {c.others['signal-sent']} "
         f"taken by I",
         f"resends per hop: A->I {a.ours['resent']}, I->C {i.ours['resent']}, C->I {c.others['resent']} "
         f"(acknowledgments), I->A {i.others['resent']} (acknowledgments and DeliveryFailures)",
@@ -78,7 +79,8 @@ def delivery_failures(
     a_events: Iterable[Event], i_events: Iterable[Event], message_ids: Collection[str], a_party: str
 ) -> list[DeliveryFailureSeen]:
     """For each of ``message_ids``: the DeliveryFailure errors in A's journal (``error-received``, whose
-    MessageId is the failure's RefToMessageId) and I's ``delivery-failure-sent`` events to ``a_party``."""
+    MessageId is the failure's RefToMessageId) and the severities of I's ``delivery-failure-queued`` events
+    to ``a_party`` whose DeliveryFailure message I's journal shows taken (``signal-sent``)."""
     received: dict[str, list[tuple[str, str]]] = {m: [] for m in message_ids}
     forwarded: set[str] = set()
     for event in a_events:
@@ -91,10 +93,19 @@ def delivery_failures(
             for error in errors if isinstance(errors, list) else []:
                 if isinstance(error, dict) and error.get("errorCode") == "DeliveryFailure":
                     received[event.message_id].append((str(error.get("severity")), str(error.get("description"))))
-    by_i: dict[str, list[str]] = {m: [] for m in message_ids}
+    queued: dict[str, tuple[str, str]] = {}  # the DeliveryFailure's MessageId -> (about, severity)
+    taken: set[str] = set()
     for event in i_events:
-        if event.message_id in by_i and event.kind == "delivery-failure-sent" and event.detail.get("to") == a_party:
-            by_i[event.message_id].append(str(event.detail.get("severity")))
+        if event.kind == "signal-sent" and event.message_id is not None:
+            taken.add(event.message_id)
+        elif event.message_id in received and event.kind == "delivery-failure-queued":
+            failure = event.detail.get("failureMessageId")
+            if event.detail.get("to") == a_party and isinstance(failure, str):
+                queued[failure] = (event.message_id, str(event.detail.get("severity")))
+    by_i: dict[str, list[str]] = {m: [] for m in message_ids}
+    for failure, (about, severity) in queued.items():
+        if failure in taken:
+            by_i[about].append(severity)
     return [DeliveryFailureSeen(m, tuple(received[m]), tuple(by_i[m]), m in forwarded) for m in message_ids]
 
 

@@ -21,6 +21,7 @@ __all__ = [
     "FORWARD",
     "RECEIVED",
     "SCHEMA",
+    "SENT",
     "SUBMITTED",
     "TRANSMISSION",
     "day_of",
@@ -30,6 +31,8 @@ SUBMITTED: Final = "submitted"
 TRANSMISSION: Final = "transmission"
 DELIVERED: Final = "delivered"
 """The end-to-end Acknowledgment came back (ebMS2 §6.3.2): the sender's 'delivered'."""
+SENT: Final = "sent"
+"""Handed to the next MSH, no acknowledgment by design (ebMS2 §6.6 rows 3, 4, 7, 8): the sender's 'sent'."""
 FAILED: Final = "failed"
 """A DeliveryFailure told to the sending application, with its severity (ebMS2 §6.5.7)."""
 EXPIRED: Final = "expired"

@@ -5,14 +5,17 @@ Keys: every figure is per ``source`` (the MSH whose journal it is), agreement (`
 ``action`` and ``day`` (UTC). A sent message counts on the day it was submitted.
 
 - :func:`messages`: one row per message our application submitted (role ``sender``): when it was
-  submitted, acknowledged end to end (``delivered``) or failed, with which severity and cause, how many
-  transmissions it took, whether one reached the partner, whether its TimeToLive ended it (``expired``),
-  its retry deadline.
+  submitted, delivered (the To party's acknowledgment or StatusResponse), handed over without an
+  acknowledgment by design (status ``sent``, ``handed_over_at``) or failed, with which severity and cause,
+  how many transmissions it took, whether one reached the partner, whether its TimeToLive ended it
+  (``expired``), its retry deadline.
 - :func:`traffic`: volumes (sent, received, forwarded), delivered, delivery rate (delivered / sent),
-  DeliveryFailures by severity, messages sent that expired (their TimeToLive ended them), duplicates
-  eliminated, latency from submission to the end-to-end acknowledgment (p50/p95/p99, exact percentiles
-  with linear interpolation, in seconds), messages still pending at ``as_of`` and those of them overdue
-  (past their agreement's retry window).
+  ``unacknowledged`` (handed over, no acknowledgment by design: ebMS2 §6.6 rows 3, 4, 7, 8), DeliveryFailures
+  by severity (a message the To party acknowledged after its DeliveryFailure counts as delivered, not
+  failed: its status is what happened), messages sent that expired (their TimeToLive ended them),
+  duplicates eliminated, latency from submission to the end-to-end acknowledgment (p50/p95/p99, exact
+  percentiles with linear interpolation, in seconds), messages still pending at ``as_of`` and those of them
+  overdue (past their agreement's retry window).
 - :func:`failures`: DeliveryFailures by severity and cause (on the day they were reported).
 - :func:`attempts`: how many messages took 0 (never transmitted), 1, 2, ... transmissions.
 """
@@ -88,6 +91,7 @@ def messages(events: DataFrame) -> DataFrame:
     outcome = sent.groupBy("source", "message_id").agg(
         _at_of("submitted").alias("submitted_at"),
         _at_of("delivered").alias("delivered_at"),
+        _at_of("sent").alias("handed_over_at"),
         _at_of("failed").alias("failed_at"),
         F.max(rank).alias("severity_rank"),
         F.coalesce(F.max(F.when(transmission, F.col("attempt"))), F.lit(0)).alias("attempts"),
@@ -104,7 +108,13 @@ def messages(events: DataFrame) -> DataFrame:
         .dropDuplicates(["cause_key"])
     )
     latency = (F.unix_micros("delivered_at") - F.unix_micros("submitted_at")) / F.lit(1_000_000.0)
-    severity = F.when(F.col("severity_rank") == 2, "Error").when(F.col("severity_rank") == 1, "Warning")
+    # A DeliveryFailure the To party's word overturned later (delivered after all) is not the outcome.
+    undone = F.col("delivered_at").isNotNull()
+    severity = (
+        F.when(undone, F.lit(None))
+        .when(F.col("severity_rank") == 2, "Error")
+        .when(F.col("severity_rank") == 1, "Warning")
+    )
     return (
         outcome.filter(F.col("submitted_at").isNotNull())
         .join(F.broadcast(facts), "facts_key", "inner")
@@ -124,12 +134,15 @@ def _count_if(condition: Column) -> Column:
 
 def traffic(events: DataFrame, sent: DataFrame, as_of: datetime) -> DataFrame:
     """Volumes, delivery, failures, duplicates, latency, pending and overdue per key (module docs)."""
-    open_ = F.col("delivered_at").isNull() & F.col("failed_at").isNull()
+    delivered, failed = F.col("delivered_at").isNotNull(), F.col("failed_at").isNotNull()
+    handed_over = F.col("handed_over_at").isNotNull()
+    open_ = ~delivered & ~failed & ~handed_over
     percentiles = F.percentile(F.col("latency_s"), F.array(F.lit(0.5), F.lit(0.95), F.lit(0.99)))
     outbound = sent.groupBy(*KEYS).agg(
         F.count(F.lit(1)).alias("sent"),
-        F.count("delivered_at").alias("delivered"),
-        F.count("failed_at").alias("failed"),
+        _count_if(delivered).alias("delivered"),
+        _count_if(handed_over & ~delivered & ~failed).alias("unacknowledged"),
+        _count_if(failed & ~delivered).alias("failed"),
         _count_if(F.col("failure_severity") == "Error").alias("failed_error"),
         _count_if(F.col("failure_severity") == "Warning").alias("failed_warning"),
         _count_if(F.col("expired")).alias("expired"),
@@ -157,6 +170,7 @@ def traffic(events: DataFrame, sent: DataFrame, as_of: datetime) -> DataFrame:
     counts = (
         "sent",
         "delivered",
+        "unacknowledged",
         "failed",
         "failed_error",
         "failed_warning",
@@ -177,6 +191,7 @@ def traffic(events: DataFrame, sent: DataFrame, as_of: datetime) -> DataFrame:
         "forwarded",
         "delivered",
         "delivery_rate",
+        "unacknowledged",
         "failed",
         "failed_error",
         "failed_warning",

@@ -3,8 +3,9 @@
 A hub MSH exchanges messages with many partners whose volumes are skewed (Zipf-like: a few partners send
 most of the traffic); every fifth partner is reached through an intermediary. Each message leaves the events
 the MSHs on its path would journal (:mod:`msh.analytics.columns`): the sender's ``submitted``, one
-``transmission`` per attempt (the failed ones with their transport error), the end-to-end ``delivered``
-or a ``failed`` DeliveryFailure (for some, an ``expired`` event beside it: the TimeToLive ended them);
+``transmission`` per attempt (the failed ones with their transport error), the end-to-end ``delivered``,
+``sent`` (a message that asked for no acknowledgment, handed over) or a ``failed`` DeliveryFailure (for
+some, an ``expired`` event beside it: the TimeToLive ended them);
 the intermediary's ``forward``; the receiver's ``received``, the ``duplicate`` it eliminated,
 ``app-delivered`` and ``app-taken``. Some messages need retries, some fail
 (never reached the partner: severity Error), a few are still pending at the end (some past their retry
@@ -222,8 +223,9 @@ def _message(
     deadline = submitted + _WINDOW
     add(sender, submitted, "submitted", facts, "sender", "outbound", deadline=deadline)
     roll = rng.random()
-    # How it ends, unless a fault is planted: delivered (most), failed without reaching the partner, pending.
-    outcome = "delivered" if roll < 0.975 else ("failed" if roll < 0.99 else "pending")
+    # How it ends, unless a fault is planted: delivered (most), sent without an acknowledgment by design (an
+    # agreement that asks for none, ebMS2 §6.6 rows 4 and 8), failed without reaching the partner, pending.
+    outcome = "delivered" if roll < 0.965 else "sent" if roll < 0.975 else "failed" if roll < 0.99 else "pending"
     if fault is not None:
         outcome = {
             "sent_not_received": "lost",
@@ -260,7 +262,9 @@ def _message(
         )
     latency = timedelta(seconds=min(rng.lognormvariate(0, 0.9), _WINDOW.total_seconds() / 2))
     arrived = reached_at + latency / 2
-    if outcome in ("delivered", "ack-lost", "failed-reached"):
+    if outcome == "sent":
+        add(sender, reached_at + timedelta(milliseconds=10), "sent", facts, "sender", "outbound")
+    if outcome in ("delivered", "sent", "ack-lost", "failed-reached"):
         copies = 2 if fault == "received_twice" else 1
         for copy in range(copies):
             add(receiver, arrived + timedelta(seconds=copy), "received", facts, "receiver", "inbound")

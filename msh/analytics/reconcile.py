@@ -14,7 +14,8 @@ judged. The cases (:data:`msh.analytics.generate.FAULT_CASES`):
 ``acked_not_delivered``
     The sender holds the end-to-end acknowledgment, the receiver's journal has no copy.
 ``delivered_not_acked``
-    The receiver has it, the sender has neither an acknowledgment nor a DeliveryFailure.
+    The receiver has it, the sender has neither an acknowledgment nor a DeliveryFailure (and did not ask
+    for an acknowledgment either: a message ``sent`` without one by design is not a case).
 ``failed_but_delivered``
     The sender's application was told the message failed (DeliveryFailure), yet the receiver has it.
 
@@ -55,6 +56,7 @@ def reconcile(events: DataFrame, sent: DataFrame) -> DataFrame:
         "to_party",
         F.col("delivered_at").isNotNull().alias("acked"),
         F.col("failed_at").isNotNull().alias("failed"),
+        F.col("handed_over_at").isNotNull().alias("handed_over"),
         "reached",
         F.lit(True).alias("in_sender_journal"),
     )
@@ -64,16 +66,22 @@ def reconcile(events: DataFrame, sent: DataFrame) -> DataFrame:
     copies = F.coalesce(F.col("received_copies"), F.lit(0))
     acked = F.coalesce(F.col("acked"), F.lit(False))
     failed = F.coalesce(F.col("failed"), F.lit(False))
+    handed_over = F.coalesce(F.col("handed_over"), F.lit(False))
     judged = F.coalesce(F.col("covered"), F.lit(False))
     sender = F.coalesce(F.col("in_sender_journal"), F.lit(False))
     case = (
         F.when(sender & judged & (copies == 0) & ~acked & F.col("reached"), F.lit("sent_not_received"))
         .when(copies >= 2, F.lit("received_twice"))
         .when(sender & judged & (copies == 0) & acked, F.lit("acked_not_delivered"))
-        .when(sender & (copies >= 1) & ~acked & ~failed, F.lit("delivered_not_acked"))
+        .when(sender & (copies >= 1) & ~acked & ~failed & ~handed_over, F.lit("delivered_not_acked"))
         .when(sender & (copies >= 1) & failed, F.lit("failed_but_delivered"))
     )
-    outcome = F.when(acked, F.lit("acknowledged")).when(failed, F.lit("failed")).when(sender, F.lit("pending"))
+    outcome = (
+        F.when(acked, F.lit("acknowledged"))
+        .when(failed, F.lit("failed"))
+        .when(handed_over, F.lit("sent"))
+        .when(sender, F.lit("pending"))
+    )
     found = (
         both.withColumn("case", case)
         .filter(F.col("case").isNotNull())

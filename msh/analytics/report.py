@@ -117,7 +117,17 @@ def _percentiles(frame: DataFrame, *keys: str) -> DataFrame:
     )
 
 
-_SUMS = ("sent", "received", "forwarded", "delivered", "failed_error", "failed_warning", "expired", "duplicates")
+_SUMS = (
+    "sent",
+    "received",
+    "forwarded",
+    "delivered",
+    "unacknowledged",
+    "failed_error",
+    "failed_warning",
+    "expired",
+    "duplicates",
+)
 
 
 def summarise(

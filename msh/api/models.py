@@ -108,8 +108,27 @@ class MessageStatus(BaseModel):
     model_config = _OUT
 
     message_id: Annotated[str, Field(alias="messageId")]
-    status: Annotated[str, Field(description="pending, awaiting-ack, forwarded, delivered or failed")]
+    status: Annotated[
+        str,
+        Field(
+            description="pending, awaiting-ack, forwarded, delivered (the To party has it), sent (no acknowledgment "
+            "by design) or failed (deliveryFailure: Error, not delivered; Warning, it may have been delivered)"
+        ),
+    ]
     final: bool
+    evidence: Annotated[
+        str | None,
+        Field(
+            description="what the status rests on: submitted, transmission, hop-acknowledgment, "
+            "to-party-acknowledgment, status-response, accepted-by-next-msh, error-message, soap-fault, "
+            "retries-exhausted, time-to-live, persist-duration"
+        ),
+    ] = None
+    explanation: Annotated[str, Field(description="what the status means for this message, in a phrase")] = ""
+    receipt_problem: Annotated[
+        str | None,
+        Field(alias="receiptProblem", description="delivered, but the signed receipt does not match what was sent"),
+    ] = None
     cpa_id: Annotated[str, Field(alias="cpaId")]
     service: str
     action: str

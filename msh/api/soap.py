@@ -37,6 +37,7 @@ from msh.api.rest_messages import bounded_body
 from msh.api.submitting import submit, to_submission, visible_to
 from msh.api.views import inbox_item
 from msh.ebms.message import ParseMode, parse_message
+from msh.engine import explain_state
 from msh.errors import MshError
 from msh.resources import schema_path
 from msh.runtime.compose import Payload
@@ -194,9 +195,14 @@ async def _status(ctx: ApiContext, app: str, op: etree._Element) -> etree._Eleme
     _add(out, "messageId", stored.message_id)
     _add(out, "status", state.status.value)
     _add(out, "final", state.status.final)
+    if state.evidence is not None:
+        _add(out, "evidence", state.evidence.value)
+    _add(out, "explanation", explain_state(state))
     _add(out, "attempts", state.attempts)
     if state.failure is not None:
         _add(out, "deliveryFailure", str(state.failure))
+    if state.receipt_problem is not None:
+        _add(out, "receiptProblem", state.receipt_problem)
     delivered = [e for e in events if e.kind == "delivered"]
     if delivered:
         _add(out, "acknowledgedAt", delivered[-1].at)

@@ -7,6 +7,7 @@ from datetime import datetime, timedelta
 
 from msh.api.models import BatchMessage, InboxItem, MessageStatus, PayloadOut, Transmission
 from msh.ebms.message import EbxmlMessage
+from msh.engine import explain_state
 from msh.runtime.attempts import Attempt
 from msh.store.api import Event, InboxState, OutboundMessage
 from msh.store.app_records import AppInboxItem
@@ -100,6 +101,9 @@ def message_status(stored: OutboundMessage, attempts: list[Attempt], events: lis
         message_id=stored.message_id,
         status=state.status.value,
         final=state.status.final,
+        evidence=None if state.evidence is None else state.evidence.value,
+        explanation=explain_state(state),
+        receipt_problem=state.receipt_problem,
         cpa_id=stored.cpaid,
         service=stored.service,
         action=stored.action,

@@ -44,7 +44,12 @@ log = logging.getLogger("msh.api.webhooks")
 _BATCH: Final = 100
 _FIRST_BACKOFF: Final = 1.0
 _MAX_BACKOFF: Final = 300.0
-_KINDS: Final = {"received": "message-received", "delivered": "message-delivered", "failed": "message-failed"}
+_KINDS: Final = {
+    "received": "message-received",
+    "delivered": "message-delivered",
+    "sent": "message-sent",
+    "failed": "message-failed",
+}
 
 
 def sign(secret: bytes, timestamp: str, body: bytes) -> str:
@@ -103,6 +108,12 @@ def _document(event: Event, tx: Transaction) -> dict[str, object] | None:
     elif event.kind == "failed":
         keys = ("errorCode", "severity", "description")
         doc["deliveryFailure"] = {k: v for k, v in event.detail.items() if k in keys}
+        # ebMS2 §6.5.7: Warning: transmitted, never acknowledged: it may have been delivered.
+        doc["mayHaveBeenDelivered"] = event.detail.get("severity") == "Warning"
+    if event.kind in ("delivered", "sent", "failed") and isinstance(event.detail.get("evidence"), str):
+        doc["evidence"] = event.detail["evidence"]
+    if event.kind == "delivered" and isinstance(event.detail.get("receiptProblem"), str):
+        doc["receiptProblem"] = event.detail["receiptProblem"]
     return doc
 
 

@@ -178,7 +178,8 @@ def _send(args: argparse.Namespace) -> int:
 
 
 def _wait(msh: Msh, message_id: str, wait: float) -> int:
-    """``send --wait``: 0 delivered, 1 failed, 3 not final in time (with what is known of why)."""
+    """``send --wait``: 0 delivered or sent (no acknowledgment by design), 1 failed, 3 not final in time (with
+    what is known of why)."""
     from msh.engine import OutboundStatus
 
     deadline = time.monotonic() + wait
@@ -187,7 +188,7 @@ def _wait(msh: Msh, message_id: str, wait: float) -> int:
             stored = msh.status(message_id)
             if stored is not None and is_final(stored):
                 print(status_line(stored))
-                return 0 if stored.state.status is OutboundStatus.DELIVERED else 1
+                return 1 if stored.state.status is OutboundStatus.FAILED else 0
             if time.monotonic() >= deadline:
                 break
             time.sleep(min(0.2, max(0.0, deadline - time.monotonic())))
@@ -234,8 +235,9 @@ def add_send_command(sub: Subcommands) -> None:
         description=(
             "Submit a business message: it is committed to the store and sent by the running MSH (msh serve on "
             "the same store) under the agreement that lets this party send SERVICE/ACTION to the partner. "
-            "Prints the MessageId. With --wait, waits for the outcome: exit 0 delivered, 1 failed (the "
-            "DeliveryFailure is printed), 3 not final in time (the line says why: the partner not reachable, "
+            "Prints the MessageId. With --wait, waits for the outcome: exit 0 delivered (or sent, for an agreement "
+            "that asks for no acknowledgment), 1 failed (the DeliveryFailure is printed: Error, not delivered; "
+            "Warning, it may have been delivered), 3 not final in time (the line says why: the partner not reachable, "
             "with the last error, or nothing transmitted because no msh serve runs on this store). Exit status "
             "2 when the message cannot be submitted (the line says why and what this party can send)."
         ),

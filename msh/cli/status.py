@@ -24,7 +24,7 @@ __all__ = ["add_status_command", "is_final", "status_line", "when"]
 
 
 def is_final(stored: OutboundMessage) -> bool:
-    """Whether the sending machine of ``stored`` has ended (delivered or failed)."""
+    """Whether the sending machine of ``stored`` has ended (delivered, sent or failed)."""
     return stored.state.status.final
 
 
@@ -39,8 +39,8 @@ def _next(stored: OutboundMessage) -> tuple[str, datetime] | None:
     s = stored.state
     if is_final(stored) or s.next_due_at is None:
         return None
-    if s.status.value == "forwarded":
-        # ebMS2 §10.1.3: an intermediary has it; the end-to-end acknowledgment is awaited until then.
+    if s.status.value == "forwarded" and not s.reliability.hop_ack:
+        # ebMS2 §6.6 rows 3 and 7: the hop is done; a DeliveryFailure from the path may still come until then.
         return ("end-to-end", s.next_due_at)
     # ebMS2 §6.5.4: a resend while fewer than Retries resends were made, else giving up when the timer fires.
     return ("resend" if s.attempts < s.reliability.retries + 1 else "give-up", s.next_due_at)
@@ -62,10 +62,14 @@ def _attempt_line(a: Attempt) -> str:
 
 
 def status_line(stored: OutboundMessage) -> str:
-    """``MessageId: status, N transmission(s), to PARTY (Action)``, and the failure if it failed."""
+    """``MessageId: status (what it rests on), N transmission(s), to PARTY (Action)``, and the failure if it
+    failed."""
+    from msh.engine import explain_state
+
     s = stored.state
     line = (
-        f"{stored.message_id}: {s.status.value}, {s.attempts} transmission(s), to {stored.to_party} ({stored.action})"
+        f"{stored.message_id}: {s.status.value} ({explain_state(s)}), {s.attempts} transmission(s), to "
+        f"{stored.to_party} ({stored.action})"
     )
     if stored.kind.value == "forward":
         line += f", forwarded for {stored.from_party} to {stored.endpoint_url}"
@@ -85,18 +89,25 @@ def _status_text(stored: OutboundMessage, attempts: list[Attempt]) -> str:
         if what == "resend":
             lines.append(f"  next attempt at {when(due)}")
         elif what == "end-to-end":
-            lines.append(f"  the next MSH acknowledged it; waiting for the end-to-end acknowledgment until {when(due)}")
+            lines.append(f"  a DeliveryFailure from the path may still come until {when(due)}; then it is sent")
         else:
             lines.append(f"  no resend left: gives up at {when(due)} unless acknowledged")
     return "\n".join(lines)
 
 
 def _status_json(stored: OutboundMessage, attempts: list[Attempt]) -> dict[str, object]:
+    from msh.engine import explain_state
+
     s = stored.state
     nxt = _next(stored)
     return {
         "messageId": stored.message_id,
         "status": s.status.value,
+        "final": s.status.final,
+        "evidence": s.evidence.value if s.evidence is not None else None,
+        "explanation": explain_state(s),
+        "receiptProblem": s.receipt_problem,
+        "mayHaveBeenDelivered": s.failure is not None and s.failure.severity.value == "Warning",
         "kind": stored.kind.value,
         "attempts": s.attempts,
         "cpaid": stored.cpaid,
@@ -188,9 +199,12 @@ def add_status_command(sub: Subcommands) -> None:
         _status,
         help="show the delivery status of sent messages",
         description=(
-            "Print the status of each MESSAGE_ID sent from this store: delivered, forwarded (an intermediary "
-            "acknowledged it; the end-to-end acknowledgment is awaited), awaiting-ack, pending or failed "
-            "(with the DeliveryFailure), whether it is our own message, one forwarded for another party or a "
+            "Print the status of each MESSAGE_ID sent from this store and the evidence it rests on: delivered (the "
+            "To party acknowledged it, or said so in a StatusResponse; 'receipt invalid' when its signed receipt "
+            "does not match what was sent), sent (no acknowledgment by design), forwarded (an intermediary "
+            "acknowledged it; the To party's acknowledgment is awaited), awaiting-ack, pending or failed (with "
+            "the DeliveryFailure: Error, not delivered; Warning, it may have been delivered), whether it is our "
+            "own message, one forwarded for another party or a "
             "signal of ours sent along a route, each transmission with its outcome (the HTTP status and what the "
             "answer carried, or why it failed: connection refused, TLS failure, timeout; and any ErrorList the partner "
             "sent back), and when the next attempt is due. Exit status 1 if one MESSAGE_ID is unknown. "

@@ -61,6 +61,7 @@ from msh.engine.sending import (
     TransmitFailed,
     TransmitSucceeded,
     UnknownMessage,
+    explain_state,
     state_diagram,
     step,
 )
@@ -118,6 +119,7 @@ __all__ = [
     "TransmitSucceeded",
     "UnknownMessage",
     "acknowledgment_message",
+    "explain_state",
     "nominal_schedule",
     "pong_message",
     "receive",

@@ -18,7 +18,7 @@ from enum import StrEnum
 from types import MappingProxyType
 from typing import Final
 
-__all__ = ["STATUSES", "Evidence", "OutboundStatus", "StatusDefinition", "status_table"]
+__all__ = ["STATUSES", "Evidence", "OutboundStatus", "StatusDefinition", "explain", "status_table"]
 
 
 class OutboundStatus(StrEnum):
@@ -169,3 +169,57 @@ def status_table() -> str:
             f"| `{d.status.value}` | {'yes' if d.final else 'no'} | {d.meaning} | {evidence} | {d.advice} | {d.rule} |"
         )
     return "\n".join(lines) + "\n"
+
+
+_SAYS: Final[Mapping[Evidence, str]] = MappingProxyType(
+    {
+        Evidence.SUBMITTED: "committed; its first transmission is under way",
+        Evidence.TRANSMISSION: "transmitted; waiting for the acknowledgment",
+        Evidence.TO_PARTY_ACKNOWLEDGMENT: "the To party acknowledged it",
+        Evidence.STATUS_RESPONSE: "the To party's StatusResponse says it has it",
+        Evidence.ACCEPTED_BY_NEXT_MSH: "handed to the next MSH; no acknowledgment by design",
+        Evidence.ERROR_MESSAGE: "the receiving side or the path reported an error",
+        Evidence.SOAP_FAULT: "the next MSH answered with a SOAP Fault",
+        Evidence.RETRIES_EXHAUSTED: "no acknowledgment after every retry",
+        Evidence.TIME_TO_LIVE: "its TimeToLive passed",
+        Evidence.PERSIST_DURATION: "its PersistDuration passed",
+    }
+)
+
+
+def explain(
+    status: OutboundStatus,
+    evidence: Evidence | None,
+    *,
+    severity: str | None = None,
+    receipt_problem: str | None = None,
+    end_to_end_awaited: bool = True,
+    end_to_end: bool = True,
+) -> str:
+    """What a status means for this message, in a phrase (the command line, the REST interface and the
+    webhooks say the same): ``severity`` of its DeliveryFailure, ``receipt_problem`` of its receipt,
+    ``end_to_end_awaited`` whether a forwarded message still waits for the To party (False: the agreement
+    asks only the next MSH), ``end_to_end`` False for a forward or a signal (its promise ends at the next MSH)."""
+    if status is OutboundStatus.FORWARDED:
+        # ebMS2 §10.1.3, §6.6 rows 3 and 7.
+        if end_to_end_awaited:
+            return "an intermediary acknowledged it; waiting for the To party's acknowledgment"
+        return "an intermediary acknowledged it; no end-to-end notification comes, by design"
+    if status is OutboundStatus.FAILED:
+        # ebMS2 §6.5.7: Error: not transmitted (or refused); Warning: transmitted, not acknowledged.
+        cause = _SAYS.get(evidence, "it was given up") if evidence is not None else "it was given up"
+        if severity == "Warning":
+            return f"may have been delivered: {cause}, though it was transmitted"
+        return f"not delivered: {cause}"
+    if evidence is None:
+        return STATUSES[status].meaning.split(";", 1)[0]
+    if status is OutboundStatus.DELIVERED and evidence is Evidence.HOP_ACKNOWLEDGMENT and not end_to_end:
+        said = "the next MSH acknowledged it"
+    elif status is OutboundStatus.SENT and evidence is Evidence.HOP_ACKNOWLEDGMENT:
+        said = "an intermediary acknowledged it; no end-to-end notification by design, and no DeliveryFailure came"
+    else:
+        said = _SAYS[evidence]
+    if receipt_problem:
+        # ebMS2 §6.3.2.5: the partner has it; the receipt does not prove what it got.
+        said += f"; receipt invalid: {receipt_problem}"
+    return said

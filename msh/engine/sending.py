@@ -89,7 +89,7 @@ from typing import Any, Final, TypeAlias
 from msh.ebms.model import ErrorList, MessageStatus
 from msh.ebms.namespaces import ACTOR_NEXT_MSH, ACTOR_TO_PARTY_MSH
 from msh.engine import timers
-from msh.engine.outcomes import STATUSES, Evidence, OutboundStatus
+from msh.engine.outcomes import STATUSES, Evidence, OutboundStatus, explain
 from msh.engine.reliability import DEFAULT_ACK_WAIT, Reliability, effective_actor
 from msh.errors import ErrorCode, Issue, MshError, Severity
 
@@ -122,6 +122,7 @@ __all__ = [
     "TransmitFailed",
     "TransmitSucceeded",
     "UnknownMessage",
+    "explain_state",
     "state_diagram",
     "step",
 ]
@@ -739,6 +740,19 @@ def step(state: OutboundState | None, event: Event, now: datetime) -> Step:
     if new is not state and new.evidence is not None and new.evidence not in STATUSES[new.status].evidence:
         raise EngineError(f"status {new.status} of message {new.message_id} cannot rest on evidence {new.evidence}")
     return new, actions
+
+
+def explain_state(state: OutboundState) -> str:
+    """What ``state``'s status means for this message, in a phrase (:func:`msh.engine.outcomes.explain`)."""
+    failure = state.failure
+    return explain(
+        state.status,
+        state.evidence,
+        severity=None if failure is None else failure.severity.value,
+        receipt_problem=state.receipt_problem,
+        end_to_end_awaited=not _hop_only(state.reliability),
+        end_to_end=state.reliability.end_to_end,
+    )
 
 
 def state_diagram() -> str:

@@ -19,6 +19,7 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import BinaryIO
 
+from cpa.resolve import AgreementRefused
 from msh.ebms.envelope import serialise_envelope
 from msh.ebms.message import EbxmlMessage, ParseMode, parse_message
 from msh.ebms.model import Envelope, MessageHeader, Party
@@ -57,6 +58,7 @@ from msh.engine import (
     step,
 )
 from msh.engine.intermediary import delivery_failure
+from msh.engine.routing import DEFAULT_ROUTE_RETRIES, DEFAULT_ROUTE_RETRY_INTERVAL
 from msh.engine.signals import foreign_signal, party_text
 from msh.errors import EbmsError, ErrorCode, Issue
 from msh.runtime import attempts
@@ -468,8 +470,12 @@ class Executor:
     def report_delivery_failure(
         self, tx: Transaction, stored: OutboundMessage, issue: Issue, now: datetime, after: AfterCommit
     ) -> None:
-        """Send the From party of a forward we gave up on its DeliveryFailure (ebMS2 §6.5.7), by the
-        reverse route (or the agreement's endpoint for it); journaled either way."""
+        """Send the From party of a forward we gave up on its DeliveryFailure (ebMS2 §6.5.7): stored as a
+        signal of ours and resent until the next hop takes it, along the reverse route or to the endpoint
+        the agreement gives (``delivery-failure-queued``; the signal's own ``signal-sent`` or
+        ``signal-failed`` says how that ended). With neither, nothing can be sent: journaled as
+        ``delivery-failure-unsent`` with the reason, and logged at error level (§6.5.7: the From party "MUST
+        be informed of the problem by other means")."""
         with tx.open_blob(stored.body_blob_id) as blob:
             forwarded = parse_message(blob, stored.content_type, mode=ParseMode.LENIENT)
         try:
@@ -483,22 +489,74 @@ class Executor:
             # ebMS2 §6.5.7: no AckRequested (or a signal): the journal's forward-failed is all there is.
             return
         body = serialise_envelope(failure)
-        routed = self.send_signal(tx, failure, body, now, after)
-        if not routed:
-            after.async_replies.append((body, EndpointRef.of(failure)))
-        self.core.counters["delivery-failures-sent"] += 1
+        header = failure.message_header
+        assert header is not None
+        detail: dict[str, object] = {
+            "to": stored.from_party,
+            "severity": issue.severity.value,
+            "description": issue.description,
+            "failureMessageId": header.message_id,
+        }
+        if self.send_signal(tx, failure, body, now, after):
+            detail["routed"] = True
+        else:
+            endpoint, why_not = self._agreement_endpoint(header)
+            if endpoint is None:
+                self.core.counters["delivery-failures-unsent"] += 1
+                log.error(
+                    "DeliveryFailure about %s for %s not sent: %s; tell the From party by other means",
+                    stored.message_id,
+                    stored.from_party,
+                    why_not,
+                )
+                tx.append_event(
+                    at=now,
+                    kind="delivery-failure-unsent",
+                    message_id=stored.message_id,
+                    direction=Direction.OUTBOUND,
+                    detail={**detail, "reason": why_not},
+                )
+                return
+            reliability, url = endpoint
+            self.start_job(tx, OutboundKind.SIGNAL, header, reliability, body, SOAP_CONTENT_TYPE, url, now, after)
+            detail["routed"] = False
+        self.core.counters["delivery-failures-queued"] += 1
         tx.append_event(
             at=now,
-            kind="delivery-failure-sent",
+            kind="delivery-failure-queued",
             message_id=stored.message_id,
             direction=Direction.OUTBOUND,
-            detail={
-                "to": stored.from_party,
-                "severity": issue.severity.value,
-                "description": issue.description,
-                "routed": routed,
-            },
+            detail=detail,
         )
+
+    def _agreement_endpoint(self, header: MessageHeader) -> tuple[tuple[Reliability, str] | None, str]:
+        """The endpoint the agreement gives for a signal of ours with ``header``, and how it is resent (the
+        agreement's retries; ebMS2 §6.3.1.4: a signal asks for no acknowledgment); else None and why not."""
+        if self.core.registry.get(header.cpa_id) is None:
+            why = f"no route to {_party_text(header.to_party)} and agreement {header.cpa_id} is not loaded here"
+            return None, why
+        try:
+            params = self.core.registry.resolve(
+                header.cpa_id,
+                from_party=header.from_party,
+                to_party=header.to_party,
+                service=header.service.value,
+                action=header.action,
+                now=self.core.clock(),
+            )
+        except AgreementRefused as exc:
+            return None, f"no route to {_party_text(header.to_party)} and the agreement gives no endpoint: {exc}"
+        interval = params.retry_interval or DEFAULT_ROUTE_RETRY_INTERVAL
+        reliability = Reliability(
+            retries=params.retries if params.retry_interval is not None else DEFAULT_ROUTE_RETRIES,
+            retry_interval=interval,
+            first_resend_timeout=interval,
+            persist_duration=params.persist_duration,
+            time_to_live=header.message_data.time_to_live,
+            ack_requested=False,
+            end_to_end=False,
+        )
+        return (reliability, params.endpoint_url), ""
 
     def _envelope_of(self, stored: StoredAck) -> Envelope | None:
         if isinstance(stored, Envelope):

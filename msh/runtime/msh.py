@@ -5,8 +5,9 @@
 Application API (synchronous, thread-safe; each call is one store transaction)
     :meth:`Msh.submit` -> MessageId (:meth:`Msh.submit_async` on an event loop); :meth:`Msh.status`,
     :meth:`Msh.attempts`, :meth:`Msh.receipt`; :meth:`Msh.inbox`, :meth:`Msh.fetch`, :meth:`Msh.ack`; callbacks
-    ``on_delivered(message_id)``, ``on_failed(message_id, issue)`` and ``on_message(entry_id,
-    message_id)``, called after the commit that decided them, on the runtime's event loop (keep them
+    ``on_delivered(message_id)``, ``on_sent(message_id)`` (no acknowledgment by design),
+    ``on_failed(message_id, issue)`` and ``on_message(entry_id, message_id)``, called after the commit that
+    decided them, on the runtime's event loop (keep them
     short; a callback that raises is logged, never retried). Only the runtime of this process calls them
     (after :meth:`Msh.start`, e.g. in :func:`msh.runtime.serving.serve`): an ``Msh`` used beside a separate
     ``msh serve`` never does, and polls :meth:`Msh.status` and :meth:`Msh.inbox` instead.
@@ -47,7 +48,7 @@ from msh.runtime import attempts as attempts_
 from msh.runtime.agreements import agreement_registry, load_agreements
 from msh.runtime.compose import Submission, new_message_id
 from msh.runtime.config import Settings
-from msh.runtime.core import Callbacks, Core, DeliveredCallback, FailedCallback, MessageCallback
+from msh.runtime.core import Callbacks, Core, DeliveredCallback, FailedCallback, MessageCallback, SentCallback
 from msh.runtime.executor import RECEIPT, AfterCommit, Executor
 from msh.runtime.inbound import InboundPipeline
 from msh.runtime.security import MessageSecurity
@@ -114,6 +115,7 @@ class Msh:
         on_delivered: DeliveredCallback | None = None,
         on_failed: FailedCallback | None = None,
         on_message: MessageCallback | None = None,
+        on_sent: SentCallback | None = None,
         transport: Transport | None = None,
         writer: Writer | None = None,
         ids: Callable[[], str] | None = None,
@@ -166,7 +168,7 @@ class Msh:
             tls=ClientContexts(
                 certificate=settings.tls.certificate, private_key=settings.tls.private_key, trusted=settings.tls.trusted
             ),
-            callbacks=Callbacks(on_delivered, on_failed, on_message),
+            callbacks=Callbacks(on_delivered, on_failed, on_message, on_sent),
             security=security,
             offload=offload,
             routes=tuple(routes) if routes is not None else settings.routing.routes,
@@ -230,6 +232,10 @@ class Msh:
     on_message = property(
         lambda self: self.core.callbacks.on_message,
         lambda self, value: setattr(self.core.callbacks, "on_message", value),
+    )
+    on_sent = property(
+        lambda self: self.core.callbacks.on_sent,
+        lambda self, value: setattr(self.core.callbacks, "on_sent", value),
     )
 
     # -- application API

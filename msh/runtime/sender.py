@@ -103,8 +103,9 @@ class Sender:
         return stored, body
 
     def _params_of(self, stored: OutboundMessage) -> SendingParameters | None:
-        """The sending parameters of a stored message's route (resolved once per route, not per message)."""
-        if stored.kind is not OutboundKind.OWN:
+        """The sending parameters of a stored message's route (resolved once per route, not per message): of
+        our own messages and of our signals sent to an agreement's endpoint, not of forwards."""
+        if stored.kind is OutboundKind.FORWARD:
             return None
         route = (stored.cpaid, stored.to_party, stored.service, stored.action)
         params = self._routes.get(route)

@@ -54,7 +54,10 @@ def test_once_c_is_stopped_a_gets_delivery_failures_from_the_intermediary(
     )
     assert sorted(statuses) == sorted(ref for _, ref in failures)
     assert (
-        part_two.count("I journaled sending it: Error; at A: forwarded (I acknowledged the hop), then failed")
+        part_two.count(
+            "I journaled sending it (its DeliveryFailure taken by A): Error; at A: forwarded (I acknowledged the hop), "
+            "then failed"
+        )
         == UNDELIVERABLE
     )
     assert f"result: {UNDELIVERABLE}/{UNDELIVERABLE} failed at A, {UNDELIVERABLE}/{UNDELIVERABLE} reported" in out

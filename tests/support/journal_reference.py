@@ -51,6 +51,7 @@ class Sent:
     action: str | None = None
     submitted_at: datetime | None = None
     delivered_at: datetime | None = None
+    handed_over_at: datetime | None = None
     failed_at: datetime | None = None
     severity: str | None = None
     cause: str | None = None
@@ -118,6 +119,8 @@ def compute(events: Iterable[dict[str, Any]], as_of: datetime | None = None) -> 
                 m.submitted_at = _earliest(m.submitted_at, e["at"])
             elif kind == "delivered":
                 m.delivered_at = _earliest(m.delivered_at, e["at"])
+            elif kind == "sent":
+                m.handed_over_at = _earliest(m.handed_over_at, e["at"])
             elif kind == "failed":
                 m.failed_at = _earliest(m.failed_at, e["at"])
                 m.severity, m.cause = e["severity"], e["cause"]
@@ -158,6 +161,7 @@ def compute(events: Iterable[dict[str, Any]], as_of: datetime | None = None) -> 
             "received",
             "forwarded",
             "delivered",
+            "unacknowledged",
             "failed",
             "failed_error",
             "failed_warning",
@@ -172,13 +176,16 @@ def compute(events: Iterable[dict[str, Any]], as_of: datetime | None = None) -> 
     for m in submitted:
         row = ref.traffic.setdefault(m.key, dict(zero))
         row["sent"] += 1
-        row["delivered"] += m.delivered_at is not None
-        row["failed"] += m.failed_at is not None
-        row["failed_error"] += m.severity == "Error"
-        row["failed_warning"] += m.severity == "Warning"
+        delivered, failed = m.delivered_at is not None, m.failed_at is not None
+        # The To party's word after a DeliveryFailure makes it delivered: the failure is not the outcome.
+        row["delivered"] += delivered
+        row["unacknowledged"] += m.handed_over_at is not None and not delivered and not failed
+        row["failed"] += failed and not delivered
+        row["failed_error"] += m.severity == "Error" and not delivered
+        row["failed_warning"] += m.severity == "Warning" and not delivered
         row["expired"] += m.expired
         row["retried"] += m.attempts > 1
-        still_open = m.delivered_at is None and m.failed_at is None
+        still_open = not delivered and not failed and m.handed_over_at is None
         row["pending"] += still_open
         row["overdue"] += still_open and m.deadline is not None and m.deadline < as_of
         if m.delivered_at is not None and m.submitted_at is not None:
@@ -209,7 +216,7 @@ def compute(events: Iterable[dict[str, Any]], as_of: datetime | None = None) -> 
             cases["sent_not_received"].add(m.message_id)
         elif judged and copies == 0 and acked:
             cases["acked_not_delivered"].add(m.message_id)
-        elif copies >= 1 and not acked and not failed:
+        elif copies >= 1 and not acked and not failed and m.handed_over_at is None:
             cases["delivered_not_acked"].add(m.message_id)
         elif copies >= 1 and failed:
             cases["failed_but_delivered"].add(m.message_id)
@@ -226,6 +233,7 @@ def compute(events: Iterable[dict[str, Any]], as_of: datetime | None = None) -> 
             "received",
             "forwarded",
             "delivered",
+            "unacknowledged",
             "failed_error",
             "failed_warning",
             "expired",

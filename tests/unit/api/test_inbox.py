@@ -199,6 +199,9 @@ def test_the_status_of_a_sent_message() -> None:
         done = (await t.api_a.get(f"/api/messages/{message_id}", headers=AUTH)).json()
         assert (done["status"], done["final"], done["attempts"]) == ("delivered", True, 2)
         assert done["receipt"]["acknowledgedAt"]
+        # ebMS2 §6.5.2: the status rests on the To party's acknowledgment, and says so.
+        assert (done["evidence"], done["explanation"]) == ("to-party-acknowledgment", "the To party acknowledged it")
+        assert done["receiptProblem"] is None and pending["evidence"] == "transmission"
         assert (await t.api_a.get("/api/messages/nope@x", headers=AUTH)).status_code == 404
         # another application does not see it; one sent otherwise (the Python API) every application sees
         assert (await t.api_a.get(f"/api/messages/{message_id}", headers=OTHER)).status_code == 404

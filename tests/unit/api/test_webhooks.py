@@ -51,7 +51,9 @@ def test_arrivals_and_final_states_are_called_signed_at_least_once() -> None:
         received.clear()
         assert await hooks_a.step(by_name["crm"]) == 0
         assert await hooks_a.step(by_name["erp"]) == 1
-        assert json.loads(received[0].body)["event"] == "message-delivered"
+        delivered = json.loads(received[0].body)
+        # ebMS2 §6.5.2: delivered on the To party's acknowledgment, and the call says so.
+        assert delivered["event"] == "message-delivered" and delivered["evidence"] == "to-party-acknowledgment"
 
     on_apis(scenario, webhooks=HOOKS)
 

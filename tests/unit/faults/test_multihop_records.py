@@ -29,9 +29,12 @@ def test_a_delivery_failure_counts_when_a_received_it_and_the_intermediary_sent_
         event("error-received", "m3", attempt=1, errors=[{"errorCode": "Inconsistent", "severity": "Error"}]),
     ]
     i_events = [
-        event("delivery-failure-sent", "m1", to=A, severity="Error"),
-        event("delivery-failure-sent", "m3", to=A, severity="Error"),
-        event("delivery-failure-sent", "m2", to="someone else", severity="Warning"),
+        event("delivery-failure-queued", "m1", to=A, severity="Error", failureMessageId="df-1"),
+        event("signal-sent", "df-1"),
+        event("delivery-failure-queued", "m3", to=A, severity="Error", failureMessageId="df-3"),
+        event("signal-sent", "df-3"),
+        event("delivery-failure-queued", "m2", to="someone else", severity="Warning", failureMessageId="df-2"),
+        event("signal-sent", "df-2"),
     ]
     seen = {s.message_id: s for s in delivery_failures(a_events, i_events, ["m1", "m2", "m3"], A)}
     assert seen["m1"].received == (("Error", "gave up"),) and seen["m1"].sent_by_intermediary == ("Error",)
@@ -39,6 +42,13 @@ def test_a_delivery_failure_counts_when_a_received_it_and_the_intermediary_sent_
     assert seen["m2"].received == (("Warning", "gave up"),) and not seen["m2"].reported
     # An error of another kind is no DeliveryFailure, whatever the intermediary journaled.
     assert seen["m3"].received == () and not seen["m3"].reported and not seen["m3"].forwarded_first
+
+
+def test_a_delivery_failure_queued_but_never_taken_is_not_counted_as_sent() -> None:
+    a_events = [df_received("m1")]
+    i_events = [event("delivery-failure-queued", "m1", to=A, severity="Error", failureMessageId="df-1")]
+    [seen] = delivery_failures(a_events, i_events, ["m1"], A)
+    assert seen.sent_by_intermediary == () and not seen.reported
 
 
 def test_records_tell_a_s_messages_from_the_signals_that_come_back() -> None:
@@ -49,7 +59,7 @@ def test_records_tell_a_s_messages_from_the_signals_that_come_back() -> None:
     i = EventCounts.of(
         [event("forward", "m1"), event("forward", "m1"), event("forward", "m2"), event("forward", "ack-1")], sent
     )
-    c = EventCounts.of([event("received", "m1"), event("received", "m2"), event("signal-delivered", "ack-1")], sent)
+    c = EventCounts.of([event("received", "m1"), event("received", "m2"), event("signal-sent", "ack-1")], sent)
     assert a.count("delivered") == 2 and a.ours["resent"] == 1 and i.others["forward"] == 1
     lines = hop_lines(a, i, c)
     assert "1 forwarded (I's hop acknowledgment" in lines[0] and "2 delivered" in lines[0]

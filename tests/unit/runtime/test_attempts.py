@@ -32,6 +32,7 @@ from msh.store.api import Direction, Event, OutboundMessage, utc_now
 from msh.testing.network import TestNetwork
 from msh.testing.threaded import serving_in_thread
 from msh.transport.http import describe_failure as transport_error
+from msh.transport.http import may_have_arrived
 from msh.transport.port import SOAP_CONTENT_TYPE
 from tests.support.endpoint import RSA_SHA256, SHA256
 from tests.unit.runtime.test_api import settings as network_settings
@@ -110,7 +111,10 @@ def test_a_partner_that_is_down_each_attempt_records_and_logs_why(
     config = str(CONFIG / "party-a.toml")
     assert main(["status", "--config", config, message_id]) == 0
     out = capsys.readouterr().out.splitlines()
-    assert out[0] == f"{message_id}: awaiting-ack, 2 transmission(s), to {PARTY_B[1]}:{PARTY_B[0]} ({ACTION})"
+    assert out[0] == (
+        f"{message_id}: awaiting-ack (transmitted; waiting for the acknowledgment), 2 transmission(s), to "
+        f"{PARTY_B[1]}:{PARTY_B[0]} ({ACTION})"
+    )
     assert out[1] == f"  transmission 1 at 2026-12-01T09:00:00Z: failed: {tried[0].error}"
     assert out[2] == f"  transmission 2 at 2026-12-01T09:00:03Z: failed: {tried[1].error}"
     due = stored.state.next_due_at.isoformat(timespec="seconds").replace("+00:00", "Z")
@@ -119,6 +123,8 @@ def test_a_partner_that_is_down_each_attempt_records_and_logs_why(
     assert main(["status", "--config", config, "--json", message_id]) == 0
     [shown] = json.loads(capsys.readouterr().out)
     assert shown["nextAttemptAt"] == stored.state.next_due_at.isoformat() and shown["givesUpAt"] is None
+    assert (shown["status"], shown["evidence"], shown["final"]) == ("awaiting-ack", "transmission", False)
+    assert shown["mayHaveBeenDelivered"] is False and shown["receiptProblem"] is None
     first = shown["transmissions"][0]
     assert (first["attempt"], first["url"], first["httpStatus"], first["error"]) == (1, url, None, tried[0].error)
 
@@ -237,29 +243,35 @@ def _key(host: str = "partner.example", port: int = 443) -> SimpleNamespace:
 
 
 @pytest.mark.parametrize(
-    ("exc", "expected"),
+    ("exc", "expected", "transmitted"),
     [
-        (TimeoutError(), f"no answer within 2 s from {URL}"),
-        (aiohttp.SocketTimeoutError(), f"no answer within 2 s from {URL}"),
-        (aiohttp.ConnectionTimeoutError(), f"no connection within 1 s to {URL}"),
+        (TimeoutError(), f"no answer within 2 s from {URL}", True),
+        (aiohttp.SocketTimeoutError(), f"no answer within 2 s from {URL}", True),
+        (aiohttp.ConnectionTimeoutError(), f"no connection within 1 s to {URL}", False),
         (
             aiohttp.ClientConnectorError(_key(), ConnectionRefusedError(111, "Connect call failed")),  # type: ignore[arg-type]
             f"connection refused by partner.example:443 ({URL})",
+            False,
         ),
         (
             aiohttp.ClientConnectorError(_key(), OSError(113, "No route to host")),  # type: ignore[arg-type]
             f"cannot connect to partner.example:443: No route to host ({URL})",
+            False,
         ),
-        (aiohttp.ServerDisconnectedError(), f"the connection was closed before an answer came from {URL}"),
-        (ConnectionResetError(104, "Connection reset by peer"), f"the connection was reset by {URL}"),
+        (aiohttp.ServerDisconnectedError(), f"the connection was closed before an answer came from {URL}", True),
+        (ConnectionResetError(104, "Connection reset by peer"), f"the connection was reset by {URL}", True),
         (
             ssl.SSLError(1, "[SSL: TLSV1_ALERT_UNKNOWN_CA] tlsv1 alert unknown ca"),
             f"TLS failure ([SSL: TLSV1_ALERT_UNKNOWN_CA] tlsv1 alert unknown ca) at {URL}",
+            True,
         ),
     ],
 )
-def test_transport_errors_in_words(exc: BaseException, expected: str) -> None:
+def test_transport_errors_in_words(exc: BaseException, expected: str, transmitted: bool) -> None:
     assert transport_error(exc, url=URL, timeout_s=2, connect_timeout_s=1) == expected
+    # ebMS2 §6.5.7: "could not transmit" only when no connection was made (aiohttp writes nothing before); a
+    # timeout, a reset or a closed connection after the request could have left may have delivered it.
+    assert may_have_arrived(exc) is transmitted
 
 
 def test_an_untrusted_server_certificate_is_a_tls_failure() -> None:
