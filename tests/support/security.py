@@ -23,6 +23,11 @@ NEXT_MSH_ACK = (
     '<eb:AckRequested SOAP:actor="urn:oasis:names:tc:ebxml-msg:actor:nextMSH" SOAP:mustUnderstand="1" '
     'eb:version="2.0" eb:signed="false"/>'
 )
+NEXT_MSH_ACKNOWLEDGMENT = (
+    '<eb:Acknowledgment SOAP:actor="urn:oasis:names:tc:ebxml-msg:actor:nextMSH" SOAP:mustUnderstand="1" '
+    'eb:version="2.0"><eb:Timestamp>2026-01-01T00:00:00Z</eb:Timestamp>'
+    "<eb:RefToMessageId>m-0@b.example</eb:RefToMessageId></eb:Acknowledgment>"
+)
 NEXT_SYNC_REPLY = (
     '<eb:SyncReply SOAP:actor="http://schemas.xmlsoap.org/soap/actor/next" SOAP:mustUnderstand="1" eb:version="2.0"/>'
 )
