@@ -319,9 +319,9 @@ def _explain(
     if algorithm is not None and algorithm.key_type not in kinds:
         return [
             _issue(
-                f"the message is signed with {algorithm.value}, which needs an {algorithm.key_type} key, and the "
-                f"certificate it is checked with ({names}) has an {' or '.join(sorted(kinds))} key: the message was "
-                "signed with another key than the agreement's",
+                f"the message is signed with {algorithm.value}, which needs a key of type {algorithm.key_type}, and "
+                f"the certificate it is checked with ({names}) has a key of type {' or '.join(sorted(kinds))}: the "
+                "message was signed with another key than the agreement's",
                 SIGNATURE,
             )
         ]
