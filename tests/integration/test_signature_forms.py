@@ -229,6 +229,12 @@ def test_a_payload_named_by_its_content_location(tmp_path: Path, location: str) 
     # Without that Content-Location on the part, the URI names nothing in the package.
     error = refused(soap)
     assert "neither the envelope" in error.description
+    # With exclusive C14N and DSA-SHA1, libxmlsec checks the whole signature (not the RSA check without it):
+    # it reads the part through the same resolution.
+    key = (dsa_key("party A DSA"), dsa_certificate("party A DSA"))
+    form = replace(form, c14n=EXC_C14N, method=DSA_SHA1, digest=SHA1)
+    soap = signed(tmp_path, form, {location: PAYLOADS[ORDER], f"cid:{SCAN}": PAYLOADS[SCAN]}, key=key)
+    assert accepted(soap, trusted=key[1], locations={ORDER: location}).signed_payloads == (ORDER, SCAN)
 
 
 def test_a_reference_to_a_payload_outside_the_package_is_refused_never_fetched(tmp_path: Path) -> None:
