@@ -183,13 +183,13 @@ def _signature(
     item: Item, message: Any, result: Any, at: datetime, message_id: str | None, direction: str | None
 ) -> list[tuple[Any, ...]]:
     try:
-        from msh.security import verification_policy, verify_message
+        from msh.security import content_locations, verification_policy, verify_message
     except ImportError:  # the security library cannot load here (no libxmlsec1): nothing to say about signatures
         return []
     payloads = {(p.content_id or f"(part {i})"): p.body for i, p in enumerate(message.payloads, 2)}
     try:
         policy = verification_policy(result.cpa, result.sending_channel_id, result.receiving_channel_id)
-        verify_message(message.soap, payloads, policy, at=at)
+        verify_message(message.soap, payloads, policy, at=at, locations=content_locations(message.payloads))
     except EbmsError as exc:
         return [_row(item, message_id, direction, "signature", i) for i in exc.issues]
     except ConfigurationError as exc:

@@ -53,20 +53,22 @@ def _at(message: EbxmlMessage) -> datetime:
 
 def _with_agreement(message: EbxmlMessage, cpa: CollaborationProtocolAgreement, at: datetime) -> Verification | None:
     from cpa.check import check
-    from msh.security import verification_policy, verify_message
+    from msh.security import content_locations, verification_policy, verify_message
 
     result = check(message.envelope, cpa, now=at)
     if result.sending_channel_id is None:
         wrong = "; ".join(i.description for i in result.errors) or "no sending channel of its From party matches"
         raise ConfigurationError(f"agreement {cpa.cpaid} does not govern this message ({wrong})")
     policy = verification_policy(cpa, result.sending_channel_id, result.receiving_channel_id)
-    verification = verify_message(message.soap, _payloads(message), policy, at=at)
+    verification = verify_message(
+        message.soap, _payloads(message), policy, at=at, locations=content_locations(message.payloads)
+    )
     return verification
 
 
 def _one(path: str, args: argparse.Namespace, cpa: CollaborationProtocolAgreement | None) -> dict[str, Any]:
     from msh.ebms.message import ParseMode, read_message_file
-    from msh.security import keyinfo_certificates, load_certificates, verify
+    from msh.security import content_locations, keyinfo_certificates, load_certificates, verify
     from msh.security.profile import first_signature
     from msh.security.verifying import reference_location
 
@@ -104,7 +106,13 @@ def _one(path: str, args: argparse.Namespace, cpa: CollaborationProtocolAgreemen
                 out["note"] = _NOTE_KEYINFO
             else:
                 trusted = load_certificates(args.cert)
-            verification = verify(message.soap, _payloads(message), trusted[:1] if args.keyinfo else trusted, at=at)
+            verification = verify(
+                message.soap,
+                _payloads(message),
+                trusted[:1] if args.keyinfo else trusted,
+                at=at,
+                locations=content_locations(message.payloads),
+            )
     except EbmsError as exc:
         out["errors"] = [_issue(i) for i in exc.issues]
         return out
@@ -117,6 +125,9 @@ def _one(path: str, args: argparse.Namespace, cpa: CollaborationProtocolAgreemen
         {"uri": r.uri, "location": reference_location(r.uri), "digest_algorithm": r.digest_algorithm}
         for r in verification.references
     ]
+    # ebMS2 §4.1.3: only the payloads "requiring signing" have a Reference; the others are said so.
+    out["unsigned_payloads"] = [f"cid:{cid}" for cid in verification.unsigned_payloads]
+    out["warnings"] = [_issue(w) for w in verification.warnings]
     return out
 
 
@@ -131,6 +142,7 @@ def _render(result: dict[str, Any]) -> str:
         lines = [f"{result['file']}: verified (signed by {result['signer']}, {algorithm}; References: {refs})"]
         if "note" in result:
             lines.append(f"  note: {result['note']}")
+        lines += [f"  warning: {w['description']} (at {w['location']})" for w in result["warnings"]]
         return "\n".join(lines)
     errors = result.get("errors", [])
 

@@ -55,6 +55,7 @@ from msh.security import (
     SigningPolicy,
     VerificationPolicy,
     check_receipt,
+    content_locations,
     decrypt_payload,
     encrypt_payload,
     encryption_policy,
@@ -78,11 +79,13 @@ _SIGNATURE_MARK = b"Signature"
 class Opened:
     """A received message after :meth:`MessageSecurity.open`: the message (its payloads decrypted), the body
     to store (the received one, or a package rebuilt with the decrypted payloads: None when unchanged),
-    and whether a signature was verified."""
+    whether a signature was verified, and the payload parts it does not cover."""
 
     message: EbxmlMessage
     body: tuple[bytes, str] | None
     verified: bool
+    unsigned_payloads: tuple[str, ...] = ()
+    """The Content-IDs of the payload parts a verified signature does not cover (ebMS2 §4.1.3)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -336,13 +339,26 @@ class MessageSecurity:
         if policy is None or (not policy.required and _SIGNATURE_MARK not in opened.soap):
             return Opened(opened, body, False)
         payloads = {p.content_id or "": p.body for p in opened.payloads}
+        # The received parts' Content-Locations (a package rebuilt after decryption has none of its own).
+        locations = content_locations(message.payloads)
         try:
-            verification = verify_message(opened.soap, payloads, policy, at=at)
+            verification = verify_message(opened.soap, payloads, policy, at=at, locations=locations)
         except BaseException:
             if opened is not message:
                 opened.close()
             raise
-        return Opened(opened, body, verification is not None)
+        if verification is None:
+            return Opened(opened, body, False)
+        header = message.envelope.message_header
+        for warning in verification.warnings:
+            # ebMS2 §4.1.3: payloads not "requiring signing", a whole-envelope signature: accepted, and said.
+            log.warning(
+                "message %s, signature accepted with a warning at %s: %s",
+                header.message_id if header is not None else "(no MessageHeader)",
+                warning.location,
+                warning.description,
+            )
+        return Opened(opened, body, True, verification.unsigned_payloads)
 
     def _decrypt(self, message: EbxmlMessage, policy: EncryptionPolicy) -> tuple[EbxmlMessage, tuple[bytes, str]]:
         key = self.keys.decryption_key

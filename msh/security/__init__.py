@@ -11,8 +11,10 @@ Signing and verifying (ebMS2 §4.1.3)::
   payload part.
 * :func:`verify` checks it with a certificate the caller trusts, its validity and chain to the trust
   anchors; a failure is a :class:`~msh.errors.SecurityError` (SecurityFailure) naming the Reference that
-  failed. :func:`verification_policy` and :func:`verify_message` take certificates, anchors and
-  algorithms from the agreement.
+  failed. It accepts every form the profile allows (References in any order, payloads named by ``cid:`` or
+  by Content-Location, :func:`content_locations`), and says which payload parts the signature covers.
+  :func:`verification_policy` and :func:`verify_message` take certificates, anchors and algorithms from
+  the agreement.
 * Receipts (ebMS2 §6.3.2.5): :func:`receipt_references` gives the ``ds:Reference`` list of an
   Acknowledgment, :func:`check_receipt` checks a received one against the message sent.
 * Encryption (ebMS2 §4.1.4.5, DigitalEnvelope XMLENC): :func:`encrypt_payload`, :func:`decrypt_payload`.
@@ -59,6 +61,7 @@ from msh.security.keys import (
 )
 from msh.security.library import LibraryVersions, Openable, Payload, library_versions
 from msh.security.receipts import check_receipt, receipt_references
+from msh.security.references import content_locations
 from msh.security.signing import sign
 from msh.security.verifying import Verification, keyinfo_certificates, verify
 
@@ -83,6 +86,7 @@ __all__ = [
     "certificate_element",
     "check_agreement_security",
     "check_receipt",
+    "content_locations",
     "decrypt_payload",
     "digest_algorithm",
     "encrypt_payload",

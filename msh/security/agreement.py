@@ -176,10 +176,13 @@ def verify_message(
     policy: VerificationPolicy,
     *,
     at: datetime,
+    locations: Mapping[str, str] | None = None,
 ) -> Verification | None:
     """Verify a received message under ``policy`` at ``at``; its payloads decrypted first if they were
     encrypted. None when the message is not signed and the agreement does not require it, or is signed on
-    a route the agreement does not sign and names no certificate for; else the :class:`Verification`.
+    a route the agreement does not sign and names no certificate for; else the :class:`Verification`
+    (which payload parts the signature covers: :attr:`~Verification.unsigned_payloads`). ``locations``: the
+    Content-Location of each part that has one, by Content-ID (:func:`~msh.security.verifying.verify`).
 
     The certificates tried are the agreement's, and those of the message's KeyInfo that chain to a
     certificate the From party's PartyInfo names (:func:`cpa.trust.party_certificate_problem`). Raises
@@ -212,6 +215,7 @@ def verify_message(
         at=at,
         signature_algorithms=policy.signature_algorithms,
         digest_algorithms=policy.digest_algorithms,
+        locations=locations,
         parsed=root,
     )
 

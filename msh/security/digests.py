@@ -66,6 +66,8 @@ def reference_digests(
     root: etree._Element,
     payloads: Mapping[str, Payload],
     template: Callable[[etree._Element], etree._Element] | None = None,
+    *,
+    uris: Mapping[str, str] | None = None,
 ) -> list[ReferenceDigest]:
     """The digests of the References of the message ``root``'s first signature computed from ``root`` and
     ``payloads`` (``root`` is left as it is: a copy is worked on). With ``template`` (a function making an
@@ -74,6 +76,8 @@ def reference_digests(
 
     A Reference whose digest cannot be computed (a ``cid:`` part not in ``payloads``, a failing transform)
     has ``digest`` None; the others are computed one by one, so one bad Reference does not hide the rest.
+    ``uris``: the only URIs that open, each to the Content-ID of its part (as in
+    :func:`~msh.security.library.resolving_parts`); by default ``cid:`` URIs open the part they name.
     """
     work = copy.deepcopy(root)
     if template is not None:
@@ -116,7 +120,7 @@ def reference_digests(
         context.key = xmlsec.Key.from_binary_data(xmlsec.constants.KeyDataHmac, b"reference-digests-only")
         digest: bytes | None
         try:
-            with resolving_parts(payloads):
+            with resolving_parts(payloads, uris):
                 context.sign(signature)
             digest = decode_digest(value.text)
         except xmlsec.Error:

@@ -212,12 +212,16 @@ def verified_without_xmlsec(
     signature: etree._Element,
     payloads: Mapping[str, Payload],
     certificate: x509.Certificate,
+    uris: Mapping[str, str] | None = None,
 ) -> bool:
     """Whether ``signature`` (the first of ``root``'s document, in the profile: checked by
     :func:`msh.security.profile.profile_problems` and the coverage checks before) verifies with
     ``certificate``'s RSA key, computed as :func:`sign_in_place` computes it. True only when every digest and
     the SignatureValue match; False when it cannot tell or they do not: the caller then verifies with
-    libxmlsec, which also explains a failure. So this path can only accept what libxmlsec would."""
+    libxmlsec, which also explains a failure. So this path can only accept what libxmlsec would.
+
+    ``uris`` maps each payload Reference URI to the Content-ID of the part it names
+    (:meth:`msh.security.references.Resolution.uri_table`); by default a ``cid:`` URI names its part."""
     public = certificate.public_key()
     signed_info = signature.find(ds("SignedInfo"))
     if (
@@ -250,7 +254,8 @@ def verified_without_xmlsec(
             document = _envelope_c14n(root, signature) if filtered else _whole_c14n(root, signature)
             computed = hashlib.new(_HASHLIB[digest], document).digest()
         else:
-            part = parts.get(bare_content_id(uri))
+            cid = uris.get(uri) if uris is not None else bare_content_id(uri)
+            part = parts.get(cid) if cid is not None else None
             if part is None or reference.find(ds("Transforms")) is not None:
                 return False
             computed = _decoded(_part_digest(part, digest)) or b""

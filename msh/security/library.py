@@ -6,9 +6,11 @@
   import failure becomes a :class:`~msh.errors.ConfigurationError` that says how to repair the installation.
 * **I/O only to the message's own parts.** libxmlsec resolves a Reference URI through its I/O callbacks;
   the default ones open files and URLs, so a hostile Reference could make the MSH read a local file or
-  fetch a URL. They are removed, and the only callbacks left resolve ``cid:`` URIs to the payload parts of
-  the message being signed or verified (:func:`resolving_parts`, one set of parts per thread), as the
-  profile needs (ebMS2 §4.1.3: "a URI attribute resolving to the payload object").
+  fetch a URL. They are removed, and the only callbacks left resolve URIs to the payload parts of the
+  message being signed or verified (:func:`resolving_parts`, one set of parts per thread), as the profile
+  needs (ebMS2 §4.1.3: "a URI attribute resolving to the payload object"): ``cid:`` URIs when signing, and
+  exactly the URIs :mod:`msh.security.references` resolved when verifying (a ``cid:`` URI or a part's
+  Content-Location).
 * **Keys.** :func:`private_key` and :func:`public_key` turn ``cryptography`` keys and certificates into
   xmlsec keys; :func:`transform` finds the xmlsec transform of an algorithm URI.
 """
@@ -185,22 +187,32 @@ def bare_content_id(value: str) -> str:
 
 @dataclass(slots=True)
 class PartsInUse:
-    """The payload parts the current thread's signing or verification may read, and which it asked for."""
+    """The payload parts the current thread's signing or verification may read (``uris``, when given: the
+    only URIs that open, each to the Content-ID of its part), and which it asked for."""
 
     parts: Mapping[str, Payload]
+    uris: Mapping[str, str] | None = None
     requested: list[str] = field(default_factory=list)
     missing: list[str] = field(default_factory=list)
+
+    def content_id(self, uri: str) -> str | None:
+        """The Content-ID of the part ``uri`` opens, None when it opens nothing."""
+        if self.uris is not None:
+            return self.uris.get(uri)
+        return bare_content_id(uri) if uri[:4].lower() == "cid:" else None
 
 
 _current = threading.local()
 
 
 @contextlib.contextmanager
-def resolving_parts(parts: Mapping[str, Payload]) -> Iterator[PartsInUse]:
+def resolving_parts(parts: Mapping[str, Payload], uris: Mapping[str, str] | None = None) -> Iterator[PartsInUse]:
     """Within the block, libxmlsec in this thread resolves ``cid:`` URIs to ``parts`` (keys: Content-IDs,
-    with or without ``cid:`` and brackets); every other URI fails to open."""
+    with or without ``cid:`` and brackets), or, when ``uris`` is given, exactly the URIs it maps, each to
+    the part with that Content-ID (:meth:`msh.security.references.Resolution.uri_table`); every other URI
+    fails to open."""
     previous = getattr(_current, "parts", None)
-    use = PartsInUse({bare_content_id(k): v for k, v in parts.items()})
+    use = PartsInUse({bare_content_id(k): v for k, v in parts.items()}, uris)
     _current.parts = use
     try:
         yield use
@@ -215,10 +227,11 @@ def _in_use() -> PartsInUse | None:
 
 def _match(uri: bytes) -> bool:
     use = _in_use()
-    text = uri.decode("utf-8", "replace")
-    if use is None or text[:4].lower() != "cid:":
+    if use is None:
         return False
-    cid = bare_content_id(text)
+    cid = use.content_id(uri.decode("utf-8", "replace"))
+    if cid is None:
+        return False
     use.requested.append(cid)
     if cid not in use.parts:
         use.missing.append(cid)
@@ -229,7 +242,9 @@ def _match(uri: bytes) -> bool:
 def _open(uri: bytes) -> BinaryIO:
     use = _in_use()
     assert use is not None  # _match said yes in this thread
-    source = use.parts[bare_content_id(uri.decode("utf-8", "replace"))]
+    cid = use.content_id(uri.decode("utf-8", "replace"))
+    assert cid is not None  # _match said yes for this URI
+    source = use.parts[cid]
     if isinstance(source, (bytes, bytearray, memoryview)):
         return io.BytesIO(bytes(source))
     if isinstance(source, Openable):

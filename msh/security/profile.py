@@ -2,21 +2,47 @@
 
 * It is a child of the SOAP Header (ebMS2 §4.1.1), the first ``ds:Signature`` there being the From Party
   MSH's.
-* SignedInfo has CanonicalizationMethod C14N 1.0 without comments, a SignatureMethod, and References:
-* one with ``URI=""`` for the SOAP envelope, with the Transforms enveloped-signature, the XPath filter
-  :data:`~msh.security.algorithms.EBMS_XPATH` (leaving out the elements targeted at the next MSH or the
-  next SOAP node, which change en route), and C14N 1.0 without comments;
-* one per payload part, ``URI="cid:..."`` (the Manifest's ``xlink:href`` for it), without Transforms: the
-  digest of the part's content before any Content-Transfer-Encoding.
+* SignedInfo has a CanonicalizationMethod, a SignatureMethod with an Algorithm, and References, in any
+  order:
+* one with ``URI=""`` for the SOAP envelope (a ``Type`` of ``xmldsig#Object`` and an ``Id`` or not: "purely
+  informative"), whose Transforms are enveloped-signature first, the XPath filter second (leaving out the
+  elements targeted at the next MSH or the next SOAP node, which change en route:
+  :mod:`msh.security.xpath_filter`; see the decision below for its absence), and a canonicalization last
+  (SHOULD: it may be absent);
+* one per payload part requiring signing, whose URI resolves to the part (:mod:`msh.security.references`).
 
-:func:`signature_template` builds it for signing; :func:`profile_problems` says where a received
-signature is not one this MSH accepts (a signature that leaves part of the envelope unsigned, or points
-anywhere but the envelope and the message's parts).
+:func:`signature_template` builds what this MSH signs: C14N 1.0 without comments (RECOMMENDED), the envelope
+Reference first, one ``cid:`` Reference per payload part without Transforms (the digest of the part's
+content before any Content-Transfer-Encoding).
+
+:func:`profile_problems` says where a received signature is not in the profile, so that it is refused
+before any digest is computed:
+
+* a SignedInfo without CanonicalizationMethod or SignatureMethod (both SHALL), or naming a
+  canonicalization, signature or digest algorithm this MSH does not implement (an HMAC "signature" among
+  them: anyone holding the public certificate could make one);
+* not exactly one Reference with ``URI=""``; one without the enveloped-signature Transform first, an
+  XPath filter other than the profile's or not second, or another Transform than one canonicalization
+  after them (a signature that leaves part of the envelope unsigned, or runs XSLT);
+* a payload Reference with Transforms other than a canonicalization (ebMS2 §4.1.3 leaves payload
+  Transforms "to the implementation": this MSH runs only canonicalization on a payload; an XPath or XSLT
+  Transform could leave part of it unsigned or run code in the verifier);
+* a DigestValue that is missing or not base64.
+
+**Decision (ebMS2 §10.1.4 and practice): the envelope signed without the XPath filter.** An envelope
+Reference whose Transforms are enveloped-signature and a canonicalization only signs the whole envelope:
+everything the filtered form signs, and the nextMSH/next elements too. §10.1.4 prescribes exactly that
+form for an Acknowledgment with SOAP actor nextMSH sent by itself, and deployed MSHs write it for business
+messages as well (a pharmacy system's signed requests in the Norwegian health network's test traffic, for
+one). Refusing it would refuse messages whose every byte is signed, so it is accepted; outside the §10.1.4
+case (:func:`profile_notes`) it is reported as a Warning, since an intermediary that adds or removes a
+nextMSH element on the way breaks such a signature. A filter that leaves out anything else is refused.
 """
 
 from __future__ import annotations
 
-import re
+import base64
+import binascii
 from collections.abc import Sequence
 from typing import Final
 
@@ -25,6 +51,7 @@ from lxml import etree
 from msh.ebms.namespaces import EB, SOAP_ENV, XLINK, XMLDSIG
 from msh.security.algorithms import EBMS_XPATH, CanonicalizationMethod, DigestAlgorithm, SignatureAlgorithm, Transform
 from msh.security.library import bare_content_id
+from msh.security.xpath_filter import xpath_problem
 
 __all__ = [
     "ENVELOPE_REFERENCE",
@@ -32,7 +59,9 @@ __all__ = [
     "ds",
     "first_signature",
     "payload_uris",
+    "profile_notes",
     "profile_problems",
+    "reference_path",
     "signature_template",
 ]
 
@@ -126,23 +155,57 @@ def payload_uris(root: etree._Element, content_ids: Sequence[str]) -> list[str]:
 
 # ------------------------------------------------------------------------------------------ receiving
 
-
-def _normalised_xpath(element: etree._Element) -> str:
-    """The XPath text with white space removed, the SOAP envelope namespace's prefix written ``SOAP``
-    and single quotes as double quotes."""
-    text = "".join((element.text or "").split())
-    for prefix, uri in (element.nsmap or {}).items():
-        if uri == SOAP_ENV and prefix:
-            text = re.sub(rf"(?<![\w.-]){re.escape(prefix)}:", "SOAP:", text)
-    return text.replace("'", '"')
+_ACCEPTED_SIGNATURE: Final = frozenset(SignatureAlgorithm)
+_ACCEPTED_DIGEST: Final = frozenset(DigestAlgorithm)
 
 
-_OTHER_ORDER: Final = (
-    'not(ancestor-or-self::node()[@SOAP:actor="http://schemas.xmlsoap.org/soap/actor/next"]|'
-    'ancestor-or-self::node()[@SOAP:actor="urn:oasis:names:tc:ebxml-msg:actor:nextMSH"])'
-)
-# The two alternatives of the union in either order select the same nodes.
-_ALTERNATIVES: Final = frozenset({"".join(EBMS_XPATH.split()), _OTHER_ORDER})
+def _known(kind: str, used: str | None, accepted: frozenset[str], where: str) -> tuple[str, str] | None:
+    if used is None:
+        # ebMS2 §4.1.3: SignedInfo SHALL have a CanonicalizationMethod and a SignatureMethod with an Algorithm.
+        return (f"the signature's SignedInfo has no {kind} Algorithm (ebMS2 §4.1.3: it SHALL have one)", where)
+    if used not in accepted:
+        return (
+            f"the signature's {kind} {used!r} is not one this MSH verifies; it verifies {', '.join(sorted(accepted))}",
+            where,
+        )
+    return None
+
+
+def _method_problems(signed_info: etree._Element) -> list[tuple[str, str]]:
+    problems = []
+    for kind, accepted in (("CanonicalizationMethod", _ACCEPTED_C14N), ("SignatureMethod", _ACCEPTED_SIGNATURE)):
+        element = signed_info.find(ds(kind))
+        used = element.get("Algorithm") if element is not None else None
+        problem = _known(kind, used, accepted, SIGNATURE)
+        if problem is not None:
+            problems.append(problem)
+    return problems
+
+
+def _digest_problems(reference: etree._Element, where: str) -> list[tuple[str, str]]:
+    problems = []
+    method = reference.find(ds("DigestMethod"))
+    problem = _known("DigestMethod", method.get("Algorithm") if method is not None else None, _ACCEPTED_DIGEST, where)
+    if problem is not None:
+        problems.append(problem)
+    text = "".join((reference.findtext(ds("DigestValue")) or "").split())
+    try:
+        decoded = base64.b64decode(text, validate=True)
+    except (binascii.Error, ValueError):
+        decoded = b""
+    if not decoded:
+        problems.append((f"the signature's Reference URI={reference.get('URI')!r} has no base64 DigestValue", where))
+    return problems
+
+
+def _acknowledgment_alone(signature: etree._Element, references: Sequence[etree._Element]) -> bool:
+    """ebMS2 §10.1.4: the signature of an Acknowledgment message sent by itself, with no payloads."""
+    header = signature.getparent()
+    return (
+        header is not None
+        and header.find(f"{{{EB}}}Acknowledgment") is not None
+        and all(r.get("URI") == "" for r in references)
+    )
 
 
 def _envelope_reference_problem(reference: etree._Element) -> str | None:
@@ -150,29 +213,55 @@ def _envelope_reference_problem(reference: etree._Element) -> str | None:
     algorithms = [t.get("Algorithm", "") for t in transforms]
     if Transform.ENVELOPED_SIGNATURE not in algorithms:
         return 'its Reference URI="" has no enveloped-signature Transform, so it cannot cover the envelope'
-    for transform, algorithm in zip(transforms, algorithms, strict=True):
-        if algorithm == Transform.XPATH:
-            xpath = transform.find(ds("XPath"))
-            if xpath is None or _normalised_xpath(xpath) not in _ALTERNATIVES:
-                found = " ".join((xpath.text or "").split()) if xpath is not None else "none"
-                return (
-                    f"its XPath filter ({found!r}) is not the ebMS2 §4.1.3 one, which leaves out only the elements "
-                    "targeted at the next MSH or the next SOAP node"
-                )
-        elif algorithm != Transform.ENVELOPED_SIGNATURE and algorithm not in _ACCEPTED_C14N:
-            return f'its Reference URI="" has a Transform {algorithm!r} outside the ebMS2 §4.1.3 profile'
+    if algorithms[0] != Transform.ENVELOPED_SIGNATURE:
+        # ebMS2 §4.1.3: "The first Transform element has an Algorithm attribute with a value of ...enveloped-signature".
+        return f"its first Transform is {algorithms[0]!r}, not enveloped-signature"
+    rest = list(zip(transforms[1:], algorithms[1:], strict=True))
+    if rest and rest[0][1] == Transform.XPATH:
+        # ebMS2 §4.1.3: "The second Transform element has a child XPath element that has a value of: ...".
+        xpaths = rest[0][0].findall(ds("XPath"))
+        if len(xpaths) != 1:
+            return f"its XPath Transform has {len(xpaths)} ds:XPath elements, not one"
+        problem = xpath_problem(xpaths[0])
+        if problem is not None:
+            return problem
+        rest = rest[1:]
+    elif Transform.XPATH in algorithms:
+        return (
+            f"its XPath filter is Transform {algorithms.index(Transform.XPATH) + 1}; ebMS2 §4.1.3 has it second, "
+            "right after enveloped-signature"
+        )
+    # ebMS2 §4.1.3: the last Transform SHOULD be C14N; another canonicalization, or none, is accepted.
+    extra = [algorithm for _, algorithm in rest]
+    if len(extra) > 1 or (extra and extra[0] not in _ACCEPTED_C14N):
+        return (
+            f"its Transforms end with {', '.join(repr(a) for a in extra)}; the ebMS2 §4.1.3 profile has at most "
+            "one canonicalization after the XPath filter"
+        )
     return None
+
+
+def _payload_transform_problem(reference: etree._Element) -> str | None:
+    algorithms = [t.get("Algorithm", "") for t in reference.iterfind(f"{ds('Transforms')}/{ds('Transform')}")]
+    other = [a for a in algorithms if a not in _ACCEPTED_C14N]
+    if not other:
+        return None
+    # ebMS2 §4.1.3: payload Transforms are "left to the implementation"; this MSH runs canonicalization only.
+    return (
+        f"the signature's Reference {reference.get('URI')!r} has the Transform {other[0]!r}; this MSH verifies "
+        "payload References with no Transforms or a canonicalization only (another Transform could leave part "
+        "of the payload unsigned)"
+    )
 
 
 def profile_problems(signature: etree._Element) -> list[tuple[str, str]]:
     """Where ``signature`` is not a signature in the profile this MSH verifies, as (description, location)
-    pairs: no SignedInfo, not exactly one Reference to the envelope (``URI=""``), one whose Transforms would
-    leave more than the nextMSH/next elements unsigned, or a Reference to anything but ``""`` and
-    ``cid:`` parts (a file or a URL would be fetched by the verifier)."""
-    problems: list[tuple[str, str]] = []
+    pairs (see the module docs). What each payload Reference names is checked apart
+    (:func:`msh.security.references.resolve`)."""
     signed_info = signature.find(ds("SignedInfo"))
     if signed_info is None:
         return [("the ds:Signature has no ds:SignedInfo", SIGNATURE)]
+    problems = _method_problems(signed_info)
     references = signed_info.findall(ds("Reference"))
     envelope = [r for r in references if r.get("URI") == ""]
     if len(envelope) != 1:
@@ -190,20 +279,42 @@ def profile_problems(signature: etree._Element) -> list[tuple[str, str]]:
             problems.append(
                 (f"the signature does not cover the envelope as ebMS2 §4.1.3 says: {problem}", ENVELOPE_REFERENCE)
             )
-    seen: set[str] = set()
     for reference in references:
         uri = reference.get("URI")
-        if uri == "":
-            continue
-        if uri is None or uri[:4].lower() != "cid:":
-            problems.append(
-                (
-                    f'the signature has a Reference to {uri!r}; only the envelope (URI="") and the message\'s '
-                    "payload parts (cid:) are verified, never a file or a URL",
-                    SIGNATURE,
-                )
-            )
-        elif uri in seen:
-            problems.append((f"the signature references {uri} twice", uri))
-        seen.add(uri or "")
+        where = ENVELOPE_REFERENCE if uri == "" else reference_path(uri)
+        problems += _digest_problems(reference, where)
+        if uri != "":
+            problem = _payload_transform_problem(reference)
+            if problem is not None:
+                problems.append((problem, where))
     return problems
+
+
+def profile_notes(signature: etree._Element) -> list[tuple[str, str]]:
+    """The deviations from the ebMS2 §4.1.3 form that ``signature`` (in the profile: no
+    :func:`profile_problems`) is accepted with, as (description, location) pairs: its envelope Reference
+    without the XPath filter on a message other than an Acknowledgment sent by itself (see the module docs)."""
+    references = signature.findall(f"{ds('SignedInfo')}/{ds('Reference')}")
+    envelope = next((r for r in references if r.get("URI") == ""), None)
+    if envelope is None or _acknowledgment_alone(signature, references):
+        return []
+    algorithms = [t.get("Algorithm") for t in envelope.iterfind(f"{ds('Transforms')}/{ds('Transform')}")]
+    if Transform.XPATH in algorithms:
+        return []
+    return [
+        (
+            "the signature covers the whole envelope, without the ebMS2 §4.1.3 XPath filter that leaves out the "
+            "elements targeted at the next MSH or the next SOAP node: accepted (every element is signed), but an "
+            "intermediary adding or removing such an element breaks it (the profile signs so only an "
+            "Acknowledgment sent by itself, ebMS2 §10.1.4)",
+            ENVELOPE_REFERENCE,
+        )
+    ]
+
+
+def reference_path(uri: str | None) -> str:
+    """The location of the signature's Reference with ``uri`` (ebMS2 §4.2.3.2.5: an XPath into the message)."""
+    if uri is None:
+        return "//Header/Signature/SignedInfo/Reference[not(@URI)]"
+    quote = "'" if '"' in uri else '"'
+    return f"//Header/Signature/SignedInfo/Reference[@URI={quote}{uri}{quote}]"

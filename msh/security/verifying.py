@@ -1,20 +1,35 @@
 """Verifying the signature of a received ebXML message (ebMS2 §4.1.3, §4.1.4.1).
 
 :func:`verify` checks the first ``ds:Signature`` of the SOAP Header with a key the caller trusts (the From
-party's certificate in the agreement: never whatever KeyInfo the message carries), after checking that
+party's certificate in the agreement: never whatever KeyInfo the message carries, which may hold an
+X509Certificate, an X509IssuerSerial, a KeyName, a KeyValue or be absent), after checking that
 
-* the signature is in the profile: one Reference signs the whole envelope, leaving out only the elements
-  targeted at the next MSH or the next SOAP node, and the others name the message's own ``cid:`` parts
-  (:func:`~msh.security.profile.profile_problems`);
-* every payload part is signed, no signed part is missing, and the parts come in the order they were
-  signed in;
+* the signature is in the profile (:func:`~msh.security.profile.profile_problems`): the envelope signed by
+  one Reference ``URI=""`` leaving out at most the elements targeted at the next MSH or the next SOAP node,
+  algorithms this MSH implements;
+* each payload Reference names a part of this message, by its ``cid:`` Content-ID URI or its
+  Content-Location (:func:`~msh.security.references.resolve`; a URI outside the package is refused: this
+  MSH fetches nothing);
 * the certificate is valid at the given instant and chains to the trust anchors (:mod:`cpa.trust`);
 * the algorithms are the ones the agreement names, when it names some.
 
+The References may come in any order, and the payload parts in any order in the package: each Reference
+names its part, whatever its place (XML-DSig core validation checks each Reference by its URI).
+
+**Decision: payload parts the signature does not cover.** ebMS2 §4.1.3 asks for a Reference for "each
+payload object requiring signing" and for "any required payload objects", so a signature may leave a
+payload out; which payloads require signing is not said by the agreement as this MSH reads it (CPP/A 2.0
+signs per message, a SenderNonRepudiation on the channel, never per payload). So the envelope Reference
+is required, and a payload part without a Reference is accepted but never passed off as signed: the
+:class:`Verification` lists the parts covered (:attr:`~Verification.signed_payloads`) and those not
+(:attr:`~Verification.unsigned_payloads`), with a Warning issue (SecurityFailure) for each of the latter,
+for the application to decide. A Reference naming a part the package does not carry, or whose digest does
+not match, is always refused.
+
 Every failure is a :class:`~msh.errors.SecurityError` (errorCode SecurityFailure, severity Error) whose
-issues name what failed: each Reference whose digest does not match (location its ``cid:`` URI, or the
-envelope's Reference), or the SignatureValue when every digest matches but the key is not the one that
-signed.
+issues name what failed: each Reference whose digest does not match (location the ``cid:`` URI of its
+part, or the envelope's Reference), each Reference the profile refuses (location that Reference), or the
+SignatureValue when every digest matches but the key is not the one that signed.
 """
 
 from __future__ import annotations
@@ -26,15 +41,26 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 
 from cryptography import x509
+from cryptography.hazmat.primitives.asymmetric import dsa, ec, rsa
 from lxml import etree
 
 from cpa.trust import UntrustedCertificate, certificate_path, describe, validity_problem
 from msh.errors import ErrorCode, Issue, SecurityError, Severity
 from msh.safexml import XmlLimits, parse_xml
 from msh.security import fast_signing
+from msh.security.algorithms import SignatureAlgorithm
 from msh.security.digests import ReferenceDigest, claimed_digests, reference_digests
-from msh.security.library import Payload, bare_content_id, public_key, resolving_parts, restrict_transforms, xmlsec
-from msh.security.profile import ENVELOPE_REFERENCE, SIGNATURE, ds, first_signature, profile_problems
+from msh.security.library import Payload, public_key, resolving_parts, restrict_transforms, xmlsec
+from msh.security.profile import (
+    ENVELOPE_REFERENCE,
+    SIGNATURE,
+    ds,
+    first_signature,
+    profile_notes,
+    profile_problems,
+    reference_path,
+)
+from msh.security.references import PackageParts, Resolution, resolve
 
 __all__ = ["Verification", "keyinfo_certificates", "reference_location", "verify"]
 
@@ -43,19 +69,29 @@ __all__ = ["Verification", "keyinfo_certificates", "reference_location", "verify
 class Verification:
     """A signature that verified: the certificate whose key made it (with its chain to the trust anchor),
     its SignatureMethod, and its References (each digest checked), also as the ``ds:Reference`` XML text a
-    receipt copies (ebMS2 §6.3.2.5)."""
+    receipt copies (ebMS2 §6.3.2.5).
+
+    ``signed_payloads``: the Content-IDs of the payload parts a Reference covers (their content is what was
+    signed); ``unsigned_payloads``: those no Reference covers (in package order; their content is not
+    vouched for by the signature), each also a Warning in ``warnings``, with the deviations from the
+    profile's form the signature was accepted with (:func:`~msh.security.profile.profile_notes`)."""
 
     signer: x509.Certificate
     chain: tuple[x509.Certificate, ...]
     signature_algorithm: str
     references: tuple[ReferenceDigest, ...]
     reference_elements: tuple[str, ...]
+    signed_payloads: tuple[str, ...] = ()
+    unsigned_payloads: tuple[str, ...] = ()
+    warnings: tuple[Issue, ...] = ()
 
 
 def reference_location(uri: str) -> str:
-    """ebMS2 §4.2.3.2.5 location of the Reference with ``uri``: its ``cid:`` URI for a payload part, else
-    the envelope Reference's path."""
-    return uri if uri[:4].lower() == "cid:" else ENVELOPE_REFERENCE
+    """ebMS2 §4.2.3.2.5 location of the Reference with ``uri``: its ``cid:`` URI for a payload part named by
+    Content-ID, the envelope Reference's path for ``""``, else the path of that Reference."""
+    if uri == "":
+        return ENVELOPE_REFERENCE
+    return uri if uri[:4].lower() == "cid:" else reference_path(uri)
 
 
 def _fail(issues: Sequence[Issue]) -> SecurityError:
@@ -79,36 +115,42 @@ def keyinfo_certificates(signature: etree._Element) -> tuple[x509.Certificate, .
     return tuple(out)
 
 
-def _coverage_issues(signature: etree._Element, payloads: Mapping[str, Payload]) -> list[Issue]:
-    """Payload parts the signature does not cover, signed parts the message lacks, and parts out of the
-    signed order."""
-    signed = [
-        bare_content_id(uri)
-        for uri in (r.get("URI", "") for r in signature.iterfind(f"{ds('SignedInfo')}/{ds('Reference')}"))
-        if uri[:4].lower() == "cid:"
-    ]
-    present = [bare_content_id(cid) for cid in payloads]
-    issues = [
-        # ebMS2 §4.1.3: each payload object requiring signing SHALL be represented by a Reference.
-        _issue(f"payload part cid:{cid} is not covered by the signature (no Reference names it)", f"cid:{cid}")
-        for cid in present
-        if cid not in signed
-    ]
-    issues += [
-        _issue(f"the signature signs payload part cid:{cid}, which the message does not carry", f"cid:{cid}")
-        for cid in signed
-        if cid not in present
-    ]
-    in_both = [cid for cid in present if cid in signed]
-    if not issues and in_both != [cid for cid in signed if cid in present]:
-        issues.append(
-            _issue(
-                f"the payload parts are in the order {', '.join(in_both)}, not in the order they were signed in "
-                f"({', '.join(c for c in signed if c in present)})",
-                f"cid:{in_both[0]}",
-            )
+def _notes(signature: etree._Element) -> tuple[Issue, ...]:
+    return tuple(
+        Issue(ErrorCode.SECURITY_FAILURE, Severity.WARNING, text, where) for text, where in profile_notes(signature)
+    )
+
+
+def _unsigned_warnings(resolution: Resolution) -> tuple[Issue, ...]:
+    return tuple(
+        # ebMS2 §4.1.3: "Each payload object requiring signing SHALL be represented by a Reference": this one is
+        # not, so the signature says nothing of its content.
+        Issue(
+            ErrorCode.SECURITY_FAILURE,
+            Severity.WARNING,
+            f"payload part cid:{cid} is not covered by the signature (no Reference names it): its content is not "
+            "signed",
+            f"cid:{cid}",
         )
-    return issues
+        for cid in resolution.unsigned
+    )
+
+
+def _outside_header(root: etree._Element) -> list[Issue]:
+    """Why a message whose SOAP Header has no ds:Signature is refused: it has none, or has one elsewhere."""
+    for element in root.iter(ds("Signature")):
+        path = "/" + "/".join(
+            etree.QName(e).localname for e in reversed([element, *element.iterancestors()]) if isinstance(e.tag, str)
+        )
+        return [
+            _issue(
+                f"the message's ds:Signature is at {path}, not a child of the SOAP Header: ebMS2 §4.1.1 puts the "
+                "signature of the message there, so it is not verified as one",
+                path,
+            )
+        ]
+    # ebMS2 §4.1.1: a signed message carries ds:Signature as a child of the SOAP Header.
+    return [_issue("the message is not signed: its SOAP Header has no ds:Signature (ebMS2 §4.1.1)", SIGNATURE)]
 
 
 def _algorithm_issues(
@@ -178,19 +220,22 @@ def verify(
     at: datetime | None = None,
     signature_algorithms: Collection[str] | None = None,
     digest_algorithms: Collection[str] | None = None,
+    locations: Mapping[str, str] | None = None,
     parsed: etree._Element | None = None,
 ) -> Verification:
     """Verify the ebMS signature of the SOAP part ``soap`` (the bytes as received) over it and ``payloads``
     (Content-ID -> content after any Content-Transfer-Encoding, decrypted if it was encrypted, in package
-    order) with the key of one of the ``trusted`` certificates.
+    order) with the key of one of the ``trusted`` certificates. ``locations`` maps the Content-ID of each
+    part that has a Content-Location header to it, for References that name a part by its Content-Location.
 
     Each trusted certificate must be valid at ``at`` (default: now) and, when ``anchors`` is given, chain to
     one of them through ``intermediates``. ``signature_algorithms`` and ``digest_algorithms``, when given,
     are the only SignatureMethod and DigestMethod URIs accepted (the agreement's). ``parsed``: ``soap``
     already parsed by :func:`msh.safexml.parse_xml` (read only here), to spare a second parse.
 
-    Returns the :class:`Verification`; raises :class:`~msh.errors.SecurityError` saying what failed and
-    where (see the module docs), :class:`~msh.errors.EnvelopeError` when ``soap`` is not XML.
+    Returns the :class:`Verification` (with the payload parts covered and not covered); raises
+    :class:`~msh.errors.SecurityError` saying what failed and where (see the module docs),
+    :class:`~msh.errors.EnvelopeError` when ``soap`` is not XML.
     """
     trusted = (trusted,) if isinstance(trusted, x509.Certificate) else tuple(trusted)
     at = at if at is not None else datetime.now(UTC)
@@ -201,12 +246,10 @@ def verify(
     )
     signature = first_signature(root)
     if signature is None:
-        # ebMS2 §4.1.1: a signed message carries ds:Signature as a child of the SOAP Header.
-        raise _fail(
-            [_issue("the message is not signed: its SOAP Header has no ds:Signature (ebMS2 §4.1.1)", SIGNATURE)]
-        )
-    issues = [_issue(text, where) for text, where in profile_problems(signature)]
-    issues += _coverage_issues(signature, payloads)
+        raise _fail(_outside_header(root))
+    parts = PackageParts.of(payloads, locations)
+    resolution = resolve(signature, parts)
+    issues = [_issue(text, where) for text, where in (*profile_problems(signature), *resolution.problems)]
     issues += _algorithm_issues(signature, signature_algorithms, digest_algorithms)
     if issues:
         raise _fail(issues)
@@ -215,13 +258,14 @@ def verify(
     usable, certificate_issues = _usable(trusted, anchors, intermediates, at)
     if not usable:
         raise _fail(certificate_issues)
+    uris = resolution.uri_table()
     errors = []
     for certificate, chain in usable:
         try:
             # The profile's RSA signature checked without libxmlsec's per-node XPath filter; libxmlsec
             # verifies whatever that path does not accept (fast_signing can only accept, never refuse).
-            if not fast_signing.verified_without_xmlsec(root, signature, payloads, certificate):
-                with resolving_parts(payloads):
+            if not fast_signing.verified_without_xmlsec(root, signature, parts.contents, certificate, uris):
+                with resolving_parts(parts.contents, uris):
                     _context(certificate).verify(signature)
         except xmlsec.Error as exc:
             errors.append(str(exc))
@@ -234,22 +278,31 @@ def verify(
             method.get("Algorithm", "") if method is not None else "",
             tuple(claimed_digests(signature)),
             tuple(etree.tostring(r, encoding="unicode", with_tail=False) for r in references),
+            signed_payloads=tuple(cid for cid in parts.contents if cid in resolution.signed),
+            unsigned_payloads=resolution.unsigned,
+            warnings=(*_notes(signature), *_unsigned_warnings(resolution)),
         )
-    raise _fail(_explain(root, signature, payloads, [c for c, _ in usable]))
+    raise _fail(_explain(root, signature, parts, resolution, [c for c, _ in usable]))
 
 
 def _explain(
-    root: etree._Element, signature: etree._Element, payloads: Mapping[str, Payload], keys: Sequence[x509.Certificate]
+    root: etree._Element,
+    signature: etree._Element,
+    parts: PackageParts,
+    resolution: Resolution,
+    keys: Sequence[x509.Certificate],
 ) -> list[Issue]:
     """Why the signature did not verify: the References whose digest differs, else the SignatureValue."""
     issues = []
-    for claimed, computed in zip(claimed_digests(signature), reference_digests(root, payloads), strict=True):
-        where = reference_location(claimed.uri)
-        what = f"payload part {claimed.uri}" if where != ENVELOPE_REFERENCE else "the SOAP envelope"
+    located = {r.uri: r.location for r in resolution.references}
+    computed_digests = reference_digests(root, parts.contents, uris=resolution.uri_table())
+    for claimed, computed in zip(claimed_digests(signature), computed_digests, strict=True):
+        where = ENVELOPE_REFERENCE if claimed.uri == "" else located.get(claimed.uri, reference_location(claimed.uri))
+        what = "the SOAP envelope" if claimed.uri == "" else f"payload part {where}"
         if computed.digest is None:
             issues.append(_issue(f"the digest of {what} (Reference URI={claimed.uri!r}) cannot be computed", where))
         elif computed.digest != claimed.digest:
-            changed = "payload" if where != ENVELOPE_REFERENCE else "envelope (outside the nextMSH/next elements)"
+            changed = "payload" if claimed.uri != "" else "envelope (outside the nextMSH/next elements)"
             issues.append(
                 _issue(
                     f"the digest of {what} (Reference URI={claimed.uri!r}) does not match its DigestValue: the "
@@ -260,6 +313,18 @@ def _explain(
     if issues:
         return issues
     names = "; ".join(describe(c) for c in keys)
+    method = signature.find(f"{ds('SignedInfo')}/{ds('SignatureMethod')}")
+    algorithm = SignatureAlgorithm(method.get("Algorithm", "")) if method is not None else None
+    kinds = {_key_type(c) for c in keys}
+    if algorithm is not None and algorithm.key_type not in kinds:
+        return [
+            _issue(
+                f"the message is signed with {algorithm.value}, which needs a key of type {algorithm.key_type}, and "
+                f"the certificate it is checked with ({names}) has a key of type {' or '.join(sorted(kinds))}: the "
+                "message was signed with another key than the agreement's",
+                SIGNATURE,
+            )
+        ]
     carried = [describe(c) for c in keyinfo_certificates(signature) if c not in keys]
     hint = f" (its KeyInfo carries the certificate {'; '.join(carried)})" if carried else ""
     return [
@@ -269,3 +334,14 @@ def _explain(
             SIGNATURE,
         )
     ]
+
+
+def _key_type(certificate: x509.Certificate) -> str:
+    key = certificate.public_key()
+    if isinstance(key, rsa.RSAPublicKey):
+        return "RSA"
+    if isinstance(key, dsa.DSAPublicKey):
+        return "DSA"
+    if isinstance(key, ec.EllipticCurvePublicKey):
+        return "EC"
+    return type(key).__name__

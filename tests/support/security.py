@@ -8,7 +8,7 @@ from datetime import UTC, datetime, timedelta
 
 from cryptography import x509
 from cryptography.hazmat.primitives import hashes
-from cryptography.hazmat.primitives.asymmetric import rsa
+from cryptography.hazmat.primitives.asymmetric import dsa, rsa
 from cryptography.x509.oid import NameOID
 
 RSA_SHA1 = "http://www.w3.org/2000/09/xmldsig#rsa-sha1"
@@ -23,9 +23,38 @@ NEXT_MSH_ACK = (
     '<eb:AckRequested SOAP:actor="urn:oasis:names:tc:ebxml-msg:actor:nextMSH" SOAP:mustUnderstand="1" '
     'eb:version="2.0" eb:signed="false"/>'
 )
+NEXT_MSH_ACKNOWLEDGMENT = (
+    '<eb:Acknowledgment SOAP:actor="urn:oasis:names:tc:ebxml-msg:actor:nextMSH" SOAP:mustUnderstand="1" '
+    'eb:version="2.0"><eb:Timestamp>2026-01-01T00:00:00Z</eb:Timestamp>'
+    "<eb:RefToMessageId>m-0@b.example</eb:RefToMessageId></eb:Acknowledgment>"
+)
 NEXT_SYNC_REPLY = (
     '<eb:SyncReply SOAP:actor="http://schemas.xmlsoap.org/soap/actor/next" SOAP:mustUnderstand="1" eb:version="2.0"/>'
 )
+
+
+@functools.cache
+def dsa_key(name: str) -> dsa.DSAPrivateKey:
+    """The DSA key called ``name``: 1024 bits, the size of the dsa-sha1 of ebMS2 §4.1.3's time (XML-DSig
+    §6.4.1: a 160-bit q, SHA-1)."""
+    return dsa.generate_private_key(key_size=1024)
+
+
+@functools.cache
+def dsa_certificate(name: str) -> x509.Certificate:
+    """A self-signed certificate for ``name``'s DSA key."""
+    key = dsa_key(name)
+    subject = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, name)])
+    return (
+        x509.CertificateBuilder()
+        .subject_name(subject)
+        .issuer_name(subject)
+        .public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(NOW - timedelta(days=1))
+        .not_valid_after(NOW + timedelta(days=30))
+        .sign(key, hashes.SHA256())
+    )
 
 
 @functools.cache
