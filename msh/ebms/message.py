@@ -9,9 +9,9 @@ reads either from bytes or a stream, validates the envelope against the project'
 Two modes (:class:`ParseMode`): ``strict`` rejects anything that is not schema-valid and by the book;
 ``lenient`` accepts the quirks real partners send (base64 SOAP part, ``start`` without brackets, no
 charset, element order slips, unqualified attributes; in files, a capture whose headers say chunked over a
-body saved de-chunked) and reports each as a Warning in :attr:`EbxmlMessage.warnings`. What would lose or misread the sender's content is refused in both modes:
-a Manifest ``cid:`` reference to a part the package does not hold (ebMS2 §3.2.2), a package without its
-closing delimiter (unless asked to accept it).
+body saved de-chunked) and reports each as a Warning in :attr:`EbxmlMessage.warnings`. What would lose
+or misread the sender's content is refused in both modes: a Manifest ``cid:`` reference to a part the
+package does not hold (ebMS2 §3.2.2), a package without its closing delimiter (unless asked to accept it).
 """
 
 from __future__ import annotations
@@ -39,6 +39,7 @@ __all__ = [
     "MessageFile",
     "ParseMode",
     "build_message",
+    "decode_soap_part",
     "parse_message",
     "soap_action_issue",
     "read_message_file",
@@ -97,8 +98,9 @@ def _bare_cid(value: str) -> str:
 _XML_DECL = re.compile(rb"^\s*<\?xml[^>]*\?>")
 
 
-def _decode_soap(data: bytes, charset: str | None) -> bytes:
-    """Make the SOAP part's charset (from MIME) agree with what the XML parser will assume."""
+def decode_soap_part(data: bytes, charset: str | None) -> bytes:
+    """The SOAP part ``data`` re-encoded so that its ``charset`` (from MIME, ebMS2 §2.1.3.2) agrees with what
+    the XML parser will assume; a charset that names no text encoding is a MimeProblem."""
     if charset is None:
         return data
     codec = text_encoding(charset)
@@ -180,7 +182,7 @@ def parse_message(
         )
         warnings.extend(package.warnings)
         soap = package.start.body.read_bytes()
-        soap = _decode_soap(soap, package.start.charset)
+        soap = decode_soap_part(soap, package.start.charset)
         package.start.body.close()
         payloads = package.attachments
         wire_type = content_type or f'multipart/related; boundary="{package.boundary}"'
@@ -198,7 +200,7 @@ def parse_message(
         if len(soap) > xml_limits.max_bytes:
             raise EnvelopeError(f"SOAP envelope is over the limit of {xml_limits.max_bytes} bytes", location="/")
         charset = _params.get("charset") if content_type is not None else None
-        soap = _decode_soap(soap, charset)
+        soap = decode_soap_part(soap, charset)
         wire_type = content_type or "text/xml"
     else:
         raise MimeProblemError(

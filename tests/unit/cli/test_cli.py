@@ -45,9 +45,9 @@ def test_inspect_quirky_message_json(capsys: pytest.CaptureFixture[str]) -> None
     assert main(["message", "inspect", "--json", str(SAMPLES / "quirky-ping.http")]) == 1
     result = json.loads(capsys.readouterr().out)
     assert result["verdict"] == "accepted-with-warnings"
-    assert result["message_header"]["action"] == "Ping"
+    assert result["messageHeader"]["action"] == "Ping"
     assert {w["errorCode"] for w in result["warnings"]} == {"MimeProblem", "OtherXml"}
-    assert result["strict_errors"][0]["errorCode"] == "MimeProblem"
+    assert result["strictErrors"][0]["errorCode"] == "MimeProblem"
 
 
 def test_inspect_hostile_and_missing_files(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
