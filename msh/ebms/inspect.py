@@ -191,7 +191,7 @@ def inspect_file(path: str | Path) -> dict[str, Any]:
     the reader met, and those of other elements read on their own) and the summary holds what could still
     be read of it (:func:`summarise_salvage`).
     """
-    result: dict[str, Any] = {"file": str(path)}
+    result: dict[str, Any] = {"file": str(path), "verdict": ""}  # the verdict, decided below, comes first
     try:
         message = read_message_file(path, mode=ParseMode.LENIENT)
     except EbmsError as exc:
