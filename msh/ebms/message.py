@@ -317,7 +317,7 @@ class FileForm(StrEnum):
 
     HTTP_CAPTURE = "HTTP capture"
     """A request or status line, the header lines, the body."""
-    HEADERS = "header lines and body"
+    HEADERS = "header lines without a request line"
     """Header lines without a request line (a header dump, or a MIME file with its Content-Type line)."""
     BARE_ENVELOPE = "bare SOAP envelope"
     """Just the SOAP envelope (ebMS2 §2.1.2)."""

@@ -113,6 +113,8 @@ def _describe(file: MessageFile) -> str:
         return "file: a body without headers (its content type is sniffed)"
     chunked = "; the body is de-chunked" if "chunked" in file.headers.get("transfer-encoding", "").lower() else ""
     type_ = f"Content-Type {file.content_type}" if file.content_type is not None else "no Content-Type"
+    if file.form is FileForm.HEADERS:
+        return f"file: {_count(len(file.headers), 'header line')} without a request line, {type_}{chunked}"
     return f"file: {file.form.value} with {_count(len(file.headers), 'header')}, {type_}{chunked}"
 
 

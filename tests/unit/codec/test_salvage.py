@@ -184,3 +184,16 @@ def test_the_reply_address_is_salvaged_from_a_raw_body() -> None:
     assert salvage_reply_address(body.replace(b"<eb:CPAId>cpa-demo-a-b</eb:CPAId>", b"")) is None
     assert salvage_reply_address(b"--x\r\n\r\nno envelope here") is None
     assert find_envelope(b"<SOAP:Envelope>never closed") is None
+
+
+def test_a_header_dump_of_a_bare_envelope_that_is_not_xml(tmp_path: Path) -> None:
+    path = tmp_path / "dump.txt"
+    path.write_bytes(
+        b'Content-Type:text/xml\r\nSOAPAction:ebXML\r\n<SOAP:Envelope xmlns:SOAP="http://schemas.xmlsoap.org/soap/'
+        b'envelope/">\n  <a>\n'
+    )
+    assert salvage_message_file(path).steps == (
+        "file: 2 header lines without a request line, Content-Type text/xml",
+        "SOAP envelope: not well-formed XML at line 3, column 1 (line 5 of the file): "
+        "Premature end of data in tag a line 2",
+    )
