@@ -13,7 +13,6 @@ import time
 from datetime import UTC, datetime
 from pathlib import Path
 
-from msh.ebms.envelope import read_reply_address
 from msh.ebms.errorlist import error_message, soap_fault
 from msh.ebms.inspect import inspect_file
 from msh.ebms.message import (
@@ -22,12 +21,11 @@ from msh.ebms.message import (
     build_message,
     parse_message,
     read_message_file,
-    split_http_message,
 )
 from msh.ebms.mime import AttachmentSpec
 from msh.ebms.model import ReplyAddress
+from msh.ebms.salvage import salvage_reply_address
 from msh.errors import EbmsError, EnvelopeError
-from msh.safexml import parse_xml
 
 __all__ = ["round_trip", "run_demo"]
 
@@ -56,12 +54,7 @@ def round_trip(message: EbxmlMessage) -> tuple[bool, str]:
 def _readable_header(path: Path) -> ReplyAddress | None:
     """Who to answer about a rejected message, when its MessageHeader can still be read (as the endpoint
     does, ebMS2 §4.2.4.2)."""
-    data = path.read_bytes()
-    split = split_http_message(data)
-    try:
-        return read_reply_address(parse_xml(split[1] if split else data))
-    except EbmsError:
-        return None
+    return salvage_reply_address(path.read_bytes())
 
 
 def run_demo(samples: str | None = None) -> int:

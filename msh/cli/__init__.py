@@ -3,8 +3,9 @@
 Subcommands:
 
 - ``msh message inspect FILE…``: summarise ebXML message files (raw HTTP capture, header dump, MIME
-  package, or bare SOAP envelope) with their validation verdict; ``--json`` for machines. Exit status 0 when every file
-  is valid, 1 when any is only accepted leniently or rejected, 2 on bad usage.
+  package, or bare SOAP envelope) with their validation verdict, a rejected one with what could be read of
+  it; ``--json`` for machines (camelCase keys, as all JSON the command line prints). Exit status 0 when every
+  file is valid, 1 when any is only accepted leniently or rejected, 2 on bad usage.
 - ``msh message verify FILE… --cpa FILE | --cert PEM | --keyinfo``: check their ebMS signatures
   (:mod:`msh.cli.verify`); exit status 0 only when every file verifies.
 - ``msh keys generate PARTY``: a trial key pair, self-signed certificate and the agreement's Certificate

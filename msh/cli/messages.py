@@ -41,9 +41,12 @@ def add_message_commands(sub: Subcommands) -> None:
             "lines without a request line, 'Name:value' with no space after the colon, the first MIME boundary "
             "right after the last header; a MIME package with or without its Content-Type line; or a bare SOAP "
             "envelope) and its verdict: 'valid' (strict parsing "
-            "accepts it), 'accepted-with-warnings' (only lenient parsing does; the warnings say why), or "
-            "'rejected' (with the ebMS errorCode, severity and location of each problem). Exit status 0 if "
-            "every file is valid, 1 otherwise."
+            "accepts it), 'accepted-with-warnings' (only lenient parsing does; the warnings say why, e.g. a "
+            "capture whose headers say chunked over a body saved de-chunked), or 'rejected' (with the ebMS "
+            "errorCode, severity and location of each problem, how far reading got, e.g. the line and column "
+            "where the SOAP envelope stops being XML, and everything that could still be read: the header "
+            "fields as written, the other ebXML elements, the payload parts). --json prints the same with "
+            "camelCase keys. Exit status 0 if every file is valid, 1 otherwise."
         ),
     )
     inspect.add_argument("files", nargs="+", metavar="FILE", help="message file(s) to inspect")

@@ -9,8 +9,11 @@ a bare SOAP envelope). The certificate comes from, in this order of preference:
 * ``--keyinfo``: the certificate the message carries in its KeyInfo: for looking at captures only, it
   shows that the message is intact, not who sent it.
 
-Certificates are checked for validity at the message's Timestamp (else now). Exit status 0 when every
-file verifies, 1 when any does not, 2 on bad usage or an unreadable file or agreement.
+Certificates are checked for validity at the message's Timestamp (else now). A file that does not verify
+is shown with what could be read of its MessageHeader (as ``msh message inspect`` reads it, also when the
+message is rejected), so that the reason can be put against the parties, CPAId and action; a message the
+agreement does not govern is one of those. ``--json`` prints the same with camelCase keys. Exit status 0
+when every file verifies, 1 when any does not, 2 on bad usage or an unreadable file or agreement.
 """
 
 from __future__ import annotations
@@ -51,6 +54,10 @@ def _at(message: EbxmlMessage) -> datetime:
     return stamp if stamp.tzinfo is not None else stamp.replace(tzinfo=UTC)
 
 
+class _NotGoverned(Exception):
+    """The agreement given does not govern the message: a verdict on that file, not a usage error."""
+
+
 def _with_agreement(message: EbxmlMessage, cpa: CollaborationProtocolAgreement, at: datetime) -> Verification | None:
     from cpa.check import check
     from msh.security import content_locations, verification_policy, verify_message
@@ -58,7 +65,7 @@ def _with_agreement(message: EbxmlMessage, cpa: CollaborationProtocolAgreement, 
     result = check(message.envelope, cpa, now=at)
     if result.sending_channel_id is None:
         wrong = "; ".join(i.description for i in result.errors) or "no sending channel of its From party matches"
-        raise ConfigurationError(f"agreement {cpa.cpaid} does not govern this message ({wrong})")
+        raise _NotGoverned(f"agreement {cpa.cpaid} does not govern this message ({wrong})")
     policy = verification_policy(cpa, result.sending_channel_id, result.receiving_channel_id)
     verification = verify_message(
         message.soap, _payloads(message), policy, at=at, locations=content_locations(message.payloads)
@@ -67,23 +74,34 @@ def _with_agreement(message: EbxmlMessage, cpa: CollaborationProtocolAgreement, 
 
 
 def _one(path: str, args: argparse.Namespace, cpa: CollaborationProtocolAgreement | None) -> dict[str, Any]:
+    from msh.ebms.inspect import summarise, summarise_salvage
     from msh.ebms.message import ParseMode, read_message_file
+    from msh.ebms.salvage import salvage_message_file
     from msh.security import content_locations, keyinfo_certificates, load_certificates, verify
     from msh.security.profile import first_signature
     from msh.security.verifying import reference_location
 
-    out: dict[str, Any] = {"file": path, "verified": False, "certificate_from": args.source}
+    out: dict[str, Any] = {"file": path, "verified": False, "certificateFrom": args.source}
     try:
         message = read_message_file(path, mode=ParseMode.LENIENT)
     except EbmsError as exc:
         out["errors"] = [_issue(i) for i in exc.issues]
-        return out
+        # What can still be read of a rejected message: who sent it, under which agreement (as inspect shows).
+        header = summarise_salvage(salvage_message_file(path)).get("messageHeader")
+        return out | ({"messageHeader": header} if header is not None else {})
+    header = summarise(message).get("messageHeader")
+    if header is not None:
+        out["messageHeader"] = header
     try:
         at = _at(message)
-        out["checked_at"] = at.isoformat()
+        out["checkedAt"] = at.isoformat()
         verification: Verification | None
         if cpa is not None:
-            verification = _with_agreement(message, cpa, at)
+            try:
+                verification = _with_agreement(message, cpa, at)
+            except _NotGoverned as exc:
+                out["errors"] = [{"location": "", "description": str(exc)}]
+                return out
             if verification is None:
                 out["errors"] = [
                     {
@@ -120,9 +138,9 @@ def _one(path: str, args: argparse.Namespace, cpa: CollaborationProtocolAgreemen
         message.close()
     out["verified"] = True
     out["signer"] = verification.signer.subject.rfc4514_string()
-    out["signature_algorithm"] = verification.signature_algorithm
+    out["signatureAlgorithm"] = verification.signature_algorithm
     out["references"] = [
-        {"uri": r.uri, "location": reference_location(r.uri), "digest_algorithm": r.digest_algorithm}
+        {"uri": r.uri, "location": reference_location(r.uri), "digestAlgorithm": r.digest_algorithm}
         for r in verification.references
     ]
     # ebMS2 §4.1.3: only the payloads "requiring signing" have a Reference; the others are said so.
@@ -136,9 +154,11 @@ def _issue(issue: Any) -> dict[str, str]:
 
 
 def _render(result: dict[str, Any]) -> str:
+    from msh.ebms.inspect import header_lines
+
     if result["verified"]:
         refs = ", ".join(r["uri"] or "the envelope" for r in result["references"])
-        algorithm = result["signature_algorithm"].rsplit("#", 1)[-1]
+        algorithm = result["signatureAlgorithm"].rsplit("#", 1)[-1]
         lines = [f"{result['file']}: verified (signed by {result['signer']}, {algorithm}; References: {refs})"]
         if "note" in result:
             lines.append(f"  note: {result['note']}")
@@ -152,6 +172,8 @@ def _render(result: dict[str, Any]) -> str:
     head = f": {errors[0]['description']}{where(errors[0])}" if errors else ""
     lines = [f"{result['file']}: not verified{head}"]
     lines += [f"  also: {e['description']}{where(e)}" for e in errors[1:]]
+    if "messageHeader" in result:
+        lines += header_lines(result["messageHeader"])
     return "\n".join(lines)
 
 
@@ -194,8 +216,10 @@ def add_verify_command(message_sub: Subcommands) -> None:
             "(its cid: URI, or the envelope's Reference). The certificate is the From party's in the agreement "
             "(--cpa), the given one (--cert), or the one the message carries (--keyinfo: for captures only, it "
             "proves the message intact, not who sent it); its validity is checked at the message's Timestamp. "
-            "Payloads encrypted with XMLENC must be decrypted first. Exit status 0 only when every file "
-            "verifies, 1 otherwise."
+            "A file that does not verify (a message the agreement does not govern too) is shown with the "
+            "MessageHeader fields that could be read of it. Payloads encrypted with XMLENC must be decrypted "
+            "first. --json prints the same with camelCase keys. Exit status 0 only when every file verifies, 1 "
+            "otherwise."
         ),
     )
     verify.add_argument("files", nargs="+", metavar="FILE", help="message file(s) to verify")

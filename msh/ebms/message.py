@@ -8,10 +8,10 @@ reads either from bytes or a stream, validates the envelope against the project'
 
 Two modes (:class:`ParseMode`): ``strict`` rejects anything that is not schema-valid and by the book;
 ``lenient`` accepts the quirks real partners send (base64 SOAP part, ``start`` without brackets, no
-charset, element order slips, unqualified attributes) and reports each as a Warning in
-:attr:`EbxmlMessage.warnings`. What would lose or misread the sender's content is refused in both modes:
-a Manifest ``cid:`` reference to a part the package does not hold (ebMS2 §3.2.2), a package without its
-closing delimiter (unless asked to accept it).
+charset, element order slips, unqualified attributes; in files, a capture whose headers say chunked over a
+body saved de-chunked) and reports each as a Warning in :attr:`EbxmlMessage.warnings`. What would lose
+or misread the sender's content is refused in both modes: a Manifest ``cid:`` reference to a part the
+package does not hold (ebMS2 §3.2.2), a package without its closing delimiter (unless asked to accept it).
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from __future__ import annotations
 import io
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from enum import StrEnum
 from pathlib import Path
 from typing import BinaryIO
@@ -35,12 +35,16 @@ from msh.safexml import XmlLimits, parse_xml, text_encoding
 
 __all__ = [
     "EbxmlMessage",
+    "FileForm",
+    "MessageFile",
     "ParseMode",
     "build_message",
+    "decode_soap_part",
     "parse_message",
     "soap_action_issue",
     "read_message_file",
     "split_http_message",
+    "split_message_file",
     "write_message",
 ]
 
@@ -94,8 +98,9 @@ def _bare_cid(value: str) -> str:
 _XML_DECL = re.compile(rb"^\s*<\?xml[^>]*\?>")
 
 
-def _decode_soap(data: bytes, charset: str | None) -> bytes:
-    """Make the SOAP part's charset (from MIME) agree with what the XML parser will assume."""
+def decode_soap_part(data: bytes, charset: str | None) -> bytes:
+    """The SOAP part ``data`` re-encoded so that its ``charset`` (from MIME, ebMS2 §2.1.3.2) agrees with what
+    the XML parser will assume; a charset that names no text encoding is a MimeProblem."""
     if charset is None:
         return data
     codec = text_encoding(charset)
@@ -113,6 +118,10 @@ def _decode_soap(data: bytes, charset: str | None) -> bytes:
         raise MimeProblemError(f"SOAP part cannot be decoded as {codec}: {exc}", location="cid:start") from None
     # The XML declaration's encoding would contradict the re-encoded bytes: drop it.
     return _XML_DECL.sub(b"", text.encode("utf-8"), count=1)
+
+
+# The media types a bare SOAP envelope comes as: text/xml (ebMS2 §2.1.2), the others only in lenient mode.
+_XML_MEDIA_TYPES = ("text/xml", "application/xml", "application/soap+xml")
 
 
 def _sniff_media_type(head: bytes) -> str | None:
@@ -173,11 +182,11 @@ def parse_message(
         )
         warnings.extend(package.warnings)
         soap = package.start.body.read_bytes()
-        soap = _decode_soap(soap, package.start.charset)
+        soap = decode_soap_part(soap, package.start.charset)
         package.start.body.close()
         payloads = package.attachments
         wire_type = content_type or f'multipart/related; boundary="{package.boundary}"'
-    elif media_type in ("text/xml", "application/xml", "application/soap+xml"):
+    elif media_type in _XML_MEDIA_TYPES:
         # ebMS2 §2.1.2: a message without payloads may be sent as the bare SOAP envelope.
         if media_type != "text/xml":
             if not lenient:
@@ -191,7 +200,7 @@ def parse_message(
         if len(soap) > xml_limits.max_bytes:
             raise EnvelopeError(f"SOAP envelope is over the limit of {xml_limits.max_bytes} bytes", location="/")
         charset = _params.get("charset") if content_type is not None else None
-        soap = _decode_soap(soap, charset)
+        soap = decode_soap_part(soap, charset)
         wire_type = content_type or "text/xml"
     else:
         raise MimeProblemError(
@@ -303,18 +312,69 @@ _REQUEST_LINE = re.compile(rb"^(?:[A-Z]+ \S+ HTTP/1\.[01]|HTTP/1\.[01] \d{3}[^\r
 _HEADER_LINE = re.compile(rb"^[A-Za-z0-9][A-Za-z0-9-]*:")
 
 
+class FileForm(StrEnum):
+    """The forms of message file :func:`read_message_file` reads."""
+
+    HTTP_CAPTURE = "HTTP capture"
+    """A request or status line, the header lines, the body."""
+    HEADERS = "header lines without a request line"
+    """Header lines without a request line (a header dump, or a MIME file with its Content-Type line)."""
+    BARE_ENVELOPE = "bare SOAP envelope"
+    """Just the SOAP envelope (ebMS2 §2.1.2)."""
+    NO_HEADERS = "body without headers"
+    """A MIME package without its Content-Type, or anything else: the content is sniffed."""
+
+
+@dataclass(frozen=True, slots=True)
+class MessageFile:
+    """A message file split into its form, its headers (names lower-cased; empty without any), the message
+    body (de-chunked) and its Content-Type (None: to be sniffed); ``warnings``: what lenient mode let through
+    (a body that is not in the chunked framing its headers announce)."""
+
+    form: FileForm
+    headers: dict[str, str]
+    body: bytes
+    content_type: str | None
+    warnings: tuple[Issue, ...] = ()
+
+
+def split_message_file(data: bytes, *, mode: ParseMode = ParseMode.LENIENT) -> MessageFile:
+    """Split the bytes of a message file as :func:`read_message_file` reads them (see there for the forms).
+
+    Raises :class:`~msh.errors.MimeProblemError` when the headers announce a chunked body whose framing is
+    broken; in lenient mode a body that is not chunked at all but starts like the message the headers
+    announce is taken as it is, with a Warning (capture tools save the body already de-chunked).
+    """
+    lenient = mode is ParseMode.LENIENT
+    if _REQUEST_LINE.match(data):
+        headers, body, warnings = _split_header_block(data[data.index(b"\n") + 1 :], lenient)
+        return MessageFile(FileForm.HTTP_CAPTURE, headers, body, headers.get("content-type"), warnings)
+    # A MIME file, or a capture without its request line (a header dump), that starts with its header block.
+    if _HEADER_LINE.match(data):
+        headers, body, warnings = _split_header_block(data, lenient)
+        if "content-type" in headers:
+            return MessageFile(FileForm.HEADERS, headers, body, headers["content-type"], warnings)
+    if _sniff_media_type(data[:64]) == "text/xml":
+        # A file holding just the SOAP envelope: its form says what it is (ebMS2 §2.1.2 bare envelope).
+        return MessageFile(FileForm.BARE_ENVELOPE, {}, data, "text/xml")
+    return MessageFile(FileForm.NO_HEADERS, {}, data, None)
+
+
 def split_http_message(data: bytes) -> tuple[dict[str, str], bytes] | None:
     """Split a raw HTTP request or response capture into (headers, body); None if ``data`` is not one.
 
-    Header names are lower-cased; a chunked body is de-chunked (RFC 9112 §7.1).
+    Header names are lower-cased; a chunked body is de-chunked (RFC 9112 §7.1). A body that is not in the
+    chunked framing its headers announce is refused (:func:`split_message_file` can accept it leniently).
     """
     if not _REQUEST_LINE.match(data):
         return None
-    return _split_header_block(data[data.index(b"\n") + 1 :])
+    headers, body, _ = _split_header_block(data[data.index(b"\n") + 1 :], lenient=False)
+    return headers, body
 
 
-def _split_header_block(data: bytes) -> tuple[dict[str, str], bytes]:
-    """Split ``Name: value`` lines (``Name:value`` too) from the body that follows.
+def _split_header_block(data: bytes, lenient: bool) -> tuple[dict[str, str], bytes, tuple[Issue, ...]]:
+    """Split ``Name: value`` lines (``Name:value`` too) from the body that follows, de-chunked when the
+    headers say so (:func:`_unchunked`, which also returns its lenient-mode Warning).
 
     The header block ends at the first empty line (RFC 9112 §2.1). A header dump, as some tools save
     captures, has no empty line: there the block ends at the first line that is the body's own first line,
@@ -343,10 +403,47 @@ def _split_header_block(data: bytes) -> tuple[dict[str, str], bytes]:
             if sep:
                 headers[name.strip().lower()] = value.strip()
         pos = after
-    body = data[body_start:]
-    if "chunked" in headers.get("transfer-encoding", "").lower():
-        body = _dechunk(body)
-    return headers, body
+    body, warnings = _unchunked(headers, data[body_start:], lenient)
+    return headers, body, warnings
+
+
+_NOT_CHUNKED = (
+    "the body is not in chunked framing although Transfer-Encoding says chunked (RFC 9112 §7.1); it starts like "
+    "the message the headers announce"
+)
+
+
+def _unchunked(headers: dict[str, str], body: bytes, lenient: bool) -> tuple[bytes, tuple[Issue, ...]]:
+    """The body, de-chunked when Transfer-Encoding says chunked, and the lenient-mode Warning when it was
+    not chunked after all (see :func:`split_message_file`)."""
+    if "chunked" not in headers.get("transfer-encoding", "").lower():
+        return body, ()
+    try:
+        return _dechunk(body), ()
+    except MimeProblemError:
+        if not _starts_like_message(body, headers.get("content-type")):
+            raise
+    # A chunk-size line is hex digits (RFC 9112 §7.1), so a body that starts with a MIME delimiter or an
+    # XML "<" is not chunked: the capture tool kept the wire's headers over the body it had de-chunked.
+    if not lenient:
+        raise MimeProblemError(
+            f"{_NOT_CHUNKED}: if the capture tool saved the de-chunked body, read it in lenient mode", location="/"
+        )
+    problem = f"{_NOT_CHUNKED}, so it was read as already de-chunked (as capture tools save it)"
+    return body, (Issue(ErrorCode.MIME_PROBLEM, Severity.WARNING, problem, "/"),)
+
+
+def _starts_like_message(body: bytes, content_type: str | None) -> bool:
+    """Whether ``body`` starts as the message ``content_type`` announces: a package with the delimiter of
+    its boundary (RFC 2046 §5.1.1; any delimiter without a boundary), a SOAP envelope with ``<``."""
+    head = body[:4096].lstrip(b"\xef\xbb\xbf \t\r\n")
+    if content_type is None:
+        return _sniff_media_type(head) is not None
+    media, params = parse_content_type(content_type)
+    if media.startswith("multipart/"):
+        boundary = params.get("boundary")
+        return head.startswith(b"--" + boundary.encode("iso-8859-1", "replace") if boundary else b"--")
+    return media in _XML_MEDIA_TYPES and head.startswith(b"<")
 
 
 _CHUNK_SIZE = re.compile(rb"[0-9A-Fa-f]{1,16}")
@@ -378,21 +475,10 @@ def read_message_file(path: str | Path, *, mode: ParseMode = ParseMode.LENIENT) 
     """Read a message file: a raw HTTP capture, a header dump (header lines with no request line, maybe no
     space after the colon and no empty line before the first MIME boundary), a MIME package (with or without
     its own headers), or a bare SOAP envelope. The Content-Type comes from the capture's headers where there
-    are some."""
-    data = Path(path).read_bytes()
-    split = split_http_message(data)
-    if split is not None:
-        headers, body = split
-        return parse_message(body, headers.get("content-type"), mode=mode)
-    # A MIME file, or a capture without its request line (a header dump), that starts with its header block.
-    if _HEADER_LINE.match(data):
-        headers, body = _split_header_block(data)
-        if "content-type" in headers:
-            return parse_message(body, headers["content-type"], mode=mode)
-    if _sniff_media_type(data[:64]) == "text/xml":
-        # A file holding just the SOAP envelope: its form says what it is (ebMS2 §2.1.2 bare envelope).
-        return parse_message(data, "text/xml", mode=mode)
-    return parse_message(data, None, mode=mode)
+    are some. The Warnings of :func:`split_message_file` come first in the message's."""
+    file = split_message_file(Path(path).read_bytes(), mode=mode)
+    message = parse_message(file.body, file.content_type, mode=mode)
+    return replace(message, warnings=(*file.warnings, *message.warnings)) if file.warnings else message
 
 
 # ---------------------------------------------------------------------------------------------- build

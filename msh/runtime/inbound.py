@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import io
 import logging
-import re
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from datetime import datetime
@@ -28,11 +27,12 @@ from typing import BinaryIO
 
 from cpa.check import CheckResult, check
 from msh.ebms.digest import content_digest
-from msh.ebms.envelope import read_reply_address, serialise_envelope
+from msh.ebms.envelope import serialise_envelope
 from msh.ebms.errorlist import soap_fault
 from msh.ebms.message import EbxmlMessage, ParseMode, parse_message
-from msh.ebms.model import Envelope, MessageStatus, ReplyAddress
+from msh.ebms.model import Envelope, MessageStatus
 from msh.ebms.namespaces import SERVICE_MSH
+from msh.ebms.salvage import salvage_reply_address
 from msh.engine import Event, InboundDecision, StatusAnswer, StoredInbound, receive
 from msh.engine.binding import refusal, reply_status, transmission_outcome
 from msh.engine.intermediary import StoreForward, forward
@@ -40,7 +40,6 @@ from msh.errors import ConfigurationError, EbmsError, EnvelopeError, SecurityErr
 from msh.runtime.core import PARSE_ON_LOOP, Core
 from msh.runtime.executor import AfterCommit, Executor, RaceLost
 from msh.runtime.security import ReceiptVerdict
-from msh.safexml import parse_xml
 from msh.store.api import InboxState, OutboundKind, Transaction
 from msh.transport.asgi import server_fault
 from msh.transport.port import SOAP_CONTENT_TYPE, HttpReply
@@ -53,9 +52,6 @@ log = logging.getLogger("msh.runtime")
 ReceiveUnit = Callable[[Transaction], tuple[InboundDecision, bytes | None, AfterCommit]]
 """The unit of work that decides and commits one received message: the decision, the reply for the
 connection, and the work for after the commit."""
-
-_ENVELOPE_START = re.compile(rb"<(?:[A-Za-z_][\w.-]*:)?Envelope[\s>]")
-_ENVELOPE_END = re.compile(rb"</(?:[A-Za-z_][\w.-]*:)?Envelope\s*>")
 
 
 @dataclass(frozen=True, slots=True)
@@ -84,21 +80,6 @@ class Inbound:
         self.message.close()
         if self.forwarded is not None and not isinstance(self.forwarded[0], bytes):
             self.forwarded[0].close()
-
-
-def _salvage_header(body: bytes) -> ReplyAddress | None:
-    """Who to answer about a message that failed to parse, if its envelope can still be found and its
-    MessageHeader's addressing read (to address the ErrorList to its sender, ebMS2 §4.2.4.2)."""
-    start = _ENVELOPE_START.search(body, 0, 1 << 20)
-    if start is None:
-        return None
-    end = _ENVELOPE_END.search(body, start.start(), start.start() + (1 << 20))
-    if end is None:
-        return None
-    try:
-        return read_reply_address(parse_xml(body[start.start() : end.end()], what="SOAP envelope"))
-    except (EbmsError, ValueError):
-        return None
 
 
 class InboundPipeline:
@@ -149,7 +130,7 @@ class InboundPipeline:
         answer = refusal(
             exc,
             media_type=media,
-            reply_to=_salvage_header(body),
+            reply_to=salvage_reply_address(body),
             message_id=self.core.ids(),
             timestamp=self.core.clock(),
         )

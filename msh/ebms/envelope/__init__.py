@@ -11,7 +11,10 @@ receiving MSH to refuse it, a SyncReply or AckRequested aimed at an actor the sp
 
 The modules, one concern each (import the names below from :mod:`msh.ebms.envelope` itself):
 
-* :mod:`~msh.ebms.envelope.reading`: :func:`read_envelope` and :func:`read_reply_address`;
+* :mod:`~msh.ebms.envelope.reading`: :func:`read_envelope`, :func:`read_reply_address` and
+  :func:`salvage_envelope`;
+* :mod:`~msh.ebms.envelope.salvage`: what :func:`salvage_envelope` finds (:class:`SalvagedEnvelope`), the
+  MessageHeader read field by field as written;
 * :mod:`~msh.ebms.envelope.element_reader`: one reading pass and the rules every element shares
   (:data:`MAX_FOREIGN_ELEMENTS`);
 * :mod:`~msh.ebms.envelope.header_reader`: the ebXML elements of the SOAP Header;
@@ -25,15 +28,20 @@ from __future__ import annotations
 
 from msh.ebms.envelope.datetimes import format_datetime, parse_datetime
 from msh.ebms.envelope.element_reader import MAX_FOREIGN_ELEMENTS
-from msh.ebms.envelope.reading import read_envelope, read_reply_address
+from msh.ebms.envelope.reading import read_envelope, read_reply_address, salvage_envelope
+from msh.ebms.envelope.salvage import SalvagedEnvelope, SalvagedHeader, SalvagedParty
 from msh.ebms.envelope.writing import serialise_envelope, write_envelope
 
 __all__ = [
     "MAX_FOREIGN_ELEMENTS",
+    "SalvagedEnvelope",
+    "SalvagedHeader",
+    "SalvagedParty",
     "format_datetime",
     "parse_datetime",
     "read_envelope",
     "read_reply_address",
+    "salvage_envelope",
     "serialise_envelope",
     "write_envelope",
 ]

@@ -3,7 +3,8 @@
 :func:`read_envelope` walks the Envelope, its Header and its Body once, hands each ebXML element to its
 reader (:mod:`~msh.ebms.envelope.header_reader`, :mod:`~msh.ebms.envelope.body_reader`) and keeps
 everything else as extensions. :func:`read_reply_address` reads just enough of a refused envelope to
-address the ErrorList about it.
+address the ErrorList about it; :func:`salvage_envelope` reads all that can still be read of it, for a
+person diagnosing it (:mod:`~msh.ebms.envelope.salvage`).
 """
 
 from __future__ import annotations
@@ -24,11 +25,12 @@ from msh.ebms.envelope.header_reader import (
     read_sync_reply,
 )
 from msh.ebms.envelope.names import BODY, DS_SIGNATURE, ENVELOPE, FAULT, HEADER, eb
+from msh.ebms.envelope.salvage import SalvagedEnvelope, salvage_header
 from msh.ebms.model import NO_EXTENSIONS, Envelope, Extensions, ReplyAddress, Signature
 from msh.ebms.namespaces import EB
-from msh.errors import EbmsError, EnvelopeError, ErrorCode, Issue
+from msh.errors import EbmsError, EnvelopeError, ErrorCode, Issue, Severity
 
-__all__ = ["read_envelope", "read_reply_address"]
+__all__ = ["read_envelope", "read_reply_address", "salvage_envelope"]
 
 _E = etree._Element
 
@@ -135,6 +137,52 @@ def read_reply_address(root: _E) -> ReplyAddress | None:
         )
     except (EbmsError, ValueError):
         return None
+
+
+def salvage_envelope(root: _E) -> SalvagedEnvelope:
+    """What can still be read of the SOAP envelope ``root`` that :func:`read_envelope` refused: the
+    MessageHeader field by field as written (:func:`~msh.ebms.envelope.salvage.salvage_header`), and each
+    other ebXML element of the Header and Body that its own reader takes in lenient mode, the first of a
+    repeated one; the problems of those it does not take are listed. Never raises; an element that is not
+    a SOAP 1.1 Envelope gives an empty result."""
+    if root.tag != ENVELOPE:
+        return SalvagedEnvelope()
+    reader = ElementReader(lenient=True)
+    fields: dict[str, object] = {}
+    lists: dict[str, list[object]] = {"ack_requested": [], "acknowledgments": [], "signatures": []}
+    present: set[str] = set()
+    problems: list[Issue] = []
+    for parent_tag, readers in ((HEADER, _HEADER_READERS), (BODY, _BODY_READERS)):
+        parent = root.find(parent_tag)
+        for child in reader.children(parent) if parent is not None else ():
+            entry = readers.get(child.tag)
+            if entry is None:
+                continue
+            present.add(etree.QName(child).localname)
+            field, read = entry
+            if field in fields:
+                continue
+            try:
+                value = salvage_header(child) if field == "message_header" else read(reader, child)
+            except EbmsError as exc:
+                problems.append(exc.issues[0])
+                continue
+            except ValueError as exc:  # a value the model refuses
+                where = f"//{etree.QName(parent_tag).localname}/{etree.QName(child).localname}"
+                problems.append(Issue(ErrorCode.OTHER_XML, Severity.ERROR, str(exc), where))
+                continue
+            if field in lists:
+                lists[field].append(value)
+            else:
+                fields[field] = value
+    return SalvagedEnvelope(
+        ack_requested=tuple(lists["ack_requested"]),  # type: ignore[arg-type]
+        acknowledgments=tuple(lists["acknowledgments"]),  # type: ignore[arg-type]
+        signatures=tuple(lists["signatures"]),  # type: ignore[arg-type]
+        present=frozenset(present),
+        problems=tuple(problems),
+        **fields,  # type: ignore[arg-type]
+    )
 
 
 def _read_children(

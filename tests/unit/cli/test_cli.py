@@ -11,6 +11,7 @@ import pytest
 
 from msh.cli import main
 from msh.demo import run_demo
+from tests.support.json_keys import keys_off_convention
 
 SAMPLES = Path(__file__).resolve().parents[3] / "samples" / "messages"
 
@@ -45,9 +46,9 @@ def test_inspect_quirky_message_json(capsys: pytest.CaptureFixture[str]) -> None
     assert main(["message", "inspect", "--json", str(SAMPLES / "quirky-ping.http")]) == 1
     result = json.loads(capsys.readouterr().out)
     assert result["verdict"] == "accepted-with-warnings"
-    assert result["message_header"]["action"] == "Ping"
+    assert result["messageHeader"]["action"] == "Ping"
     assert {w["errorCode"] for w in result["warnings"]} == {"MimeProblem", "OtherXml"}
-    assert result["strict_errors"][0]["errorCode"] == "MimeProblem"
+    assert result["strictErrors"][0]["errorCode"] == "MimeProblem"
 
 
 def test_inspect_hostile_and_missing_files(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
@@ -342,6 +343,7 @@ def test_inbox_lists_what_waits_for_the_application_and_take_reports_in_json(
         msh.close()
     assert main(["inbox", "--config", PARTY_B_CONFIG, "--json"]) == 0
     listed = json.loads(capsys.readouterr().out)
+    assert keys_off_convention(listed) == []
     assert [(e["messageId"], e["state"]) for e in listed] == [
         ("fetched@party-a.example", "delivered-to-app"),
         ("new@party-a.example", "new"),
@@ -349,6 +351,8 @@ def test_inbox_lists_what_waits_for_the_application_and_take_reports_in_json(
     out = tmp_path / "taken"
     assert main(["inbox", "--config", PARTY_B_CONFIG, "--take", str(out), "--json"]) == 0
     report = json.loads(capsys.readouterr().out)
+    assert keys_off_convention(report) == []
+    assert keys_off_convention(json.loads((out / "new@party-a.example" / "message.json").read_text())) == []
     assert [(r["messageId"], r["outcome"], r["folder"]) for r in report] == [
         ("fetched@party-a.example", "taken", str(out / "fetched@party-a.example")),
         ("new@party-a.example", "taken", str(out / "new@party-a.example")),

@@ -52,9 +52,52 @@ def test_a_changed_payload_names_the_reference(files: dict[str, Path], capsys: p
 def test_another_partys_signature_and_json(files: dict[str, Path], capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["message", "verify", "--cert", str(files["cert"]), "--json", str(files["forged"])]) == 1
     result = json.loads(capsys.readouterr().out)
-    assert result["verified"] is False and result["certificate_from"] == "certificate file"
+    assert result["verified"] is False and result["certificateFrom"] == "certificate file"
     assert result["errors"][0]["location"] == "//Header/Signature"
     assert "SignatureValue does not verify with the key of CN=party A" in result["errors"][0]["description"]
+
+
+def test_what_does_not_verify_is_shown_with_its_header(
+    files: dict[str, Path], capsys: pytest.CaptureFixture[str]
+) -> None:
+    # A message under another agreement is a verdict on that file: the others are still checked.
+    other = files["signed"].with_name("other.http")
+    other.write_bytes(files["signed"].read_bytes().replace(b"cpa-demo-a-b", b"cpa-other", 1))
+    files_checked = [str(files["tampered"]), str(other), str(files["signed"])]
+    assert main(["message", "verify", "--cpa", str(files["cpa"]), *files_checked]) == 1
+    out = capsys.readouterr().out.split("\n")
+    tampered = out.index(next(line for line in out if line.startswith(f"{files['tampered']}: not verified")))
+    assert (
+        out[tampered + 1] == "  from: 123456789 (type urn:oasis:names:tc:ebcore:partyid-type:iso6523:0088), role Buyer"
+    )
+    assert out[tampered + 3] == "  cpa: cpa-demo-a-b   conversation: conv-20261101-0001"
+    refused = out.index(next(line for line in out if line.startswith(f"{other}: not verified")))
+    assert out[refused] == (
+        f"{other}: not verified: agreement cpa-demo-a-b does not govern this message (CPAId 'cpa-other' names no "
+        "agreement known here (ebMS2 §3.1.2))"
+    )
+    assert out[refused + 3] == "  cpa: cpa-other   conversation: conv-20261101-0001"
+    assert any(line.startswith(f"{files['signed']}: verified (signed by CN=party A") for line in out)
+
+    assert main(["message", "verify", "--cpa", str(files["cpa"]), "--json", str(other), str(files["signed"])]) == 1
+    refused_json, verified_json = json.loads(capsys.readouterr().out)
+    assert refused_json["verified"] is False and refused_json["messageHeader"]["cpaId"] == "cpa-other"
+    assert "does not govern this message" in refused_json["errors"][0]["description"]
+    assert verified_json["signatureAlgorithm"].endswith("rsa-sha256") and verified_json["checkedAt"]
+    assert {r["digestAlgorithm"] for r in verified_json["references"]} == {"http://www.w3.org/2001/04/xmlenc#sha256"}
+    assert verified_json["messageHeader"]["messageId"] == "order-0001@a.example"
+
+
+def test_a_rejected_message_is_shown_with_what_could_be_read(
+    files: dict[str, Path], capsys: pytest.CaptureFixture[str]
+) -> None:
+    rejected = files["signed"].with_name("rejected.http")
+    rejected.write_bytes(files["signed"].read_bytes().replace(b"<eb:Action>NewOrder</eb:Action>", b"", 1))
+    assert main(["message", "verify", "--cert", str(files["cert"]), str(rejected)]) == 1
+    out = capsys.readouterr().out.splitlines()
+    assert out[0] == f"{rejected}: not verified: MessageHeader has no Action (at //Header/MessageHeader/Action)"
+    assert "  service: urn:example:services:ordering   action: (absent)" in out
+    assert "  message id: order-0001@a.example" in out[5]
 
 
 def test_keyinfo_says_what_it_proves(files: dict[str, Path], capsys: pytest.CaptureFixture[str]) -> None:

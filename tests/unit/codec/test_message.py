@@ -11,12 +11,14 @@ from msh.ebms import model as m
 from msh.ebms.envelope import serialise_envelope
 from msh.ebms.errorlist import ACTION_MESSAGE_ERROR, error_message, soap_fault
 from msh.ebms.message import (
+    FileForm,
     ParseMode,
     build_message,
     parse_message,
     read_message_file,
     soap_action_issue,
     split_http_message,
+    split_message_file,
     write_message,
 )
 from msh.ebms.mime import AttachmentSpec, PartBody
@@ -292,6 +294,73 @@ def test_a_broken_chunked_capture_is_a_mime_problem(chunks: bytes) -> None:
     raw = b"POST /msh HTTP/1.1\r\nContent-Type: text/xml\r\nTransfer-Encoding: chunked\r\n\r\n" + chunks
     with pytest.raises(MimeProblemError, match="chunk"):
         split_http_message(raw)
+
+
+# --- captures whose headers say chunked over a body saved de-chunked (as from the NAV network) ---------
+
+
+def dechunked_capture(request_line: bool = True, *, bare: bool = False) -> tuple[bytes, bytes]:
+    """A capture whose headers keep the wire's ``Transfer-Encoding: chunked`` over the body the capture tool
+    saved de-chunked; returns (capture, payload)."""
+    payload = b"<Order><Id>PO-7</Id></Order>"
+    ctype, body = build_message(order()) if bare else build_message(order("a@x"), [attach("a@x", payload)])
+    headers = [b"Content-Type: " + ctype.encode(), b"Transfer-Encoding: chunked", b'SOAPAction: "ebXML"']
+    if request_line:
+        return b"POST /msh HTTP/1.1\r\n" + b"\r\n".join(headers) + b"\r\n\r\n" + body, payload
+    return header_dump([h.replace(b": ", b":", 1) for h in headers], body), payload
+
+
+@pytest.mark.parametrize(
+    ("request_line", "bare"), [(True, False), (False, False), (True, True)], ids=["http", "header-dump", "bare"]
+)
+def test_a_capture_saved_de_chunked_is_read_leniently_with_a_warning(
+    tmp_path: pytest.TempPathFactory, request_line: bool, bare: bool
+) -> None:
+    capture, payload = dechunked_capture(request_line, bare=bare)
+    path = tmp_path / "nav.http"  # type: ignore[operator]
+    path.write_bytes(capture)
+    msg = read_message_file(path, mode=ParseMode.LENIENT)
+    try:
+        assert msg.envelope == (order() if bare else order("a@x"))
+        if not bare:
+            assert msg.payload("a@x").body.read_bytes() == payload  # type: ignore[union-attr]
+        first = msg.warnings[0]
+        assert (first.error_code, first.severity, first.location) == (ErrorCode.MIME_PROBLEM, Severity.WARNING, "/")
+        assert "not in chunked framing although Transfer-Encoding says chunked" in first.description
+        assert "read as already de-chunked" in first.description
+    finally:
+        msg.close()
+    # Strict mode refuses it, saying what to do.
+    with pytest.raises(MimeProblemError) as refused:
+        read_message_file(path, mode=ParseMode.STRICT)
+    assert "not in chunked framing" in refused.value.description
+    assert "if the capture tool saved the de-chunked body, read it in lenient mode" in refused.value.description
+    if request_line:
+        with pytest.raises(MimeProblemError, match="read it in lenient mode"):
+            split_http_message(capture)
+
+
+@pytest.mark.parametrize(
+    "body",
+    [b"hello, not chunked\r\n", b"--another-boundary\r\n\r\n<a/>\r\n--another-boundary--\r\n", b"\x00\x01"],
+    ids=["text", "other-boundary", "binary"],
+)
+def test_a_body_neither_chunked_nor_the_announced_message_is_refused_in_both_modes(body: bytes) -> None:
+    ctype, _ = build_message(order("a@x"), [attach("a@x", b"x")])
+    capture = b"POST /msh HTTP/1.1\r\nContent-Type: " + ctype.encode() + b"\r\nTransfer-Encoding: chunked\r\n\r\n"
+    for mode in ParseMode:
+        with pytest.raises(MimeProblemError, match="chunk") as refused:
+            split_message_file(capture + body, mode=mode)
+        assert "lenient" not in refused.value.description  # no advice that would not help
+
+
+def test_a_chunked_capture_is_still_de_chunked_without_a_warning() -> None:
+    ctype, body = build_message(order())
+    chunked = b"".join(b"%x\r\n%s\r\n" % (len(body[i : i + 100]), body[i : i + 100]) for i in range(0, len(body), 100))
+    capture = b"POST /msh HTTP/1.1\r\nContent-Type: " + ctype.encode() + b"\r\nTransfer-Encoding: chunked\r\n\r\n"
+    for mode in ParseMode:
+        file = split_message_file(capture + chunked + b"0\r\n\r\n", mode=mode)
+        assert (file.form, file.body, file.content_type, file.warnings) == (FileForm.HTTP_CAPTURE, body, ctype, ())
 
 
 def test_read_message_file_forms(tmp_path: pytest.TempPathFactory) -> None:

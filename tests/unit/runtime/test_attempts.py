@@ -35,6 +35,7 @@ from msh.transport.http import describe_failure as transport_error
 from msh.transport.http import may_have_arrived
 from msh.transport.port import SOAP_CONTENT_TYPE
 from tests.support.endpoint import RSA_SHA256, SHA256
+from tests.support.json_keys import keys_off_convention
 from tests.unit.runtime.test_api import settings as network_settings
 
 URL = "https://127.0.0.1:9/msh"
@@ -122,6 +123,7 @@ def test_a_partner_that_is_down_each_attempt_records_and_logs_why(
 
     assert main(["status", "--config", config, "--json", message_id]) == 0
     [shown] = json.loads(capsys.readouterr().out)
+    assert keys_off_convention(shown) == []  # the project's JSON convention, transmissions included
     assert shown["nextAttemptAt"] == stored.state.next_due_at.isoformat() and shown["givesUpAt"] is None
     assert (shown["status"], shown["evidence"], shown["final"]) == ("awaiting-ack", "transmission", False)
     assert shown["mayHaveBeenDelivered"] is False and shown["receiptProblem"] is None
