@@ -144,7 +144,7 @@ def _one(path: str, args: argparse.Namespace, cpa: CollaborationProtocolAgreemen
         for r in verification.references
     ]
     # ebMS2 §4.1.3: only the payloads "requiring signing" have a Reference; the others are said so.
-    out["unsigned_payloads"] = [f"cid:{cid}" for cid in verification.unsigned_payloads]
+    out["unsignedPayloads"] = [f"cid:{cid}" for cid in verification.unsigned_payloads]
     out["warnings"] = [_issue(w) for w in verification.warnings]
     return out
 

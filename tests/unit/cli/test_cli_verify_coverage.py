@@ -52,5 +52,5 @@ def test_verify_says_which_payloads_the_signature_does_not_cover(
         assert f"warning: payload part cid:{cid} is not covered by the signature" in text
     assert main(["message", "verify", "--cert", str(cert), "--json", str(tmp_path / "envelope-only.eml")]) == 0
     result = json.loads(capsys.readouterr().out)
-    assert result["unsigned_payloads"] == [f"cid:{cid}" for cid in cids]
+    assert result["unsignedPayloads"] == [f"cid:{cid}" for cid in cids]
     assert [w["location"] for w in result["warnings"]] == [f"cid:{cid}" for cid in cids]
