@@ -1,27 +1,26 @@
-"""The content digest of a received message: what makes two copies of one MessageId the same message.
+"""The content digest of a received message: whether a duplicate carries the same business content.
 
-ebMS2 §6.5.6 calls a message *identical* to an earlier one when it carries the same ebXML SOAP Header,
-Body and payload containers; only an identical copy is a duplicate to answer with the stored
-acknowledgment. :func:`content_digest` reduces a message to one SHA-256 so that the receiving engine can
-compare a copy with the first one without keeping both in memory.
+ebMS2 §6.5.6 defines a *duplicate message* as "a message containing the same MessageId as a previously
+received message", and §6.5.2 answers every duplicate the same way (the stored acknowledgment, no second
+delivery) whatever else it carries: a partner's retry may regenerate its Timestamp, re-sign, re-encode or
+re-frame the package. So the MessageId alone decides what a duplicate is. What the digest adds is the
+operator's view: a copy under a known MessageId whose *business content* differs from the first copy's
+(another payload, another addressee) is still not delivered, but it is recorded as a conflict, since it
+is probably a different message that reused a MessageId and the sender believes it arrived.
 
-What it covers, and what it leaves out:
+:func:`content_digest` reduces a message to one SHA-256 over what makes it that business message:
 
-* Every child of the SOAP Header except those targeted at the next MSH: an element whose ``SOAP:actor``
-  is ``urn:oasis:names:tc:ebxml-msg:actor:nextMSH`` (AckRequested, Acknowledgment) or SOAP's ``next``
-  (SyncReply). Each hop may answer and replace those (ebMS2 §10.1.5), which is why the signature profile
-  leaves them out of the signed content with the same XPath filter (ebMS2 §4.1.3).
-* ``ds:Signature`` is left out too: it covers the content the digest covers, and signing the same content
-  again need not give the same bytes (DSA and ECDSA signatures are randomised).
-* The whole SOAP Body (Manifest, StatusRequest, anything else).
-* Each payload part, in package order: its Content-ID and its decoded bytes (after any
-  Content-Transfer-Encoding, so a part re-encoded on the way is still the same payload). Other MIME
-  headers, the boundary and the part framing are the package's, not the payload's, and do not count.
+* the addressing of its MessageHeader: From and To (each PartyId with its type, and the Role), CPAId,
+  ConversationId, Service (with its type), Action and RefToMessageId. Left out: Timestamp, TimeToLive,
+  DuplicateElimination, Description, and every other header element (AckRequested, SyncReply,
+  Acknowledgment, signatures, ...): they say how it travels, which a retry may change;
+* each payload part, in package order: its decoded bytes (after any Content-Transfer-Encoding, so a part
+  re-encoded on the way is still the same payload). Its Content-ID, other MIME headers and the framing
+  are the package's, not the payload's.
 
-XML is taken in Exclusive XML Canonicalization 1.0 (W3C), element by element: where a namespace prefix is
-declared, attribute order and quoting, and whitespace between header elements do not change the digest;
-anything inside an element does. Every item is length-prefixed, so no two different messages hash the same
-sequence of bytes.
+Every item is length-prefixed, so no two different messages hash the same sequence of bytes. The digest
+starts with :data:`DIGEST_PREFIX`; digests stored before this definition (revision 0003: ``sha256:``, over
+the whole header) are of another kind and are never compared with it.
 """
 
 from __future__ import annotations
@@ -29,58 +28,56 @@ from __future__ import annotations
 import hashlib
 from typing import Final
 
-from lxml import etree
-
 from msh.ebms.message import EbxmlMessage
-from msh.ebms.namespaces import ACTOR_NEXT_MSH, SOAP_ACTOR_NEXT, SOAP_ENV, XMLDSIG
-from msh.safexml import XmlLimits, parse_xml
+from msh.ebms.model import MessageHeader, Party
 
-__all__ = ["DIGEST_PREFIX", "content_digest"]
+__all__ = ["DIGEST_PREFIX", "comparable", "content_digest"]
 
-DIGEST_PREFIX: Final = "sha256:"
+DIGEST_PREFIX: Final = "content-sha256:"
 
-_HEADER = f"{{{SOAP_ENV}}}Header"
-_BODY = f"{{{SOAP_ENV}}}Body"
-_ACTOR = f"{{{SOAP_ENV}}}actor"
-_DS_SIGNATURE = f"{{{XMLDSIG}}}Signature"
-# ebMS2 §4.1.3: the actors whose elements the signature profile's XPath filter leaves out.
-_HOP_ACTORS: Final = frozenset({ACTOR_NEXT_MSH, SOAP_ACTOR_NEXT})
 _CHUNK: Final = 1 << 20
 
 
-def _c14n(el: etree._Element) -> bytes:
-    try:
-        return etree.tostring(el, method="c14n", exclusive=True, with_comments=False)
-    except etree.C14NError:
-        # C14N refuses relative namespace URIs (W3C C14N 1.0 §2.3); such an element is taken as written.
-        return b"\x00" + etree.tostring(el, with_tail=False)
+def comparable(first: str | None, other: str | None) -> bool:
+    """Whether two stored digests were made the same way (both by :func:`content_digest`)."""
+    return bool(first and other and first.startswith(DIGEST_PREFIX) and other.startswith(DIGEST_PREFIX))
+
+
+def _party(party: Party) -> list[str | None]:
+    out: list[str | None] = [party.role]
+    for party_id in party.party_ids:
+        out += [party_id.type, party_id.value]
+    return out
+
+
+def _addressing(header: MessageHeader) -> list[str | None]:
+    return [
+        *_party(header.from_party),
+        "|",
+        *_party(header.to_party),
+        "|",
+        header.cpa_id,
+        header.conversation_id,
+        header.service.type,
+        header.service.value,
+        header.action,
+        header.message_data.ref_to_message_id,
+    ]
 
 
 def content_digest(message: EbxmlMessage) -> str:
-    """``sha256:<hex>`` over the message's header (without next-MSH elements and signatures), Body and
-    payloads, as the module docs define; equal for two copies exactly when they are identical messages."""
-    root = message.root
-    if root is None:  # a message built here rather than parsed
-        root = parse_xml(message.soap, what="SOAP envelope", limits=XmlLimits(max_bytes=max(len(message.soap), 1)))
+    """``content-sha256:<hex>`` over the message's addressing and payloads (see the module docs)."""
     h = hashlib.sha256()
 
     def item(kind: bytes, data: bytes) -> None:
         h.update(kind + len(data).to_bytes(8, "big") + data)
 
-    header = root.find(_HEADER)
+    header = message.envelope.message_header
     if header is not None:
-        for child in header:
-            if not isinstance(child.tag, str) or child.tag == _DS_SIGNATURE:
-                continue
-            if (child.get(_ACTOR) or "").strip() in _HOP_ACTORS:
-                continue
-            item(b"H", _c14n(child))
-    body = root.find(_BODY)
-    if body is not None:
-        item(b"B", _c14n(body))
+        for value in _addressing(header):
+            item(b"N" if value is None else b"A", (value or "").encode("utf-8"))
     for part in message.payloads:
-        item(b"P", (part.content_id or "").encode("utf-8"))
-        h.update(b"D" + part.body.size.to_bytes(8, "big"))
+        h.update(b"P" + part.body.size.to_bytes(8, "big"))
         with part.body.open() as reader:
             while chunk := reader.read(_CHUNK):
                 h.update(chunk)

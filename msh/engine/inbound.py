@@ -55,7 +55,7 @@ class StoredInbound:
     delivered: bool
     digest: str | None = None
     """The content digest stored with the first copy (:func:`msh.ebms.digest.content_digest`); None for a
-    copy stored before digests were kept, which any later copy is taken to be identical to."""
+    copy stored before digests were kept (then nothing is compared)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -224,8 +224,9 @@ class StoreForward:
 @dataclass(frozen=True, slots=True)
 class ConflictingDuplicate:
     """MessageId ``message_id``, already stored with content digest ``stored_digest``, came again with
-    ``received_digest``: not an identical message (ebMS2 §6.5.6). Record it (journal and counter); the
-    :class:`Reject` that follows answers the sender. The stored message is left as it is."""
+    ``received_digest``: a duplicate (ebMS2 §6.5.6: the same MessageId) whose business content differs,
+    probably another message reusing the MessageId. Record it (journal, counter, warning) for the operator;
+    it is answered as the first copy was and not delivered. The stored message is left as it is."""
 
     message_id: str
     stored_digest: str

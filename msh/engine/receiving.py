@@ -20,17 +20,17 @@ Decisions where the specifications leave room:
 * A duplicate under DuplicateElimination whose only Error is TimeToLiveExpired is still answered with the
   stored acknowledgment: its first copy arrived in time and was delivered (§6.5.5); refusing the copy would
   tell the sender that a delivered message failed.
-* Only an *identical message* (§6.5.6: same ebXML SOAP Header, Body and payload containers) is a
-  duplicate. The runtime passes the received message's content digest and the stored copy's
-  (:func:`msh.ebms.digest.content_digest`: next-MSH elements and signatures left out, as the signature
-  profile §4.1.3 leaves them out). Under DuplicateElimination a MessageId already stored with another
-  digest is refused: Inconsistent, Error, at ``//Header/MessageHeader/MessageData/MessageId``, in an
-  ErrorList following the header's SyncReply like any refusal, recorded (:class:`ConflictingDuplicate`),
-  never delivered, never acknowledged, and the stored copy is left as it is. This holds with or without
-  AckRequested (silently ignoring it, the §6.5.2 rule for true duplicates, would let the sender believe
-  its new content arrived) and past TimeToLive (then both errors are reported). A copy stored before
-  digests were kept has none and counts as identical. Without DuplicateElimination nothing is compared:
-  every copy is delivered anyway.
+* A *duplicate message* is any message with a MessageId already stored (§6.5.6: "a message containing the
+  same MessageId as a previously received message"; §6.5.2 1: "there is a MessageId held in persistent
+  storage containing the same value"), whatever its header bytes: a partner's retry may regenerate its
+  Timestamp, re-sign it or re-frame its package. It is answered as the first copy was and never delivered
+  again. The runtime passes the received message's content digest and the stored copy's
+  (:func:`msh.ebms.digest.content_digest`: its addressing and payloads); when they differ the copy is
+  probably another message that reused the MessageId: it is still a duplicate (not delivered, answered
+  from the store), and it is recorded (:class:`ConflictingDuplicate`: journal, counter, warning) so that
+  the operator sees that the sender believes something arrived that the application never got. Digests of
+  another kind (stored before this definition) are not compared. Without DuplicateElimination nothing is
+  compared: every copy is delivered anyway.
 * A header element aimed at an actor the specification does not allow it is refused like an agreement
   error, reported in the same ErrorList as the check's issues: a SyncReply whose SOAP actor is not SOAP's
   ``next`` (§4.3.1) and an AckRequested whose actor is neither toPartyMSH nor nextMSH (§6.3.1.1) are
@@ -88,6 +88,7 @@ from typing import Final
 from cpa.check import CheckResult
 from cpa.model import DeliveryChannel, SyncReplyMode
 from cpa.precedence import Parameter
+from msh.ebms.digest import comparable
 from msh.ebms.errorlist import ACTION_MESSAGE_ERROR, error_message, soap_fault
 from msh.ebms.model import Envelope, MessageHeader
 from msh.ebms.namespaces import ACTOR_NEXT_MSH, ACTOR_TO_PARTY_MSH, SERVICE_MSH, SOAP_ACTOR_NEXT
@@ -331,35 +332,13 @@ def _actor_issues(envelope: Envelope) -> tuple[Issue, ...]:
     return tuple(out)
 
 
-def _conflicts(duplicate: StoredInbound, digest: str) -> bool:
-    # ebMS2 §6.5.6: a duplicate is answered from the store only when it is the identical message; a copy
-    # stored before digests were kept (digest None) counts as identical.
-    return duplicate.digest is not None and duplicate.digest != digest
-
-
-def _refuse_conflict(
-    envelope: Envelope,
-    header: MessageHeader,
-    check_result: CheckResult,
-    duplicate: StoredInbound,
-    digest: str,
-    new_message_id: str,
-    now: datetime,
-    override: bool | None,
-) -> InboundDecision:
-    issue = Issue(
-        ErrorCode.INCONSISTENT,
-        Severity.ERROR,
-        f"MessageId {header.message_id!r} was already received with other content (header, body or payloads); "
-        "a new message needs a new MessageId",
-        "//Header/MessageHeader/MessageData/MessageId",
-    )
-    refused = _refuse(
-        envelope, header, replace(check_result, issues=(*check_result.issues, issue)), new_message_id, now, override
-    )
-    assert duplicate.digest is not None
-    record = ConflictingDuplicate(header.message_id, duplicate.digest, digest)
-    return replace(refused, actions=(record, *refused.actions))
+def _conflict(duplicate: StoredInbound | None, digest: str | None) -> tuple[ConflictingDuplicate, ...]:
+    """The record of a duplicate whose business content differs from the first copy's (see the module docs)."""
+    if duplicate is None or digest is None or duplicate.digest is None or not comparable(duplicate.digest, digest):
+        return ()
+    if duplicate.digest == digest:
+        return ()
+    return (ConflictingDuplicate(duplicate.message_id, duplicate.digest, digest),)
 
 
 def receive(
@@ -502,9 +481,8 @@ def _business(
         check_result, Parameter.ACK_SIGNATURE_REQUESTED, any(a.signed for a in envelope.ack_requested)
     )
     seen = de and duplicate is not None
-    if seen and duplicate is not None and digest is not None and _conflicts(duplicate, digest):
-        # ebMS2 §6.5.6: the same MessageId with other content is no duplicate: refused, never delivered.
-        return _refuse_conflict(envelope, header, check_result, duplicate, digest, new_message_id, now, override)
+    # ebMS2 §6.5.6: the same MessageId is a duplicate; other content under it is recorded as a conflict.
+    conflict = _conflict(duplicate, digest) if seen else ()
     outcome = BUSINESS_RULES[(de, ack_wanted, seen)]
     warnings = _warnings(check_result.issues)
     references = signed_references(envelope) if signed else ()
@@ -536,7 +514,9 @@ def _business(
         return (_reply(ack_message((ACTOR_NEXT_MSH,), next_id()), hop_sync),)
 
     def decided(*more: InboundAction, reply_signed: bool = signed) -> InboundDecision:
-        return InboundDecision((*more, *actions), check_result.issues, seen, reply_signed, reply_signed and derive)
+        return InboundDecision(
+            (*conflict, *more, *actions), check_result.issues, seen, reply_signed, reply_signed and derive
+        )
 
     if outcome is InboundOutcome.IGNORE:
         # ebMS2 §6.5.2: DuplicateElimination, no AckRequested, a duplicate: do nothing.

@@ -721,10 +721,12 @@ class Executor:
                     kind="conflicting-duplicate",
                     message_id=action.message_id,
                     direction=Direction.INBOUND,
-                    detail={"stored_digest": action.stored_digest, "received_digest": action.received_digest},
+                    detail={"storedDigest": action.stored_digest, "receivedDigest": action.received_digest},
                 )
                 log.warning(
-                    "message %s came again with other content (%s, stored %s): refused",
+                    "message %s came again with other content (other payloads or addressing: %s, first copy %s): "
+                    "a duplicate by its MessageId, not delivered; the sender may have reused the MessageId for "
+                    "another message",
                     action.message_id,
                     action.received_digest,
                     action.stored_digest,

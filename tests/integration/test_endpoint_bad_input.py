@@ -559,36 +559,28 @@ def events_of(b: RunningMsh, kind: str) -> list[dict[str, object]]:
     [(b"<order n='1'/>", b"<order n='9'/>"), (b"<eb:ConversationId>conv-", b"<eb:ConversationId>other-")],
     ids=["other payload", "other header"],
 )
-def test_the_same_message_id_with_other_content_is_refused_recorded_and_never_delivered(
+def test_the_same_message_id_with_other_content_is_a_duplicate_recorded_as_a_conflict(
     party_b: RunningMsh, first: First, old: bytes, new: bytes
 ) -> None:
-    """ebMS2 §6.5.6: only an identical message is a duplicate. Another one under the same MessageId gets an
-    ErrorList, is journalled with both digests, and is never stored, delivered or acknowledged; the true
-    copy still gets the stored acknowledgment byte for byte."""
+    """ebMS2 §6.5.6: 'a "duplicate message" - a message containing the same MessageId as a previously received
+    message'; §6.5.2 1: it gets the stored Acknowledgment and "MUST NOT" be delivered. Other business content
+    under a known MessageId is recorded as a conflict with both digests, for the operator to see."""
     # Signed again as A: the partner's own other message, not a forgery (which the signature refuses).
     other = resigned(patched(first.body, old, new), first.content_type)
     reply = request(party_b, other, first.content_type)
-    assert_error_list(
-        reply,
-        FIRST_ID,
-        "Inconsistent",
-        "//Header/MessageHeader/MessageData/MessageId",
-        "was already received with other content (header, body or payloads); a new message needs a new MessageId",
-    )
-    assert reply.body != first.ack
+    assert (reply.status, reply.body) == (200, first.ack)
     assert_nothing_lost(party_b, first)
     with party_b.msh.store.transaction(readonly=True) as tx:
         record = tx.find_inbound(FIRST_ID)
-    assert record is not None and record.content_digest is not None and record.duplicate_count == 0
+    assert record is not None and record.content_digest is not None and record.duplicate_count == 1
     [conflict] = events_of(party_b, "conflicting-duplicate")
-    assert conflict["stored_digest"] == record.content_digest
-    assert isinstance(conflict["received_digest"], str) and conflict["received_digest"].startswith("sha256:")
-    assert conflict["received_digest"] != record.content_digest
+    assert conflict["storedDigest"] == record.content_digest
+    assert isinstance(conflict["receivedDigest"], str) and conflict["receivedDigest"].startswith("content-sha256:")
+    assert conflict["receivedDigest"] != record.content_digest
     assert party_b.msh.counters["conflicting-duplicates"] == 1
-    # The refused copy is not a duplicate: the true copy is still the first duplicate.
     again = request(party_b, first.body, first.content_type)
     assert (again.status, again.body) == (200, first.ack)
-    assert party_b.msh.counters["duplicates"] == 1
+    assert party_b.msh.counters["duplicates"] == 2
     assert_still_serving(party_b, first, "after-conflict@party-a.example")
 
 

@@ -11,6 +11,7 @@ import pytest
 from cpa.check import CheckResult, check
 from cpa.model import CollaborationProtocolAgreement, PerMessage, SyncReplyMode
 from msh.ebms import model as m
+from msh.ebms.digest import DIGEST_PREFIX
 from msh.ebms.envelope import read_envelope, serialise_envelope
 from msh.ebms.errorlist import error_message
 from msh.ebms.namespaces import ACTOR_NEXT_MSH, ACTOR_TO_PARTY_MSH, SERVICE_MSH, SOAP_ACTOR_NEXT, XMLDSIG
@@ -534,10 +535,10 @@ def test_a_signal_with_an_actor_error_is_discarded_not_answered() -> None:
     assert isinstance(discard, Discard) and "//Header/AckRequested/@actor" in discard.reason
 
 
-# --- the same MessageId with other content (ebMS2 §6.5.6) ---------------------------------------------
+# --- a duplicate is the same MessageId (ebMS2 §6.5.6), whatever else it carries ------------------------
 
-D1 = "sha256:" + "1" * 64
-D2 = "sha256:" + "2" * 64
+D1 = DIGEST_PREFIX + "1" * 64
+D2 = DIGEST_PREFIX + "2" * 64
 
 
 def test_the_digest_is_stored_with_the_message() -> None:
@@ -547,62 +548,61 @@ def test_the_digest_is_stored_with_the_message() -> None:
 
 
 @pytest.mark.parametrize("sync", [True, False])
-def test_a_copy_with_other_content_is_refused_recorded_and_never_delivered(sync: bool) -> None:
+def test_a_copy_with_other_content_is_a_duplicate_answered_as_the_first_and_recorded(sync: bool) -> None:
+    # ebMS2 §6.5.6: 'a "duplicate message" - a message containing the same MessageId as a previously received
+    # message'; §6.5.2 1: generate the Acknowledgment (§6.5.5: the first response) and "MUST NOT deliver the
+    # message to the application interface".
     receiver = Receiver(SYNC_CPA if sync else CPA)
     first = receiver.get(message(sync_reply=sync), digest=D1)
     stored_before = dict(receiver.stored)
     other = receiver.get(message(sync_reply=sync), digest=D2)
-    record, reject = other.actions
+    record, resend = other.actions
     assert record == ConflictingDuplicate(MID, D1, D2)
-    assert isinstance(reject, Reject) and reject.message_id == MID and reject.sync is sync
-    err = reject.error_message
-    assert err.error_list is not None and err.message_header is not None
-    assert err.message_header.message_data.ref_to_message_id == MID
-    [error] = err.error_list.errors
-    assert (error.code, error.severity, error.location) == (
-        ErrorCode.INCONSISTENT,
-        Severity.ERROR,
-        "//Header/MessageHeader/MessageData/MessageId",
-    )
-    assert error.description is not None
-    assert "already received with other content" in error.description.text
-    assert "a new message needs a new MessageId" in error.description.text
-    assert schema_valid(err) == err
-    assert not other.delivers and not other.duplicate and other.stored_acknowledgment is None
-    assert acknowledgments_sent(other) == []
-    assert receiver.stored == stored_before and receiver.delivered[MID] == 1
-    # A true copy still gets the stored acknowledgment, unchanged.
-    again = receiver.get(message(sync_reply=sync), digest=D1)
-    (resend,) = again.actions
     assert isinstance(resend, ResendStoredAck) and resend.acknowledgment == first.stored_acknowledgment
+    assert resend.sync is sync
+    assert other.duplicate and not other.delivers
+    assert receiver.stored == stored_before and receiver.delivered[MID] == 1
 
 
-def test_a_copy_with_other_content_is_refused_even_when_no_acknowledgment_is_asked_for() -> None:
-    """ebMS2 §6.5.2 ignores a true duplicate without AckRequested; other content is reported instead."""
+def test_a_retry_with_a_regenerated_timestamp_is_a_duplicate_not_a_refusal() -> None:
+    # ebMS2 §6.5.6: the MessageId decides; a partner's retry that differs in a header byte (its Timestamp)
+    # gets the first response and is not delivered again.
     receiver = Receiver()
-    receiver.get(message(ack_requested=False), digest=D1)
-    assert kinds(receiver.get(message(ack_requested=False), digest=D1)) == ["Discard"]
-    assert kinds(receiver.get(message(ack_requested=False), digest=D2)) == ["ConflictingDuplicate", "Reject"]
+    first = receiver.get(message(), digest=D1)
+    retry = receiver.get(message(timestamp=NOW + timedelta(seconds=30)), digest=D1)
+    (resend,) = retry.actions
+    assert isinstance(resend, ResendStoredAck) and resend.acknowledgment == first.stored_acknowledgment
     assert receiver.delivered[MID] == 1
 
 
-def test_a_copy_with_other_content_past_its_time_to_live_reports_both_errors() -> None:
+def test_a_copy_with_other_content_and_no_acknowledgment_asked_is_ignored_and_recorded() -> None:
+    # ebMS2 §6.5.2 "no AckRequested" 1: "If there is a DuplicateElimination element, and the message is a
+    # duplicate, then do nothing." The conflict is still recorded for the operator.
+    receiver = Receiver()
+    receiver.get(message(ack_requested=False), digest=D1)
+    assert kinds(receiver.get(message(ack_requested=False), digest=D1)) == ["Discard"]
+    assert kinds(receiver.get(message(ack_requested=False), digest=D2)) == ["ConflictingDuplicate", "Discard"]
+    assert receiver.delivered[MID] == 1
+
+
+def test_a_copy_with_other_content_past_its_time_to_live_is_still_answered_from_the_store() -> None:
     receiver = Receiver()
     ttl = NOW + timedelta(hours=2)
-    receiver.get(message(time_to_live=ttl), digest=D1)
+    first = receiver.get(message(time_to_live=ttl), digest=D1)
     late = receiver.get(message(time_to_live=ttl), now=ttl + timedelta(minutes=1), digest=D2)
-    assert isinstance(late.actions[0], ConflictingDuplicate)
-    _, errors = refusal(replace(late, actions=late.actions[1:]))
-    assert [code for code, _, _ in errors] == ["TimeToLiveExpired", "Inconsistent"]
+    record, resend = late.actions
+    assert isinstance(record, ConflictingDuplicate)
+    assert isinstance(resend, ResendStoredAck) and resend.acknowledgment == first.stored_acknowledgment
 
 
-def test_a_copy_stored_before_digests_were_kept_counts_as_identical() -> None:
-    stored = StoredInbound(MID, b"<stored ack/>", True, digest=None)
-    env = message()
-    decision = receive(
-        env, check_result=check(env, CPA, now=NOW), duplicate=stored, now=NOW, new_message_id="x", digest=D2
-    )
-    assert kinds(decision) == ["ResendStoredAck"]
+def test_digests_of_another_kind_are_not_compared() -> None:
+    for stored_digest in (None, "sha256:" + "1" * 64):
+        stored = StoredInbound(MID, b"<stored ack/>", True, digest=stored_digest)
+        env = message()
+        decision = receive(
+            env, check_result=check(env, CPA, now=NOW), duplicate=stored, now=NOW, new_message_id="x", digest=D2
+        )
+        assert kinds(decision) == ["ResendStoredAck"]
 
 
 def test_without_duplicate_elimination_other_content_is_simply_another_copy() -> None:
