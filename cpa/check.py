@@ -37,6 +37,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Final
 
+from cpa.duration import XsDuration
 from cpa.model import CollaborationProtocolAgreement, DeliveryChannel, MessageOrderSemantics, PartyInfo, PerMessage
 from cpa.precedence import Decision, Parameter, Reading, cpa_reading, decide
 from cpa.registry import CpaRegistry
@@ -65,6 +66,7 @@ __all__ = [
     "TO_ROLE",
     "CheckResult",
     "check",
+    "time_to_live_floor",
 ]
 
 # ebMS2 §4.2.3.2.5: locations, as XPath expressions into the offending message.
@@ -367,8 +369,7 @@ def _time_to_live(
     if rm is None or not reliable or reading is Reading.HEADER:
         return
     # ebMS2 §6.4.5: TimeToLive > Timestamp + (Retries + 1) * RetryInterval; Warning per §4.2.3.2.4 (see docs).
-    # The product is a duration (months kept) added to the Timestamp as XML Schema Part 2 Appendix E does.
-    floor = ((rm.retries + 1) * rm.retry_interval).add_to_or_latest(_utc(data.timestamp))
+    floor = time_to_live_floor(rm.retries, rm.retry_interval, _utc(data.timestamp))
     if ttl <= floor:
         issues.append(
             Issue(
@@ -380,6 +381,13 @@ def _time_to_live(
                 TIME_TO_LIVE,
             )
         )
+
+
+def time_to_live_floor(retries: int, retry_interval: XsDuration, timestamp: datetime) -> datetime:
+    """The instant a reliably sent message's TimeToLive must be after (ebMS2 §6.4.5: "TimeToLive >
+    Timestamp + ((Retries + 1) * RetryInterval)"); the product is a duration (months kept) added to the
+    Timestamp as XML Schema Part 2 Appendix E does."""
+    return ((retries + 1) * retry_interval).add_to_or_latest(timestamp)
 
 
 def _header_rules(envelope: Envelope, header: MessageHeader, issues: list[Issue]) -> None:

@@ -67,6 +67,7 @@ __all__ = [
     "clear_cache",
     "in_force",
     "action_bindings",
+    "at_least_retry_interval",
     "is_msh_signal",
     "matching_parties",
     "party_keys",
@@ -555,7 +556,8 @@ def resolve(
     """The parameters for sending ``service``/``action`` from ``from_party`` to ``to_party`` under ``cpa``.
 
     ``first_resend_timeouts`` maps a sending channel id to the MSH's wait before the first resend
-    (DESIGN.md §3; an MSH setting, so of fixed length); channels not in it wait RetryInterval. Raises
+    (DESIGN.md §3; an MSH setting, so of fixed length), never shorter than the channel's RetryInterval
+    (:func:`at_least_retry_interval`); channels not in it wait RetryInterval. Raises
     :class:`AgreementRefused` when the agreement is not in force at ``now`` or does not let From send it
     to To.
     """
@@ -575,7 +577,19 @@ def resolve(
     if first_resend_timeouts:
         override = first_resend_timeouts.get(result.sending_channel_id)
         if override is not None:
-            wait = XsDuration.from_timedelta(override)
+            wait = at_least_retry_interval(XsDuration.from_timedelta(override), result.retry_interval)
             if wait != result.first_resend_timeout:
                 return dataclasses.replace(result, first_resend_timeout=wait)
     return result
+
+
+def at_least_retry_interval(wait: XsDuration, retry_interval: XsDuration | None) -> XsDuration:
+    """The MSH's wait before the first resend, never shorter than the agreement's RetryInterval: ebMS2 §6.4.4
+    "RetryInterval applies to the time between sending of the original message and the first retry as well
+    as the time between retries" (the minimum a Sending MSH SHOULD wait)."""
+    if retry_interval is None:
+        return wait
+    # A RetryInterval in months is longer than any wait the MSH setting (seconds) can give.
+    if not retry_interval.is_fixed_length:
+        return retry_interval
+    return wait if wait.to_timedelta() >= retry_interval.to_timedelta() else retry_interval

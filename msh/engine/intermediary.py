@@ -51,7 +51,7 @@ between Intermediate MSHs remains implementation specific"):
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 
 from msh.ebms.errorlist import error_message
 from msh.ebms.model import Acknowledgment, Envelope, MessageHeader, Party, ReplyAddress
@@ -140,13 +140,15 @@ def forward(
     new_message_id: str,
     own_message: bool = False,
     sync_reply_requested: bool | None = None,
+    time_accuracy: timedelta = timedelta(0),
 ) -> InboundDecision:
     """Decide what to do with ``envelope``, addressed to another party (see the module docs).
 
     ``routes`` is the routing table, ``own_party`` this MSH's party (From of its replies), ``own_id`` its
     id in ``mh:Via``; ``new_message_id`` is the MessageId of a refusal or of the hop acknowledgment;
     ``own_message``: the MessageId is one this MSH sent itself (a loop);
-    ``sync_reply_requested`` False when the transport cannot answer on the connection.
+    ``sync_reply_requested`` False when the transport cannot answer on the connection; ``time_accuracy`` the
+    MSH's clock tolerance (mshTimeAccuracy) in the TimeToLive check.
     """
     header = envelope.message_header
     if header is None:
@@ -184,11 +186,13 @@ def forward(
             "//Header/AckRequested",
         )
     ttl = header.message_data.time_to_live
-    if ttl is not None and now >= ttl:
-        # ebMS2 §3.1.6.4: a message past its TimeToLive is reported with TimeToLiveExpired.
+    if ttl is not None and now - time_accuracy > ttl:
+        # ebMS2 §3.1.6.4: expired "if the time of the internal clock, adjusted for UTC, of the Receiving MSH is
+        # greater than the value of TimeToLive" (less the clock's accuracy, as the To party judges it).
         return refuse(
             ErrorCode.TIME_TO_LIVE_EXPIRED,
-            f"TimeToLive {ttl.isoformat()} had passed when intermediary {own_id} received it at {now.isoformat()}",
+            f"TimeToLive {ttl.isoformat()} had passed when intermediary {own_id} received it at {now.isoformat()} "
+            f"(clock accuracy {time_accuracy})",
             "//Header/MessageHeader/MessageData/TimeToLive",
         )
     keys = tuple((p.value, p.type) for p in header.to_party.party_ids)

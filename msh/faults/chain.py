@@ -45,7 +45,7 @@ class Timings:
     retry_interval: str = "PT5S"
     route_retries: int = 5
     route_retry_interval: str = "PT5S"
-    first_resend: str = "PT3S"
+    first_resend: str = "PT5S"
     http_timeout: str = "PT2S"
     connect_timeout: str = "PT1S"
     poll: str = "PT0.5S"

@@ -3,7 +3,8 @@
 :func:`load_agreements` reads the agreement files (a problem in one stops the start, naming the file; a
 warning, such as an unfilled signature template, is logged; no file at all is no agreement, for a pure
 intermediary); :func:`agreement_registry` keeps the
-agreements this party is in, with the first-resend timeout of the settings on their channels.
+agreements this party is in, with the first-resend timeout of the settings on their channels (never shorter
+than a channel's RetryInterval, ebMS2 §6.4.4: a setting that is shorter is said at the start).
 """
 
 from __future__ import annotations
@@ -13,11 +14,12 @@ from collections.abc import Iterable
 from datetime import timedelta
 from pathlib import Path
 
+from cpa.duration import XsDuration
 from cpa.errors import CpaError
 from cpa.loader import load
-from cpa.model import CollaborationProtocolAgreement
+from cpa.model import CollaborationProtocolAgreement, DeliveryChannel
 from cpa.registry import CpaRegistry
-from cpa.resolve import PartyKey, party_keys
+from cpa.resolve import PartyKey, at_least_retry_interval, party_keys
 from msh.errors import ConfigurationError
 from msh.runtime.config import Settings
 
@@ -44,10 +46,11 @@ def load_agreements(files: Iterable[Path], *, verify_signatures: bool = True) ->
 def agreement_registry(
     settings: Settings, loaded: list[CollaborationProtocolAgreement], party: PartyKey
 ) -> CpaRegistry:
-    """The agreements this party is in, with the first-resend timeout of the settings on their channels.
+    """The agreements this party is in, with the first-resend timeout of the settings on their channels (never shorter
+    than a channel's RetryInterval, ebMS2 §6.4.4: a setting that is shorter is said at the start).
 
-    No agreement loaded gives an empty registry (a pure intermediary: the settings then have routes); loaded
-    agreements none of which names this party are an error.
+        No agreement loaded gives an empty registry (a pure intermediary: the settings then have routes); loaded
+        agreements none of which names this party are an error.
     """
     if not loaded:
         return CpaRegistry()
@@ -66,4 +69,24 @@ def agreement_registry(
             for info in cpa.party_infos:
                 for channel in (*info.delivery_channels, info.default_msh_channel):
                     timeouts[channel.channel_id] = first
+                    _warn_if_shorter(first, cpa, channel)
     return CpaRegistry(ours, first_resend_timeouts=timeouts)
+
+
+def _warn_if_shorter(first: timedelta, cpa: CollaborationProtocolAgreement, channel: DeliveryChannel) -> None:
+    """Say when ``sending.first_resend_timeout`` is shorter than a channel's RetryInterval (it is not applied)."""
+    binding = channel.doc_exchange.sender_binding
+    rm = binding.reliable_messaging if binding is not None else None
+    if rm is None:
+        return
+    wait = XsDuration.from_timedelta(first)
+    if at_least_retry_interval(wait, rm.retry_interval) != wait:
+        # ebMS2 §6.4.4: RetryInterval is also the least wait before the first retry.
+        log.warning(
+            "sending.first_resend_timeout %s is shorter than the RetryInterval %s of channel %s of agreement %s: "
+            "the first resend waits the RetryInterval (ebMS2 §6.4.4)",
+            wait,
+            rm.retry_interval,
+            channel.channel_id,
+            cpa.cpaid,
+        )

@@ -76,9 +76,22 @@ class Forwarding:
         return keys
 
     def addressed_here(self, header: MessageHeader) -> bool:
-        """Whether the message's To party is this MSH's party (else it is forwarded, ebMS2 §10)."""
+        """Whether the message's To party is this MSH's party (else it is forwarded, ebMS2 §10).
+
+        A To PartyId with one of our values but another type, under an agreement we are a party of and with
+        no route for it, is ours too: the agreement's check answers it (Inconsistent at the To PartyId,
+        ebMS2 §3.1.1.1, §3.1.2), rather than a DeliveryFailure for want of a route to a party that is not
+        there."""
         mine = self.own_keys(header.cpa_id)
-        return any((p.value, p.type) in mine for p in header.to_party.party_ids)
+        if any((p.value, p.type) in mine for p in header.to_party.party_ids):
+            return True
+        cpa = self.core.registry.get(header.cpa_id)
+        if cpa is None or not matching_parties(cpa, (self.core.party,)):
+            return False
+        values = {value for value, _ in mine}
+        if not any(p.value in values for p in header.to_party.party_ids):
+            return False
+        return self.route(header.to_party, header.cpa_id, header.service.value, header.action) is None
 
     # -- routes
 

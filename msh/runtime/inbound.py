@@ -243,6 +243,7 @@ class InboundPipeline:
             own_id=forwarding.own_id,
             now=now,
             new_message_id="preview",
+            time_accuracy=self.core.settings.agreements.time_accuracy,
         )
         store = next((a for a in preview.actions if isinstance(a, StoreForward)), None)
         forwarded = None
@@ -295,6 +296,7 @@ class InboundPipeline:
                     new_message_id=self.core.ids(),
                     own_message=mine is not None and mine.kind is not OutboundKind.FORWARD,
                     sync_reply_requested=sync_override,
+                    time_accuracy=self.core.settings.agreements.time_accuracy,
                 )
             duplicate = None
             if header is not None and header.service.value != SERVICE_MSH:

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, BinaryIO, Final
 
+from cpa.check import time_to_live_floor
 from cpa.resolve import SendingParameters
 from msh.ebms.envelope import serialise_envelope
 from msh.ebms.message import write_message
@@ -108,10 +109,22 @@ class Submissions:
             ack_default=sending.ack_requested,
             duplicate_elimination_default=sending.duplicate_elimination,
         )
+        ttl = submission.time_to_live
+        if ttl is not None and composed.ack_requested and params.retry_interval is not None:
+            # ebMS2 §6.4.5: "For a reliably delivered message, TimeToLive MUST conform to: TimeToLive >
+            # Timestamp + ((Retries + 1) * RetryInterval)".
+            floor = time_to_live_floor(params.retries, params.retry_interval, now)
+            if ttl <= floor:
+                raise ConfigurationError(
+                    f"TimeToLive {ttl.isoformat()} is too early for a reliably sent message under agreement "
+                    f"{params.cpaid}: it must be after Timestamp + (Retries + 1) x RetryInterval = {floor.isoformat()} "
+                    f"(Retries {params.retries}, RetryInterval {params.retry_interval}; ebMS2 §6.4.5); give a later "
+                    "TimeToLive, or none"
+                )
         reliability = Reliability.from_parameters(
             params,
             ack_requested=composed.ack_requested,
-            time_to_live=submission.time_to_live,
+            time_to_live=ttl,
             hop_ack=composed.hop_ack,
         )
         state, actions = step(None, Submit(message_id, reliability), now)

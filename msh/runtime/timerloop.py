@@ -16,7 +16,7 @@ import logging
 from datetime import datetime
 from typing import Final
 
-from msh.engine import TimerDue, UnknownMessage
+from msh.engine import TimerDue, TransmitFailed, UnknownMessage
 from msh.runtime.core import Core
 from msh.runtime.executor import AfterCommit, Executor
 from msh.runtime.sender import Sender
@@ -98,8 +98,19 @@ class TimerLoop:
                 return after  # the lease was lost: another process does it
             if timer.kind is TimerKind.TRANSMIT:
                 stored = tx.get_outbound(timer.message_id)
-                if stored is not None and not stored.state.status.final:
-                    after.transmits.append((timer.message_id, stored.state.attempts))
+                if stored is None or stored.state.status.final:
+                    return after
+                ttl = stored.state.reliability.time_to_live
+                if ttl is not None and core.clock() >= ttl:
+                    # ebMS2 §3.1.6.4: it waited past its TimeToLive (no server ran): not sent (that attempt never
+                    # left, §6.5.7); its retry timer, due at the TimeToLive at the latest, gives it up.
+                    log.warning("message %s not transmitted: its TimeToLive %s has passed", timer.message_id, ttl)
+                    reason = f"not sent: its TimeToLive {ttl.isoformat()} passed before it could be"
+                    self.executor.step_outbound(
+                        tx, timer.message_id, TransmitFailed(reason, transmitted=False), core.clock(), after, stored
+                    )
+                    return after
+                after.transmits.append((timer.message_id, stored.state.attempts))
                 return after
             try:
                 self.executor.step_outbound(tx, timer.message_id, TimerDue(), core.clock(), after)

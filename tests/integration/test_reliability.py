@@ -162,27 +162,32 @@ def test_receiver_down_longer_than_the_retries_gives_a_delivery_failure(work: Pa
     assert journal(pair.a.store)["failed"] == 3
 
 
-def test_time_to_live_stops_the_retries(work: Path) -> None:
-    pair = make_pair(work / "pair", retries=10, retry_interval="PT0.5S", first_resend="PT0.5S", http_timeout="PT0.3S")
+def test_a_message_that_waited_past_its_time_to_live_is_not_sent_and_fails_expired(work: Path) -> None:
+    # ebMS2 §6.4.5: the TimeToLive leaves room for the retries (Retries 2 every PT0.5S: 1.5 s); §3.1.6.4: when
+    # the message waited in the store past it (no server ran), it is not sent at all and is reported failed.
+    pair = make_pair(work / "pair", retries=2, retry_interval="PT0.5S", first_resend="PT0.5S", http_timeout="PT0.3S")
     try:
-        pair.a.start()
         msh = sender(pair)
         try:
-            ttl = datetime.now(UTC) + timedelta(seconds=2)
+            ttl = datetime.now(UTC) + timedelta(seconds=1.6)
             ids = submit(msh, 2, ttl=ttl)
+            time.sleep(max(0.0, (ttl - datetime.now(UTC)).total_seconds()) + 0.3)
+            pair.a.start()
             final = wait_final(msh, ids, timeout=30)
             statuses = [msh.status(m) for m in ids]
+            journal = [msh.attempts(m) for m in ids]
         finally:
             msh.close()
     finally:
         pair.stop()
     assert final == dict.fromkeys(ids, OutboundStatus.FAILED)
-    for stored in statuses:
-        assert stored is not None
-        assert stored.state.failure is not None
+    for stored, attempts in zip(statuses, journal, strict=True):
+        assert stored is not None and stored.state.failure is not None
         assert stored.state.failure.error_code is ErrorCode.DELIVERY_FAILURE
         assert "TimeToLive" in stored.state.failure.description
-        assert stored.state.attempts < 11
+        assert attempts == []  # never transmitted
+        # ebMS2 §6.5.7: "Error if the party who detected the problem could not transmit the message".
+        assert stored.state.failure.severity is Severity.ERROR
 
 
 def _client_context() -> ssl.SSLContext:

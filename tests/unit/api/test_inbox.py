@@ -194,7 +194,7 @@ def test_the_status_of_a_sent_message() -> None:
         assert pending["final"] is False and pending["receipt"] is None
         assert pending["transmissions"][0]["outcome"] == "failed"
         t.net.faults.lose_requests = 0.0
-        await t.advance(3)
+        await t.advance(5)  # the first resend: the RetryInterval (PT5S)
         await t.net.settle()
         done = (await t.api_a.get(f"/api/messages/{message_id}", headers=AUTH)).json()
         assert (done["status"], done["final"], done["attempts"]) == ("delivered", True, 2)

@@ -22,7 +22,15 @@ from cpa.model import (
     SyncReplyMode,
 )
 from cpa.registry import CpaRegistry
-from cpa.resolve import AgreementRefused, RefusalReason, SendingParameters, clear_cache, party_keys, resolve
+from cpa.resolve import (
+    AgreementRefused,
+    RefusalReason,
+    SendingParameters,
+    at_least_retry_interval,
+    clear_cache,
+    party_keys,
+    resolve,
+)
 from msh.ebms import model as m
 from msh.ebms.namespaces import ACTOR_TO_PARTY_MSH, SERVICE_MSH
 from tests.support.cpa_factory import A_ID, AES128, B_ID, END, NOW, RSA_SHA256, SERVICE, START, channel, make_cpa, xs
@@ -149,14 +157,23 @@ def test_persist_duration_prefers_the_receivers_binding() -> None:
 
 def test_first_resend_timeout_override_per_sending_channel() -> None:
     cpa = make_cpa()
-    p = send(cpa, first_resend_timeouts={"A_channel": timedelta(seconds=45), "B_channel": timedelta(hours=9)})
-    assert p.first_resend_timeout == xs(timedelta(seconds=45))
+    p = send(cpa, first_resend_timeouts={"A_channel": timedelta(minutes=45), "B_channel": timedelta(hours=9)})
+    assert p.first_resend_timeout == xs(timedelta(minutes=45))
     assert p.retry_interval == xs(timedelta(minutes=10))
     assert send(cpa, first_resend_timeouts={"B_channel": timedelta(hours=9)}).first_resend_timeout == xs(
         timedelta(minutes=10)
     )
     # The cached, unoverridden value is not changed by an override.
     assert send(cpa).first_resend_timeout == xs(timedelta(minutes=10))
+
+
+def test_the_first_resend_never_comes_before_the_retry_interval() -> None:
+    # ebMS2 §6.4.4: "RetryInterval applies to the time between sending of the original message and the first
+    # retry as well as the time between retries": a shorter MSH setting does not shorten it.
+    p = send(make_cpa(), first_resend_timeouts={"A_channel": timedelta(seconds=45)})
+    assert p.first_resend_timeout == p.retry_interval == xs(timedelta(minutes=10))
+    assert at_least_retry_interval(xs(timedelta(seconds=45)), XsDuration(months=1)) == XsDuration(months=1)
+    assert at_least_retry_interval(xs(timedelta(seconds=45)), None) == xs(timedelta(seconds=45))
 
 
 def test_https_gives_client_certificate_server_trust_and_server_certificate() -> None:
@@ -327,9 +344,9 @@ def test_now_must_be_timezone_aware() -> None:
 
 
 def test_registry_resolve() -> None:
-    registry = CpaRegistry([make_cpa()], first_resend_timeouts={"A_channel": timedelta(seconds=5)})
+    registry = CpaRegistry([make_cpa()], first_resend_timeouts={"A_channel": timedelta(minutes=15)})
     p = registry.resolve("cpa-a-b", from_party=A_ID, to_party=B_ID, service=SERVICE, action="NewOrder", now=NOW)
-    assert (p.endpoint_url, p.first_resend_timeout) == ("http://b.example:8443/msh", xs(timedelta(seconds=5)))
+    assert (p.endpoint_url, p.first_resend_timeout) == ("http://b.example:8443/msh", xs(timedelta(minutes=15)))
     with pytest.raises(AgreementRefused, match="no agreement with CPAId 'other' is registered") as info:
         registry.resolve("other", from_party=A_ID, to_party=B_ID, service=SERVICE, action="NewOrder", now=NOW)
     assert info.value.reason is RefusalReason.NOT_REGISTERED

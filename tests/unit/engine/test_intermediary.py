@@ -125,6 +125,17 @@ def test_an_expired_message_is_refused_with_time_to_live_expired() -> None:
     assert (code, location) == ("TimeToLiveExpired", "//Header/MessageHeader/MessageData/TimeToLive")
 
 
+def test_time_to_live_is_judged_with_the_clocks_accuracy_and_expires_only_when_passed() -> None:
+    # ebMS2 §3.1.6.4: expired "if the time of the internal clock, adjusted for UTC, of the Receiving MSH is
+    # greater than the value of TimeToLive"; mshTimeAccuracy is the clock's tolerance (DESIGN.md §3).
+    assert not isinstance(decide(message(time_to_live=NOW)).actions[0], Reject)  # not greater: not expired
+    within = decide(message(time_to_live=NOW - timedelta(seconds=1)), time_accuracy=timedelta(seconds=2))
+    assert not isinstance(within.actions[0], Reject)
+    beyond = decide(message(time_to_live=NOW - timedelta(seconds=3)), time_accuracy=timedelta(seconds=2))
+    code, _, _, description = refused(beyond)
+    assert code == "TimeToLiveExpired" and "clock accuracy 0:00:02" in description
+
+
 def test_a_refusal_goes_asynchronously_when_the_transport_cannot_answer() -> None:
     (reject,) = decide(message(), routes=(), sync_reply_requested=False).actions
     assert isinstance(reject, Reject) and not reject.sync and reject.to_endpoint is not None

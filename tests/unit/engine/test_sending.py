@@ -201,7 +201,20 @@ def test_the_first_resend_timeout_defaults_to_retry_interval_via_the_agreement()
         now=NOW,
         first_resend_timeouts={"A_channel": 2 * MIN},
     )
-    assert Reliability.from_parameters(quick, ack_requested=True, time_to_live=None).first_resend_timeout == xs(2 * MIN)
+    # ebMS2 §6.4.4: RetryInterval "applies to the time between sending of the original message and the first
+    # retry as well": a setting never shortens it.
+    quick_wait = Reliability.from_parameters(quick, ack_requested=True, time_to_live=None).first_resend_timeout
+    assert quick_wait == xs(10 * MIN)
+    slow = resolve(
+        make_cpa(),
+        from_party=A_ID,
+        to_party=B_ID,
+        service=SERVICE,
+        action="NewOrder",
+        now=NOW,
+        first_resend_timeouts={"A_channel": 25 * MIN},
+    )
+    assert Reliability.from_parameters(slow, ack_requested=True, time_to_live=None).first_resend_timeout == xs(25 * MIN)
     at_once = resolve(
         make_cpa(),
         from_party=A_ID,
@@ -211,10 +224,9 @@ def test_the_first_resend_timeout_defaults_to_retry_interval_via_the_agreement()
         now=NOW,
         first_resend_timeouts={"A_channel": timedelta(0)},
     )
-    # A zero timeout is a setting, not "unset".
-    assert (
-        Reliability.from_parameters(at_once, ack_requested=True, time_to_live=None).first_resend_timeout == XsDuration()
-    )
+    # A zero timeout is a setting, not "unset", and the RetryInterval still comes first.
+    at_once_wait = Reliability.from_parameters(at_once, ack_requested=True, time_to_live=None).first_resend_timeout
+    assert at_once_wait == xs(10 * MIN)
 
 
 def test_without_reliable_messaging_there_is_one_transmission_and_one_wait() -> None:

@@ -106,32 +106,38 @@ def test_a_delivery_failure_reaches_the_sending_application() -> None:
 
 
 def test_an_agreement_counting_months_schedules_resends_a_calendar_month_apart() -> None:
-    # RetryInterval P1M, PersistDuration P2M: the first resend waits the first-resend timeout of the
-    # settings (PT3S); the next one is a calendar month after that resend (XML Schema Part 2 Appendix E).
+    # RetryInterval P1M, PersistDuration P2M: the first resend waits the RetryInterval too (ebMS2 §6.4.4:
+    # the setting's PT5S is shorter), a calendar month after the first transmission (XML Schema Part 2
+    # Appendix E); PersistDuration ends it two calendar months after the first transmission.
     cpa = (ROOT / "samples" / "cpas" / "demo-a-b.xml").read_bytes()
     cpa = cpa.replace(b">PT5S</tp:RetryInterval>", b">P1M</tp:RetryInterval>")
     cpa = cpa.replace(b">P1D</tp:PersistDuration>", b">P2M</tp:PersistDuration>")
 
     async def scenario(net: TestNetwork, a: Msh, b: Msh) -> None:
         net.faults.down.add(B_URL)
-        net.clock.set(datetime(2027, 1, 31, 10, 0, tzinfo=UTC))  # a month end: February has fewer days
+        start = datetime(2027, 1, 31, 10, 0, tzinfo=UTC)  # a month end: February has fewer days
+        net.clock.set(start)
         message_id = await a.submit_async(submission())
         await net.settle()
-        await net.advance(timedelta(seconds=3))  # the first resend
         stored = a.status(message_id)
-        assert stored is not None and stored.state.attempts == 2
-        assert stored.state.status is OutboundStatus.AWAITING_ACK
+        assert stored is not None
         assert (stored.state.reliability.retry_interval, stored.state.reliability.persist_duration) == (
             XsDuration(months=1),
             XsDuration(months=2),
         )
-        resent_at = datetime(2027, 1, 31, 10, 0, 3, tzinfo=UTC)
+        assert stored.state.reliability.first_resend_timeout == XsDuration(months=1)
         # Appendix E: 2027-01-31 plus P1M is pinned to 2027-02-28.
-        assert stored.state.next_due_at == datetime(2027, 2, 28, 10, 0, 3, tzinfo=UTC)
-        assert stored.state.next_due_at == XsDuration(months=1).add_to(resent_at)
-        await net.advance(timedelta(days=28))  # the third transmission, then PersistDuration ends it
+        assert stored.state.next_due_at == datetime(2027, 2, 28, 10, 0, tzinfo=UTC)
+        await net.advance(timedelta(days=28))  # the first resend
+        stored = a.status(message_id)
+        assert stored is not None and stored.state.attempts == 2
+        assert stored.state.status is OutboundStatus.AWAITING_ACK
+        # The next wait starts from that resend: 2027-02-28 plus P1M is 2027-03-28.
+        assert stored.state.next_due_at == datetime(2027, 3, 28, 10, 0, tzinfo=UTC)
+        await net.advance(timedelta(days=28))  # the third transmission; PersistDuration ends it on 2027-03-31
         stored = a.status(message_id)
         assert stored is not None and stored.state.attempts == 3
+        assert stored.state.next_due_at == XsDuration(months=2).add_to(start)
 
     on_network(scenario, cpa=cpa)
 

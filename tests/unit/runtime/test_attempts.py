@@ -93,7 +93,7 @@ def test_a_partner_that_is_down_each_attempt_records_and_logs_why(
         await net.start()
         try:
             message_id = await a.submit_async(submission())
-            await net.advance(timedelta(seconds=3))  # the first resend (first_resend_timeout PT3S)
+            await net.advance(timedelta(seconds=5))  # the first resend (the RetryInterval, PT5S)
             return message_id, finished(a, message_id), a.status(message_id)
         finally:
             await net.close()
@@ -117,7 +117,7 @@ def test_a_partner_that_is_down_each_attempt_records_and_logs_why(
         f"{PARTY_B[1]}:{PARTY_B[0]} ({ACTION})"
     )
     assert out[1] == f"  transmission 1 at 2026-12-01T09:00:00Z: failed: {tried[0].error}"
-    assert out[2] == f"  transmission 2 at 2026-12-01T09:00:03Z: failed: {tried[1].error}"
+    assert out[2] == f"  transmission 2 at 2026-12-01T09:00:05Z: failed: {tried[1].error}"
     due = stored.state.next_due_at.isoformat(timespec="seconds").replace("+00:00", "Z")
     assert out[3] == f"  next attempt at {due}"
 

@@ -80,7 +80,7 @@ def test_the_sample_files_load_with_paths_read_from_their_folder() -> None:
     assert (a.server.host, a.server.port, a.server.path, a.server.tls) == ("127.0.0.1", 8081, "/msh", True)
     assert (a.tls.certificate, a.tls.private_key) == (KEYS / "party-a.cert.pem", KEYS / "party-a.key.pem")
     assert a.tls.require_client_certificate is True
-    assert a.sending.first_resend_timeout == timedelta(seconds=3)
+    assert a.sending.first_resend_timeout == timedelta(seconds=5)
     assert a.sending.http_timeout == timedelta(seconds=2)
     assert a.receiving.parse_mode is ParseMode.LENIENT
     assert a.timers.poll_interval == timedelta(seconds=0.5)
@@ -589,7 +589,7 @@ def test_describe_lists_every_setting_with_paths_never_key_material() -> None:
     assert [line.split(" = ")[0] for line in lines] == [*(d.name for d in config.SETTINGS), "routing.routes"]
     assert lines[-1] == "routing.routes = (none)"
     assert f'tls.private_key = "{KEYS / "party-a.key.pem"}"' in lines
-    assert 'sending.first_resend_timeout = "PT3S"' in lines
+    assert 'sending.first_resend_timeout = "PT5S"' in lines
     assert 'timers.poll_interval = "PT0.5S"' in lines
     assert f'agreements.paths = ["{CPA}"]' in lines
     assert "server.tls = true" in lines
