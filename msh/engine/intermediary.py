@@ -35,6 +35,13 @@ between Intermediate MSHs remains implementation specific"):
   so far plus this MSH. MSH signals (acknowledgments, errors, Pong, StatusResponse) never get an
   AckRequested (§6.3.1.4) and go best effort, resent until the next hop takes them. Nothing else changes
   (§10.1.5), MessageOrder included (§10.2).
+* An Acknowledgment aimed at nextMSH in a message that comes to this MSH is aimed at this MSH (ebMS2
+  §10.1.3: "MUST differentiate, based upon the actor, which Acknowledgment is being returned"), whether it
+  came on the connection of our forward or later, asynchronously, in a message of its own: it is routed to
+  the forward it names (:class:`~msh.engine.inbound.OutboundEvent`, ``relay``: the runtime counts it only
+  from the forward's next hop). A message that carries nothing else is consumed, never forwarded; one that
+  carries more (an end-to-end acknowledgment for the From party) is forwarded without it (the hop rewrite
+  removes the elements aimed at the next MSH, §10.1.5).
 * The answer on a forward's connection: an Acknowledgment aimed at nextMSH for the forwarded message ends
   the forward (delivered to the next hop); anything else in it (an end-to-end acknowledgment, an error
   message, a Pong) is addressed to another party and is forwarded in turn. An error message about the
@@ -50,14 +57,24 @@ between Intermediate MSHs remains implementation specific"):
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 
 from msh.ebms.errorlist import error_message
 from msh.ebms.model import Acknowledgment, Envelope, MessageHeader, Party, ReplyAddress
 from msh.ebms.namespaces import ACTOR_NEXT_MSH, SERVICE_MSH
 from msh.ebms.via import ack_requested_element, read_via, via_element
-from msh.engine.inbound import EndpointRef, InboundDecision, Reject, ReplySync, SendAsync, StoreForward
+from msh.engine.inbound import (
+    Discard,
+    EndpointRef,
+    InboundAction,
+    InboundDecision,
+    OutboundEvent,
+    Reject,
+    ReplySync,
+    SendAsync,
+    StoreForward,
+)
 from msh.engine.reliability import Reliability, effective_actor
 from msh.engine.replies import ACTION_ACKNOWLEDGMENT, acknowledgment_message, signed_references
 from msh.engine.routing import Route, find_route
@@ -153,6 +170,61 @@ def forward(
     header = envelope.message_header
     if header is None:
         raise ValueError("forward() decides for a message with a MessageHeader")
+    # ebMS2 §10.1.3: an Acknowledgment aimed at the next MSH is this MSH's: for one of its forwards.
+    hop_acks = tuple(a for a in envelope.acknowledgments if effective_actor(a.actor) == ACTOR_NEXT_MSH)
+    answers: tuple[InboundAction, ...] = tuple(
+        OutboundEvent(
+            a.ref_to_message_id,
+            AcknowledgmentReceived(a.ref_to_message_id, ACTOR_NEXT_MSH),
+            header.from_party,
+            header.cpa_id,
+            relay=True,
+        )
+        for a in hop_acks
+    )
+    if hop_acks and _only_hop_acknowledgments(envelope, header):
+        return InboundDecision((*answers, Discard("hop acknowledgment for this MSH: taken, not forwarded")))
+    decision = _forward(
+        envelope,
+        header,
+        routes=routes,
+        own_party=own_party,
+        own_id=own_id,
+        now=now,
+        new_message_id=new_message_id,
+        own_message=own_message,
+        sync_reply_requested=sync_reply_requested,
+        time_accuracy=time_accuracy,
+    )
+    return replace(decision, actions=(*answers, *decision.actions)) if answers else decision
+
+
+def _only_hop_acknowledgments(envelope: Envelope, header: MessageHeader) -> bool:
+    """Whether the message carries nothing but Acknowledgments aimed at the next MSH (nothing to forward)."""
+    return (
+        header.service.value == SERVICE_MSH
+        and header.action == ACTION_ACKNOWLEDGMENT
+        and all(effective_actor(a.actor) == ACTOR_NEXT_MSH for a in envelope.acknowledgments)
+        and envelope.error_list is None
+        and envelope.status_request is None
+        and envelope.status_response is None
+        and envelope.manifest is None
+    )
+
+
+def _forward(
+    envelope: Envelope,
+    header: MessageHeader,
+    *,
+    routes: tuple[Route, ...],
+    own_party: Party,
+    own_id: str,
+    now: datetime,
+    new_message_id: str,
+    own_message: bool,
+    sync_reply_requested: bool | None,
+    time_accuracy: timedelta,
+) -> InboundDecision:
     sync = sync_reply_requested is not False
 
     def refuse(code: ErrorCode, description: str, location: str) -> InboundDecision:

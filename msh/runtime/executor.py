@@ -346,6 +346,9 @@ class Executor:
             log.info("signal for unknown message %s ignored", routed.message_id)
             return
         reason = foreign_signal(routed, sent_to=stored.to_party, sent_under=stored.cpaid)
+        if reason is None and routed.relay and stored.kind is not OutboundKind.OWN:
+            # ebMS2 §10.1.3: a hop acknowledgment of our forward (or signal) counts from its next hop only.
+            reason = self.forwarding.not_the_next_hop(stored, routed.from_party)
         if reason is not None:
             # DESIGN.md §7: only the party the message went to, under its agreement, may report on it.
             counters["foreign-signals"] += 1

@@ -33,6 +33,7 @@ from msh.ebms.namespaces import SERVICE_MSH
 from msh.engine.routing import Route, find_route
 from msh.engine.signals import party_text
 from msh.runtime.core import Core
+from msh.store.api import OutboundMessage
 from msh.transport.tls import certificate_of
 
 __all__ = ["KEEP_IN_MEMORY", "Forwarding"]
@@ -101,6 +102,22 @@ class Forwarding:
             return None
         keys = tuple((p.value, p.type) for p in to_party.party_ids)
         return find_route(self.routes, keys, cpa_id, service, action)
+
+    def not_the_next_hop(self, stored: OutboundMessage, sender: Party | None) -> str | None:
+        """Why a signal from ``sender`` about ``stored`` (a message this MSH forwards, or a signal of its own)
+        does not come from its next hop: the party it went to, or the intermediary the route to it names as
+        next hop; None when it does."""
+        if sender is None:
+            return None
+        hop = self.route_for_url(stored.endpoint_url)
+        expected = {stored.to_party}
+        if hop is not None and hop.next_hop_party is not None:
+            expected.add(party_text(*hop.next_hop_party))
+        if any(party_text(p.value, p.type) in expected for p in sender.party_ids):
+            return None
+        first = sender.party_ids[0]
+        hops = ", ".join(sorted(expected))
+        return f"it comes from {party_text(first.value, first.type)}, not from the next hop ({hops})"
 
     def route_for_url(self, url: str) -> Route | None:
         """The first route whose next hop is ``url`` (for the TLS context of a transmission there)."""

@@ -12,7 +12,7 @@ from msh.ebms import model as m
 from msh.ebms.errorlist import error_message
 from msh.ebms.namespaces import ACTOR_NEXT_MSH, ACTOR_TO_PARTY_MSH, SERVICE_MSH
 from msh.ebms.via import ack_requested_element, read_via, via_element
-from msh.engine import InboundDecision, Reject, ReplySync, StoreForward
+from msh.engine import Discard, InboundDecision, OutboundEvent, Reject, ReplySync, StoreForward
 from msh.engine.intermediary import delivery_failure, forward, hop_acknowledgment, hop_answer
 from msh.engine.replies import acknowledgment_message
 from msh.engine.routing import Route, find_route
@@ -207,3 +207,35 @@ def test_no_delivery_failure_for_a_message_without_ack_requested_or_for_a_signal
     )
     ack = acknowledgment_message(message(), message_id="a@c", now=NOW)
     assert delivery_failure(ack, issue, own_party=INTERMEDIARY, message_id="d", now=NOW) is None
+
+
+# --- acknowledgments aimed at the next MSH that come to the intermediary (ebMS2 §10.1.3) ------------------
+
+
+def test_an_asynchronous_hop_acknowledgment_is_taken_for_the_forward_and_not_forwarded() -> None:
+    # ebMS2 §10.1.3: "A MSH supporting Multi-hop MUST differentiate, based upon the actor, which Acknowledgment
+    # is being returned and act accordingly": one aimed at nextMSH is this MSH's, wherever it came from.
+    forwarded = message()
+    c = m.Party((m.PartyId("987654321", "urn:duns"),))
+    ack = hop_acknowledgment(forwarded, own_party=c, message_id="c-ack-1@c.example", now=NOW)
+    decision = decide(ack)
+    event, discard = decision.actions
+    assert isinstance(event, OutboundEvent) and event.relay and event.message_id == "msg-1@a.example"
+    assert event.event == AcknowledgmentReceived("msg-1@a.example", ACTOR_NEXT_MSH)
+    assert event.from_party == c
+    assert isinstance(discard, Discard) and not any(isinstance(a, StoreForward) for a in decision.actions)
+
+
+def test_a_hop_acknowledgment_beside_an_end_to_end_one_is_taken_and_the_rest_forwarded() -> None:
+    # ebMS2 §10.1.3: two Acknowledgment elements, one per actor, "possibly on the same message".
+    forwarded = message()
+    c = m.Party((m.PartyId("987654321", "urn:duns"),))
+    both = acknowledgment_message(
+        forwarded, message_id="c-ack-2@c.example", now=NOW, actors=(ACTOR_TO_PARTY_MSH, ACTOR_NEXT_MSH)
+    )
+    header = both.message_header
+    assert header is not None
+    both = replace(both, message_header=replace(header, from_party=c))
+    decision = decide(both)
+    kinds = [type(a).__name__ for a in decision.actions]
+    assert kinds == ["OutboundEvent", "StoreForward"]

@@ -15,15 +15,19 @@ from datetime import timedelta
 import pytest
 
 from msh.cli.status import status_line
+from msh.ebms.envelope import serialise_envelope
 from msh.ebms.message import ParseMode, parse_message
+from msh.ebms.model import Party, PartyId
 from msh.ebms.namespaces import ACTOR_NEXT_MSH
 from msh.ebms.via import ack_requested_element, via_element
-from msh.engine import OutboundStatus
+from msh.engine import Evidence, OutboundStatus
+from msh.engine.intermediary import hop_acknowledgment
 from msh.engine.routing import Route
 from msh.errors import Severity
 from msh.runtime.msh import HttpReply, Msh
 from msh.store.api import Direction, OutboundKind
 from msh.testing.network import TestNetwork
+from msh.transport.port import SOAP_CONTENT_TYPE
 from tests.support.multihop import (
     C_URL,
     A,
@@ -416,5 +420,64 @@ def test_every_signal_from_c_travels_back_through_the_intermediary() -> None:
         with p.a.store.transaction(readonly=True) as tx:
             kinds = [e.kind for e in tx.message_events(message_id, direction=Direction.OUTBOUND, limit=100)]
         assert "delivered" in kinds
+
+    run(scenario)
+
+
+# --- asynchronous hop acknowledgments (ebMS2 §10.1.3) ----------------------------------------------------
+
+
+def _async_hop_ack(i: Msh, message_id: str, sender: Party) -> bytes:
+    """The Acknowledgment aimed at nextMSH that ``sender`` returns for I's forward of ``message_id``, in a
+    message of its own (as another implementation may send it, not on the connection)."""
+    forward = i.status(message_id)
+    assert forward is not None
+    with i.store.open_blob(forward.body_blob_id) as blob:
+        parsed = parse_message(blob.read(), forward.content_type, mode=ParseMode.LENIENT)
+    parsed.close()
+    ack = hop_acknowledgment(parsed.envelope, own_party=sender, message_id=f"hop-ack-{message_id}", now=i.clock())
+    return serialise_envelope(ack)
+
+
+def test_an_asynchronous_hop_acknowledgment_ends_the_intermediarys_forward() -> None:
+    # ebMS2 §10.1.3: the Acknowledgment aimed at nextMSH is the intermediary's "and act accordingly": the forward
+    # is done (§10.1.3 2: "mark the persisted message as delivered"), its resends stop, no DeliveryFailure
+    # follows, and the acknowledgment is not sent on to A.
+    async def scenario(net: TestNetwork) -> None:
+        p = multihop(net, routed_cpa(**ROW_1))
+        await net.start()
+        net.faults.lose_answers_from[C_URL] = 1.0  # nothing C answers on the connection reaches I
+        message_id = await p.a.submit_async(order(1))
+        await net.settle()
+        i = p.hops[0]
+        assert i.status(message_id).state.status is OutboundStatus.AWAITING_ACK  # type: ignore[union-attr]
+        body = _async_hop_ack(i, message_id, Party((PartyId(C.value, C.type),)))
+        reply = await i.handle_http(body, SOAP_CONTENT_TYPE)
+        assert reply.status == 202
+        forward = i.status(message_id)
+        assert forward is not None and forward.state.status is OutboundStatus.DELIVERED
+        assert forward.state.evidence is Evidence.HOP_ACKNOWLEDGMENT
+        assert i.status(f"hop-ack-{message_id}") is None  # taken, not stored to be forwarded
+        resent = events(i, message_id).count("resent")
+        await net.advance(timedelta(minutes=5))
+        assert events(i, message_id).count("resent") == resent  # no resend after the hop acknowledgment
+        assert "delivery-failure-queued" not in events(i, message_id)
+
+    run(scenario)
+
+
+def test_a_hop_acknowledgment_from_a_party_that_is_not_the_next_hop_is_ignored() -> None:
+    # ebMS2 §10.1.3 and DESIGN.md §7: only the next MSH the forward went to may acknowledge it.
+    async def scenario(net: TestNetwork) -> None:
+        p = multihop(net, routed_cpa(**ROW_1))
+        await net.start()
+        net.faults.lose_answers_from[C_URL] = 1.0
+        message_id = await p.a.submit_async(order(1))
+        await net.settle()
+        i = p.hops[0]
+        stranger = Party((PartyId("999000999", "urn:duns"),))
+        await i.handle_http(_async_hop_ack(i, message_id, stranger), SOAP_CONTENT_TYPE)
+        assert i.status(message_id).state.status is OutboundStatus.AWAITING_ACK  # type: ignore[union-attr]
+        assert i.counters["foreign-signals"] == 1
 
     run(scenario)
