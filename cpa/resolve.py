@@ -70,6 +70,7 @@ __all__ = [
     "at_least_retry_interval",
     "is_msh_signal",
     "matching_parties",
+    "next_msh_channel",
     "party_keys",
     "resolve",
     "routes",
@@ -338,7 +339,7 @@ def _parameters(cpa: CollaborationProtocolAgreement, route: Route, signal: bool)
     if encryption is None and sender_binding is not None:
         encryption = sender_binding.digital_envelope
     mc = sending.messaging_characteristics
-    hop = _next_msh_channel(route) if mc.actor != ACTOR_NEXT_MSH else None
+    hop = next_msh_channel(route) if mc.actor != ACTOR_NEXT_MSH else None
     hop_mc = hop.messaging_characteristics if hop is not None else None
     return SendingParameters(
         cpaid=cpa.cpaid,
@@ -384,7 +385,7 @@ def _parameters(cpa: CollaborationProtocolAgreement, route: Route, signal: bool)
     )
 
 
-def _next_msh_channel(route: Route) -> DeliveryChannel | None:
+def next_msh_channel(route: Route) -> DeliveryChannel | None:
     # CPP/A 2.0 §8.4.8: a binding may name several channels; one whose actor is nextMSH asks the next MSH
     # for an acknowledgment too (ebMS2 §10.1.3).
     if route.send_binding is None:

@@ -25,6 +25,7 @@ __all__ = ["add_cpa_commands", "render_agreement"]
 
 def _validate(args: argparse.Namespace) -> int:
     from cpa import CpaError, load
+    from cpa.interactions import interaction_problems
     from msh.security.agreement import agreement_security_problems
 
     failed = False
@@ -36,8 +37,9 @@ def _validate(args: argparse.Namespace) -> int:
             for problem in exc.problems:
                 print(problem)
             continue
-        # ebMS2 §4.1.4.5: a digital envelope or signature protocol the MSH lacks makes the agreement unusable.
-        unusable = agreement_security_problems(agreement)
+        # ebMS2 §4.1.4.5: a digital envelope or signature protocol the MSH lacks makes the agreement unusable;
+        # §9.1, §10.1.1: so does a combination of header elements the specification forbids, always asked for.
+        unusable = agreement_security_problems(agreement) + interaction_problems(agreement)
         for line in unusable:
             print(f"{path}: {line}")
         if unusable:

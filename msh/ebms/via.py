@@ -20,11 +20,11 @@ from typing import Final
 from xml.sax.saxutils import escape, quoteattr
 
 from msh.ebms.model import Envelope
-from msh.ebms.namespaces import ACTOR_NEXT_MSH, EB, EBMS_VERSION, SOAP_ENV
+from msh.ebms.namespaces import ACTOR_NEXT_MSH, EB, EBMS_VERSION, SOAP_ACTOR_NEXT, SOAP_ENV
 from msh.errors import MshError
 from msh.safexml import XmlLimits, parse_xml
 
-__all__ = ["MAX_HOPS", "VIA", "VIA_NS", "ack_requested_element", "read_via", "via_element"]
+__all__ = ["MAX_HOPS", "VIA", "VIA_NS", "ack_requested_element", "read_via", "sync_reply_element", "via_element"]
 
 VIA_NS: Final = "urn:x-pymsh:ebms:multihop:1.0"
 """The namespace of ``mh:Via`` (this project's; not an ebMS namespace)."""
@@ -40,6 +40,16 @@ def ack_requested_element(*, signed: bool = False) -> str:
     return (
         f'<eb:AckRequested xmlns:eb="{EB}" xmlns:SOAP="{SOAP_ENV}" SOAP:mustUnderstand="1" '
         f'eb:version="{EBMS_VERSION}" eb:signed="{"true" if signed else "false"}" SOAP:actor="{ACTOR_NEXT_MSH}"/>'
+    )
+
+
+def sync_reply_element() -> str:
+    """An ``eb:SyncReply`` for the next SOAP node (ebMS2 §4.3.1: actor SOAP's ``next``), as text declaring its
+    namespaces: an intermediary reapplies the one it received, which was aimed at it (ebMS2 §10: an element
+    aimed at the next node that must "continue to appear ... must be reapplied")."""
+    return (
+        f'<eb:SyncReply xmlns:eb="{EB}" xmlns:SOAP="{SOAP_ENV}" SOAP:mustUnderstand="1" '
+        f'eb:version="{EBMS_VERSION}" SOAP:actor="{SOAP_ACTOR_NEXT}"/>'
     )
 
 

@@ -211,7 +211,9 @@ class Discard:
 class StoreForward:
     """Store the received message as it came and start (or, for a resent copy, restart) its forward along
     ``route``: a sending machine with ``reliability``, sending the message with the next-MSH elements
-    replaced by ``insert`` (complete XML elements). ``signal``: the message is an MSH signal."""
+    replaced by ``insert`` (complete XML elements). ``signal``: the message is an MSH signal.
+    ``sync_relay``: the previous hop waits on its connection (SyncReply, ebMS2 §4.3): the answer to the
+    forward's first transmission goes back on that connection."""
 
     message_id: str
     route: Route
@@ -219,6 +221,7 @@ class StoreForward:
     insert: tuple[str, ...]
     signal: bool
     received_at: datetime
+    sync_relay: bool = False
 
 
 @dataclass(frozen=True, slots=True)

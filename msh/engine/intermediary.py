@@ -27,14 +27,21 @@ between Intermediate MSHs remains implementation specific"):
   connection once the message is stored (§10.1.3: never before); a resent copy is stored and forwarded
   again and acknowledged again: an intermediary never eliminates duplicates (§10.1).
 * What goes to the next hop: the received nextMSH AckRequested and SyncReply are removed (they were aimed
-  at this MSH; SyncReply aims at SOAP's next node, so the forward asks for nothing on the connection, and
-  the To party's signals come back asynchronously along the reverse route); a new AckRequested aimed at
-  nextMSH is inserted when the message came with one and the route's ``hop_ack`` allows (§6.6 rows 1, 3, 5
-  and 7 keep their hop reliability along the path; rows 2, 4, 6 and 8 go best effort between
-  intermediaries: sent once, resent only after a transport failure); ``mh:Via`` is replaced by the path
-  so far plus this MSH. MSH signals (acknowledgments, errors, Pong, StatusResponse) never get an
-  AckRequested (§6.3.1.4) and go best effort, resent until the next hop takes them. Nothing else changes
-  (§10.1.5), MessageOrder included (§10.2).
+  at this MSH); a new AckRequested aimed at nextMSH is inserted when the message came with one and the
+  route's ``hop_ack`` allows (§6.6 rows 1, 3, 5 and 7 keep their hop reliability along the path; rows 2,
+  4, 6 and 8 go best effort between intermediaries: sent once, resent only after a transport failure);
+  ``mh:Via`` is replaced by the path so far plus this MSH. MSH signals (acknowledgments, errors, Pong,
+  StatusResponse) never get an AckRequested (§6.3.1.4) and go best effort, resent until the next hop takes
+  them. Nothing else changes (§10.1.5), MessageOrder included (§10.2).
+* SyncReply is handled per hop (§4.3: "the intermediary nodes can keep the connection open"; §10: an
+  element aimed at the next node that must "continue to appear ... must be reapplied"): the intermediary
+  reapplies it for the next hop and keeps the previous hop's connection open
+  (:attr:`StoreForward.sync_relay`): the answer that comes back on the connection of the forward's first
+  transmission (the To party's synchronous signals) goes back on it, as it came. When none comes in
+  time, the previous hop gets an empty answer and its own resends go on; what a later transmission of the
+  forward brings back is sent on along the reverse route, if there is one. SyncReply with an AckRequested
+  aimed at nextMSH cannot be (§10.1.1): such a message is refused, and an agreement that asks for both is
+  refused when it is loaded.
 * An Acknowledgment aimed at nextMSH in a message that comes to this MSH is aimed at this MSH (ebMS2
   §10.1.3: "MUST differentiate, based upon the actor, which Acknowledgment is being returned"), whether it
   came on the connection of our forward or later, asynchronously, in a message of its own: it is routed to
@@ -63,7 +70,7 @@ from datetime import datetime, timedelta
 from msh.ebms.errorlist import error_message
 from msh.ebms.model import Acknowledgment, Envelope, MessageHeader, Party, ReplyAddress
 from msh.ebms.namespaces import ACTOR_NEXT_MSH, SERVICE_MSH
-from msh.ebms.via import ack_requested_element, read_via, via_element
+from msh.ebms.via import ack_requested_element, read_via, sync_reply_element, via_element
 from msh.engine.inbound import (
     Discard,
     EndpointRef,
@@ -283,7 +290,9 @@ def _forward(
     # ebMS2 §10.1.1: the intermediary MAY insert one AckRequested aimed at the next MSH; never on a signal
     # (§6.3.1.4).
     ask_next = hop_asked and route.hop_ack and not signal
-    insert = ((ack_requested_element(),) if ask_next else ()) + (via_element((*path, own_id)),)
+    # ebMS2 §4.3, §10: SyncReply was aimed at this node and is reapplied for the next: the connection waits.
+    reapplied = (sync_reply_element(),) if envelope.sync_reply is not None else ()
+    insert = ((ack_requested_element(),) if ask_next else ()) + reapplied + (via_element((*path, own_id)),)
     reliability = Reliability(
         retries=route.retries,
         retry_interval=route.retry_interval,
@@ -294,7 +303,8 @@ def _forward(
         ack_actor=ACTOR_NEXT_MSH,
         end_to_end=False,
     )
-    store = StoreForward(header.message_id, route, reliability, insert, signal, now)
+    relay = envelope.sync_reply is not None and sync
+    store = StoreForward(header.message_id, route, reliability, insert, signal, now, sync_relay=relay)
     if not hop_asked:
         return InboundDecision((store,))
     # ebMS2 §6.3.1.2: a signed acknowledgment asked of the next MSH is a signed receipt of the hop, with the

@@ -25,6 +25,7 @@ from cpa.resolve import PartyKey
 from msh.engine.routing import Route
 from msh.errors import Issue
 from msh.runtime.config import Settings
+from msh.runtime.relays import SyncRelays
 from msh.runtime.security import MessageSecurity
 from msh.store.api import Store
 from msh.store.writer import Writer
@@ -87,6 +88,8 @@ class Core:
     pool: ThreadPoolExecutor | None = None
     running: bool = False
     tasks: set[asyncio.Task[Any]] = field(default_factory=set)
+    relays: SyncRelays = field(default_factory=SyncRelays)
+    """Connections waiting for the answer to a forward (an intermediary relaying SyncReply, ebMS2 §4.3)."""
 
     def party_label(self) -> str:
         value, type_ = self.party

@@ -377,7 +377,18 @@ class InboundPipeline:
         except Exception as exc:
             log.exception("could not process a received message")
             return server_fault(f"the receiving MSH could not process the message: {exc}")
+        relay = next((a for a in decision.actions if isinstance(a, StoreForward) and a.sync_relay), None)
+        if relay is None or reply is not None or not core.running:
+            self.done(after)
+            return self.reply(decision, reply)
+        # ebMS2 §4.3, §10: SyncReply at an intermediary: this connection waits for the forward's answer.
+        waiting = core.relays.expect(relay.message_id)
         self.done(after)
+        seconds = core.settings.sending.http_timeout.total_seconds()
+        answer = await core.relays.wait(relay.message_id, waiting, seconds)
+        if answer is not None:
+            core.counters["sync-replies-relayed"] += 1
+            return answer
         return self.reply(decision, reply)
 
     def receive_http(

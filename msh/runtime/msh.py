@@ -37,6 +37,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import BinaryIO, Final
 
+from cpa.interactions import interaction_problems
 from cpa.model import CollaborationProtocolAgreement
 from cpa.registry import CpaRegistry
 from cpa.resolve import PartyKey
@@ -142,6 +143,10 @@ class Msh:
         for cpa in loaded:
             # An agreement asking for security the MSH lacks is refused when loaded for use, naming the element.
             check_agreement_security(cpa)
+            # ebMS2 §9.1, §10.1.1: an agreement that always asks for a combination the specification forbids.
+            impossible = interaction_problems(cpa)
+            if impossible:
+                raise ConfigurationError("; ".join(impossible))
         registry = agreement_registry(settings, loaded, party)
         security = MessageSecurity(settings.security, registry, party, with_keys=keys)
         if keys:

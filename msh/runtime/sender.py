@@ -26,7 +26,7 @@ from msh.runtime.core import PARSE_ON_LOOP, Core
 from msh.runtime.executor import AfterCommit, Executor
 from msh.runtime.inbound import InboundPipeline
 from msh.store.api import OutboundKind, OutboundMessage, StoreError, Transaction
-from msh.transport.port import SOAP_CONTENT_TYPE, Request, TransportFailure
+from msh.transport.port import SOAP_CONTENT_TYPE, HttpReply, Request, TransportFailure
 
 __all__ = ["Sender"]
 
@@ -160,6 +160,7 @@ class Sender:
         except TransportFailure as failure:
             core.counters["transmit-failures"] += 1
             log.warning("transmission %d of %s failed: %s", attempt, message_id, failure.reason)
+            core.relays.deliver(message_id, None)  # a connection waiting for its answer gets none (ebMS2 §4.3)
             record = attempts.transmission_detail(attempt, endpoint_url, error=failure.reason)
             await self.step(message_id, TransmitFailed(failure.reason, failure.transmitted), record=record)
             return
@@ -208,7 +209,9 @@ class Sender:
             on_hop = hop_answer(inbound.message.envelope, message_id)
             if on_hop.event is not None:
                 events = (event, on_hop.event)
-            if not on_hop.relay:
+            # ebMS2 §4.3: the previous hop waits on its connection (SyncReply): the answer goes back on it.
+            waited = on_hop.relay and core.relays.deliver(message_id, HttpReply(status, content_type, body))
+            if not on_hop.relay or waited:
                 inbound.close()
                 inbound = None
         envelope = inbound.message.envelope if inbound is not None else None

@@ -18,9 +18,12 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
-from msh.transport.port import InboundHandler, Request, Response, TransportFailure
+from msh.transport.port import HttpReply, InboundHandler, Request, Response, TransportFailure
 
 __all__ = ["MemoryNetwork", "MemoryTransport", "NetworkFaults"]
+
+_YIELDS = 50
+"""Turns of the event loop a delivery waits, with nothing else to deliver, before it just awaits its answer."""
 
 
 @dataclass
@@ -124,6 +127,8 @@ class MemoryNetwork:
         its failure); return how many requests were settled."""
         settled = 0
         for delivery in self._deliverable():
+            if delivery not in self._queue:  # delivered meanwhile, while another delivery waited on it
+                continue
             self._queue.remove(delivery)
             if delivery.future.done():  # the sender gave up (cancelled)
                 continue
@@ -131,6 +136,26 @@ class MemoryNetwork:
             await self._deliver(delivery)
         self._queue = [d for d in self._queue if not d.future.done()]
         return settled
+
+    async def _answer(self, handler: InboundHandler, body: bytes, request: Request) -> HttpReply:
+        """The handler's answer to ``request``; while the handler waits, the requests it (or the transmissions
+        it started) sent meanwhile are delivered: an intermediary relaying a synchronous reply keeps the
+        connection open until its own forward is answered (ebMS2 §4.3)."""
+        answering = asyncio.ensure_future(handler.handle_http(body, request.content_type, size=len(body)))
+        idle = 0
+        while not answering.done() and idle < _YIELDS:
+            await asyncio.sleep(0)
+            waiting = [d for d in self._deliverable() if d in self._queue]
+            if not waiting:
+                idle += 1
+                continue
+            idle = 0
+            for delivery in waiting:
+                if delivery in self._queue:
+                    self._queue.remove(delivery)
+                    if not delivery.future.done():
+                        await self._deliver(delivery)
+        return await answering
 
     async def _deliver(self, delivery: _Delivery) -> None:
         request = delivery.request
@@ -144,7 +169,7 @@ class MemoryNetwork:
             delivery.future.set_exception(TransportFailure(f"the request to {request.url} was lost"))
             return
         body = request.body if self.faults.tamper is None else self.faults.tamper(request.url, request.body)
-        reply = await handler.handle_http(body, request.content_type, size=len(body))
+        reply = await self._answer(handler, body, request)
         self.stats["delivered"] += 1
         if delivery.future.done():
             return

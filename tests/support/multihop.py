@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from cpa.duration import XsDuration
-from cpa.model import CollaborationProtocolAgreement, PartyId, PerMessage
+from cpa.model import CollaborationProtocolAgreement, PartyId, PerMessage, SyncReplyMode
 from msh.ebms.namespaces import ACTOR_NEXT_MSH, ACTOR_TO_PARTY_MSH
 from msh.engine.routing import Route
 from msh.runtime.compose import Payload, Submission
@@ -51,14 +51,17 @@ def routed_cpa(
     retry_interval: timedelta = timedelta(minutes=1),
     persist_duration: timedelta = timedelta(hours=1),
     first_hop: str = intermediary_url(1),
+    sync_reply_mode: SyncReplyMode = SyncReplyMode.NONE,
 ) -> CollaborationProtocolAgreement:
-    """The A-C agreement for one row of ebMS2 §6.6; C's endpoint is ``first_hop`` (an intermediary)."""
+    """The A-C agreement for one row of ebMS2 §6.6; C's endpoint is ``first_hop`` (an intermediary);
+    ``sync_reply_mode`` on both parties' channels."""
     always, never = PerMessage.ALWAYS, PerMessage.NEVER
     common: dict[str, Any] = {
         "duplicate_elimination": always if de else never,
         "retries": retries,
         "retry_interval": retry_interval,
         "persist_duration": persist_duration,
+        "sync_reply_mode": sync_reply_mode,
     }
     first_actor = ACTOR_TO_PARTY_MSH if e2e or not hop else ACTOR_NEXT_MSH
     ack = always if e2e or hop else never

@@ -14,6 +14,7 @@ from datetime import timedelta
 
 import pytest
 
+from cpa.model import SyncReplyMode
 from msh.cli.status import status_line
 from msh.ebms.envelope import serialise_envelope
 from msh.ebms.message import ParseMode, parse_message
@@ -479,5 +480,51 @@ def test_a_hop_acknowledgment_from_a_party_that_is_not_the_next_hop_is_ignored()
         await i.handle_http(_async_hop_ack(i, message_id, stranger), SOAP_CONTENT_TYPE)
         assert i.status(message_id).state.status is OutboundStatus.AWAITING_ACK  # type: ignore[union-attr]
         assert i.counters["foreign-signals"] == 1
+
+    run(scenario)
+
+
+# --- SyncReply across an intermediary (ebMS2 §4.3, §10) -------------------------------------------------
+
+
+@pytest.mark.parametrize("intermediaries", [1, 2])
+def test_an_agreement_with_synchronous_signals_works_across_intermediaries(intermediaries: int) -> None:
+    # ebMS2 §4.3: "If there are intermediary nodes ... it is necessary to provide some means by which the sender
+    # of a message can indicate it is expecting a response so the intermediary nodes can keep the connection
+    # open"; §10: an element aimed at the next node that must "continue to appear on the SOAP message destined
+    # to the Next SOAP node ... must be reapplied". mshSignalsOnly: C's acknowledgment comes back on the
+    # connection, through every intermediary.
+    async def scenario(net: TestNetwork) -> None:
+        cpa = routed_cpa(de=True, e2e=True, hop=False, sync_reply_mode=SyncReplyMode.MSH_SIGNALS_ONLY)
+        p = multihop(net, cpa, intermediaries=intermediaries)
+        await net.start()
+        ids = [await p.a.submit_async(order(n)) for n in range(5)]
+        await net.run_until(settled(p.a, ids, accept=FINAL))
+        assert statuses(p.a, ids) == {OutboundStatus.DELIVERED: 5}
+        assert received(p.c) == dict.fromkeys(ids, 1)
+        # Nothing came back asynchronously: every acknowledgment rode the connections back.
+        assert all(i.counters["sync-replies-relayed"] == 5 for i in p.hops)
+        assert p.c.counters.get("signals-routed", 0) == 0
+        assert p.c.counters.get("rejected", 0) == 0  # the SyncReply the agreement asks for was there at C
+        # The SyncReply C got was the one I reapplied: C refused nothing as Inconsistent (ebMS2 §6.4.7).
+        assert "SyncReply" in stored_inbound_soap(p.c, ids[0]).decode("utf-8")
+
+    run(scenario)
+
+
+def test_without_an_answer_in_time_the_previous_hop_gets_an_empty_one_and_resends() -> None:
+    # ebMS2 §4.3: the connection is kept open "in expectation of a response"; when none comes, A's own
+    # end-to-end resends (§6.5.4) carry the message on.
+    async def scenario(net: TestNetwork) -> None:
+        cpa = routed_cpa(de=True, e2e=True, hop=False, sync_reply_mode=SyncReplyMode.MSH_SIGNALS_ONLY)
+        p = multihop(net, cpa)
+        await net.start()
+        net.faults.lose_answers_from[C_URL] = 1.0  # C's answers never reach I
+        message_id = await p.a.submit_async(order(1))
+        await net.settle()
+        assert status(p.a, message_id) is OutboundStatus.AWAITING_ACK
+        net.faults.lose_answers_from[C_URL] = 0.0
+        await net.run_until(lambda: status(p.a, message_id) is OutboundStatus.DELIVERED)
+        assert received(p.c) == {message_id: 1}
 
     run(scenario)
