@@ -10,9 +10,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime
-from typing import TypeAlias
+from typing import Final, TypeAlias
 
 from msh.ebms.model import Envelope, MessageStatus, Party
+from msh.engine.ordering import OrderPosition
 from msh.engine.reliability import Reliability
 from msh.engine.routing import Route
 from msh.engine.sending import AcknowledgmentReceived, ErrorReceived
@@ -24,12 +25,15 @@ __all__ = [
     "EndpointRef",
     "InboundAction",
     "InboundDecision",
+    "KeepOrder",
+    "NO_SEQUENCE",
     "OutboundEvent",
     "RecordAcknowledgment",
     "Reject",
     "ReplySync",
     "ResendStoredAck",
     "SendAsync",
+    "SequenceState",
     "SignalReceived",
     "StatusAnswer",
     "StoreForward",
@@ -56,6 +60,20 @@ class StoredInbound:
     digest: str | None = None
     """The content digest stored with the first copy (:func:`msh.ebms.digest.content_digest`); None for a
     copy stored before digests were kept (then nothing is compared)."""
+
+
+@dataclass(frozen=True, slots=True)
+class SequenceState:
+    """What the store holds for the sequence of a received message with a SequenceNumber (ebMS2 §9): its
+    ``position`` (None: none of it received yet) and ``max_held``, the most messages the MSH keeps waiting
+    for their turn in one conversation (§9.1.1: "the implementation defined limit for saved out-of-sequence
+    messages")."""
+
+    position: OrderPosition | None = None
+    max_held: int = 1000
+
+
+NO_SEQUENCE: Final = SequenceState()
 
 
 @dataclass(frozen=True, slots=True)
@@ -104,6 +122,20 @@ class StoreInbound:
     duplicate_elimination: bool = True
     received_at: datetime | None = None
     digest: str | None = None
+    hold: bool = False
+    """Kept for the application but not yet offered: its turn in the sequence has not come (ebMS2 §9.1.1)."""
+    sequence_number: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class KeepOrder:
+    """Keep ``position`` as the record of the received message's sequence (ebMS2 §9), in the transaction that
+    stores it; ``release``: the messages held for the numbers now due follow it to the application, in order;
+    ``abandon``: the sequence started again (Reset) and what the old one still held is abandoned."""
+
+    position: OrderPosition
+    release: bool = False
+    abandon: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -238,6 +270,7 @@ class ConflictingDuplicate:
 
 InboundAction: TypeAlias = (
     StoreInbound
+    | KeepOrder
     | RecordAcknowledgment
     | ReplySync
     | SendAsync

@@ -63,7 +63,11 @@ Decisions where the specifications leave room:
   the stored first response (resent for duplicates), the nextMSH one is made afresh for every copy. When
   both go back on the connection they are one message with both elements. A message with SyncReply and an
   AckRequested aimed at nextMSH, or with two AckRequested elements aimed at the same actor, is refused
-  (Inconsistent, §10.1.1). MessageOrder is not looked at here at all.
+  (Inconsistent, §10.1.1).
+* A new message with a SequenceNumber under an agreement that guarantees order (ebMS2 §9) is placed in its
+  sequence (:func:`msh.engine.ordering.place`): delivered when its turn has come (with its held successors,
+  :class:`KeepOrder`), else stored, acknowledged and held; one it refuses is answered like any refusal. A
+  duplicate is a duplicate first: answered from the store, never placed again.
 * Signing is the signing adapter's: :attr:`InboundDecision.sign_reply` says the acknowledgment must be
   signed (AckRequested@signed, §6.3.1.2). The message's own ds:Reference elements are copied into it when
   it was signed (§6.3.2.5); when it was not, :attr:`InboundDecision.derive_references` asks the adapter to
@@ -93,23 +97,27 @@ from msh.ebms.errorlist import ACTION_MESSAGE_ERROR, error_message, soap_fault
 from msh.ebms.model import Envelope, MessageHeader
 from msh.ebms.namespaces import ACTOR_NEXT_MSH, ACTOR_TO_PARTY_MSH, SERVICE_MSH, SOAP_ACTOR_NEXT
 from msh.engine.inbound import (
+    NO_SEQUENCE,
     ConflictingDuplicate,
     Discard,
     EndpointRef,
     InboundAction,
     InboundDecision,
+    KeepOrder,
     OutboundEvent,
     RecordAcknowledgment,
     Reject,
     ReplySync,
     ResendStoredAck,
     SendAsync,
+    SequenceState,
     SignalReceived,
     StatusAnswer,
     StoredAck,
     StoredInbound,
     StoreInbound,
 )
+from msh.engine.ordering import Placement, place
 from msh.engine.reliability import effective_actor
 from msh.engine.replies import (
     ACTION_ACKNOWLEDGMENT,
@@ -353,6 +361,7 @@ def receive(
     digest: str | None = None,
     next_id: Callable[[], str] | None = None,
     relayed: bool = False,
+    ordered: SequenceState = NO_SEQUENCE,
 ) -> InboundDecision:
     """Decide what to do with the received ``envelope`` (see the module docs).
 
@@ -363,7 +372,9 @@ def receive(
     (:func:`msh.ebms.digest.content_digest`), stored with it and compared with the stored copy's;
     ``next_id`` makes the MessageId of a second reply when one is due (a hop acknowledgment apart from the
     end-to-end one); ``relayed``: the message comes from a trusted intermediary on the path of the messages
-    it reports on (its acknowledgments and errors are routed as :attr:`OutboundEvent.relay`).
+    it reports on (its acknowledgments and errors are routed as :attr:`OutboundEvent.relay`); ``ordered``:
+    what the store holds for the sequence of a message with a SequenceNumber (ebMS2 §9,
+    :mod:`msh.engine.ordering`).
     """
     if now.tzinfo is None:
         raise ValueError(f"now must be timezone-aware (UTC), got {now!r}")
@@ -402,6 +413,7 @@ def receive(
         sync_reply_requested,
         digest,
         next_id,
+        ordered,
     )
 
 
@@ -465,6 +477,7 @@ def _business(
     override: bool | None,
     digest: str | None,
     next_id: Callable[[], str] | None,
+    ordered: SequenceState,
 ) -> InboundDecision:
     de = _effective(check_result, Parameter.DUPLICATE_ELIMINATION, header.duplicate_elimination)
     asked = _effective(check_result, Parameter.ACK_REQUESTED, bool(envelope.ack_requested))
@@ -529,9 +542,45 @@ def _business(
         # ebMS2 §6.5.5 (2): no response in the store: generate one (and keep it as the first response).
         first = first_ack()
         return decided(RecordAcknowledgment(header.message_id, first), _reply(first, first_sync()), *hop_reply())
+    ordering: tuple[InboundAction, ...] = ()
+    deliver, hold, number = True, False, None
+    if envelope.message_order is not None and _effective(check_result, Parameter.MESSAGE_ORDER, True):
+        placed = place(ordered.position, envelope.message_order, now=now, max_held=ordered.max_held)
+        keep = KeepOrder(placed.position, release=placed.placement is Placement.DELIVER, abandon=placed.abandon)
+        if placed.placement is Placement.REFUSE:
+            # ebMS2 §9.1.1: refused (never stored, delivered or acknowledged), the sequence's record kept.
+            assert placed.issue is not None
+            refused = _refuse(
+                envelope,
+                header,
+                replace(check_result, issues=(*check_result.issues, placed.issue)),
+                new_message_id,
+                now,
+                override,
+            )
+            return replace(refused, actions=(keep, *refused.actions))
+        # ebMS2 §9.1.1: delivered now when every lower number was, else kept and held for its turn.
+        number = envelope.message_order.sequence_number
+        hold = placed.placement is Placement.HOLD
+        deliver = not hold
+        ordering = (keep,)
     ack = first_ack() if outcome is InboundOutcome.DELIVER_AND_ACK else None
     # ebMS2 §6.5.2 2a-2b, §10.1.3: persist (and deliver) before any acknowledgment leaves.
-    store = StoreInbound(header.message_id, ack, deliver=True, duplicate_elimination=de, received_at=now, digest=digest)
+    store = StoreInbound(
+        header.message_id,
+        ack,
+        deliver=deliver,
+        duplicate_elimination=de,
+        received_at=now,
+        digest=digest,
+        hold=hold,
+        sequence_number=number,
+    )
+    if ordering:
+        store_and_order: tuple[InboundAction, ...] = (store, *ordering)
+        if ack is not None:
+            return decided(*store_and_order, _reply(ack, first_sync()), *hop_reply())
+        return decided(*store_and_order, reply_signed=False)
     if ack is not None:
         return decided(store, _reply(ack, first_sync()), *hop_reply())
     if warnings:

@@ -96,6 +96,7 @@ class InboxView(StrEnum):
     AVAILABLE = "available"  # waiting (new or given before), not leased now, not rejected
     LEASED = "leased"  # taken, lease not yet expired, not settled
     DEAD = "dead"  # rejected to the dead-letter list
+    HELD = "held"  # held for its turn in its sequence, or abandoned (ebMS2 §9): never offered
     ALL = "all"  # every entry (browse)
 
 
@@ -145,6 +146,8 @@ def in_view(view: InboxView, entry: InboxEntry, claim: InboxClaim | None, now: d
     rejected = claim is not None and claim.rejected_at is not None
     if view is InboxView.DEAD:
         return rejected
-    waiting = entry.state is not InboxState.ACKNOWLEDGED_BY_APP and not rejected
+    if view is InboxView.HELD:
+        return not entry.state.offered
+    waiting = entry.state in (InboxState.NEW, InboxState.DELIVERED_TO_APP) and not rejected
     leased = claim is not None and claim.lease_until is not None and claim.lease_until > now
     return waiting and (leased if view is InboxView.LEASED else not leased)

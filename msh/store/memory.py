@@ -28,9 +28,11 @@ from datetime import datetime
 from typing import Any, BinaryIO, Final
 
 from msh.engine import OutboundState, OutboundStatus
+from msh.engine.ordering import OrderPosition, SequenceCounter
 from msh.store import app_records, records, rules
 from msh.store.api import Store
 from msh.store.blobs import iter_chunks
+from msh.store.order_port import SequenceKey
 from msh.store.transaction import BlobInfo, Transaction
 
 __all__ = ["MemoryStore"]
@@ -295,6 +297,42 @@ class _MemoryTransaction(Transaction):
         ]
         return [_own_copy(event) for event in found[-limit:]]
 
+    # -- MessageOrder (msh.store.order_port)
+
+    def _sequence_counter(self, cpaid: str, conversation_id: str) -> SequenceCounter | None:
+        return self._store.counters.get((cpaid, conversation_id))
+
+    def _set_sequence_counter(self, cpaid: str, conversation_id: str, counter: SequenceCounter) -> None:
+        self._set(self._store.counters, (cpaid, conversation_id), counter)
+
+    def _ordered_under_way(self, cpaid: str, conversation_id: str) -> int:
+        return sum(
+            1
+            for r in self._store.outbound.values()
+            if r.kind is records.OutboundKind.OWN
+            and r.sequence_number is not None
+            and r.cpaid == cpaid
+            and r.conversation_id == conversation_id
+            and not r.state.status.final
+        )
+
+    def _order_position(self, key: SequenceKey) -> OrderPosition | None:
+        return self._store.positions.get(key)
+
+    def _set_order_position(self, key: SequenceKey, position: OrderPosition) -> None:
+        self._set(self._store.positions, key, position)
+
+    def _held_entries(self, key: SequenceKey) -> list[tuple[int, records.InboxEntry]]:
+        found = []
+        for entry in self._store.inbox.values():
+            if entry.state is not records.InboxState.HELD:
+                continue
+            record = self._store.inbound[entry.id]
+            if (record.cpaid, record.from_party, record.conversation_id) == key and record.sequence_number is not None:
+                found.append((record.sequence_number, entry))
+        found.sort(key=lambda held: (held[1].received_at, held[1].id))
+        return found
+
     # -- application interfaces (msh.store.app_port)
 
     def _app_request(self, message_id: str) -> app_records.AppRequest | None:
@@ -388,6 +426,8 @@ class MemoryStore(Store):
         self.claims: dict[int, app_records.InboxClaim] = {}
         self.batches: dict[str, app_records.InboxBatch] = {}
         self.cursors: dict[str, int] = {}
+        self.counters: dict[tuple[str, str], SequenceCounter] = {}
+        self.positions: dict[SequenceKey, OrderPosition] = {}
         self.timers: dict[int, records.Timer] = {}
         self.events: dict[int, records.Event] = {}
         self.blobs: dict[int, tuple[bytes, ...]] = {}

@@ -45,6 +45,15 @@ class InboxState(StrEnum):
     NEW = "new"
     DELIVERED_TO_APP = "delivered-to-app"
     ACKNOWLEDGED_BY_APP = "acknowledged-by-app"
+    HELD = "held"
+    """Stored and acknowledged, not yet offered: its turn in its sequence has not come (ebMS2 §9.1.1)."""
+    ABANDONED = "abandoned"
+    """Never offered: a message before it in its sequence never arrived (ebMS2 §9)."""
+
+    @property
+    def offered(self) -> bool:
+        """Whether the application may be given the message (not held back by MessageOrder)."""
+        return self not in (InboxState.HELD, InboxState.ABANDONED)
 
 
 class Direction(StrEnum):
@@ -63,6 +72,10 @@ class TimerKind(StrEnum):
     TRANSMIT = "transmit"
     """A transmission not yet issued by this process: a message submitted by another process (``msh send``
     while ``msh serve`` runs) is picked up and transmitted by the server's timer loop."""
+
+    ORDER_GAP = "order-gap"
+    """A received sequence with held messages whose gap may not stay open longer (ebMS2 §9.1.1); its
+    ``message_id`` names the sequence (:func:`msh.store.order_port.sequence_key`)."""
 
 
 class OutboundKind(StrEnum):
@@ -106,6 +119,8 @@ class OutboundMessage:
     created_at: datetime
     updated_at: datetime
     kind: OutboundKind = OutboundKind.OWN
+    sequence_number: int | None = None
+    """Its SequenceNumber in its conversation (ebMS2 §9.1.1), for a message sent with MessageOrder."""
 
     @property
     def message_id(self) -> str:
@@ -142,6 +157,8 @@ class InboundMessage:
     duplicate_count: int
     last_duplicate_at: datetime | None
     content_digest: str | None = None
+    sequence_number: int | None = None
+    """Its SequenceNumber in its sequence (ebMS2 §9.1.1), for a message received with MessageOrder."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -73,6 +73,20 @@ def _count(name: str, value: object) -> int:
     return value
 
 
+def sequence_number(name: str, value: object) -> int:
+    """``value`` if it is a SequenceNumber (ebMS2 §9.1.1: 0 to 99999999); ``ValueError`` naming ``name``."""
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= 99_999_999:
+        raise ValueError(f"{name} must be a SequenceNumber, an int from 0 to 99999999, not {value!r}")
+    return value
+
+
+def sequence_key(key: object) -> tuple[str, str, str]:
+    """``key`` if it names a received sequence: (CPAId, From party, ConversationId), each a non-empty string."""
+    if not isinstance(key, tuple) or len(key) != 3:
+        raise ValueError("a sequence is named by (cpaid, from_party, conversation_id)")
+    return text("cpaid", key[0]), text("from_party", key[1]), text("conversation_id", key[2])
+
+
 def limit(value: int) -> int:
     """``value`` if it is an int of at least 1; ``ValueError`` otherwise."""
     if isinstance(value, bool) or not isinstance(value, int) or value < 1:
@@ -236,9 +250,11 @@ def with_kind(state: OutboundState, kind: OutboundKind) -> OutboundState:
 # ----------------------------------------------------------------------------------------------- records
 
 
-def new_entry(record: InboundMessage) -> InboxEntry:
-    """The inbox entry of a stored copy, written with it (DESIGN.md §5.3): new, as received."""
-    return InboxEntry(record.id, record.message_id, InboxState.NEW, record.received_at, None, None)
+def new_entry(record: InboundMessage, *, hold: bool = False) -> InboxEntry:
+    """The inbox entry of a stored copy, written with it (DESIGN.md §5.3): new, as received, or ``hold``:
+    held until its turn in its sequence comes (ebMS2 §9.1.1)."""
+    state = InboxState.HELD if hold else InboxState.NEW
+    return InboxEntry(record.id, record.message_id, state, record.received_at, None, None)
 
 
 def delivered(entry: InboxEntry, at: datetime) -> InboxEntry:
@@ -250,9 +266,15 @@ def delivered(entry: InboxEntry, at: datetime) -> InboxEntry:
 
 def acknowledged(entry: InboxEntry, at: datetime) -> InboxEntry:
     """The application holds the message: -> acknowledged-by-app, once (an entry acknowledged while
-    still new is delivered ``at`` as well)."""
+    still new is delivered ``at`` as well). ``ValueError`` for an entry the application was never offered
+    (held or abandoned: ebMS2 §9.1.1)."""
     if entry.state is InboxState.ACKNOWLEDGED_BY_APP:
         return entry
+    if not entry.state.offered:
+        raise ValueError(
+            f"inbox entry {entry.id} is {entry.state.value}: it was never offered to the application (its turn in "
+            "its sequence has not come, ebMS2 §9.1.1)"
+        )
     return replace(
         entry,
         state=InboxState.ACKNOWLEDGED_BY_APP,

@@ -17,6 +17,9 @@ Tables
         partial unique index); copies received without DuplicateElimination each get a row.
     ``inbox``
         The receiving application's view of the received messages, one entry per stored copy.
+    ``sequence_counters``, ``order_positions``
+        MessageOrder (ebMS2 §9, revision 0008): the next SequenceNumber of each conversation we send in, and
+        where each sequence we receive stands (:mod:`msh.engine.ordering`).
     ``timers``
         Work due at ``due_at`` for a message, with a lease while a process executes it.
     ``events``
@@ -72,6 +75,7 @@ __all__ = [
     "DE_WHERE",
     "ID_TYPE",
     "JSON_TYPE",
+    "OUTBOUND_FINAL",
     "OUTBOUND_KINDS",
     "OUTBOUND_STATUSES",
     "UtcDateTime",
@@ -86,7 +90,9 @@ __all__ = [
     "inbox_batches",
     "inbox_claims",
     "metadata",
+    "order_positions",
     "outbound_messages",
+    "sequence_counters",
     "timers",
 ]
 
@@ -162,8 +168,9 @@ def _states(column: str, values: tuple[str, ...]) -> str:
 
 
 OUTBOUND_STATUSES = ("pending", "awaiting-ack", "forwarded", "delivered", "sent", "failed")
+OUTBOUND_FINAL = ("delivered", "sent", "failed")
 OUTBOUND_KINDS = ("own", "forward", "signal")
-INBOX_STATES = ("new", "delivered-to-app", "acknowledged-by-app")
+INBOX_STATES = ("new", "delivered-to-app", "acknowledged-by-app", "held", "abandoned")
 SEVERITIES = ("Error", "Warning")
 DIRECTIONS = ("outbound", "inbound")
 ROLES = ("sender", "receiver", "intermediary")
@@ -230,6 +237,8 @@ outbound_messages = Table(
     # ebMS2 §10: whose message it is: the application's own, one forwarded as an intermediary, or a signal
     # of ours sent hop by hop (revision 0004).
     Column("kind", Text, nullable=False, server_default="own"),
+    # ebMS2 §9.1.1: its SequenceNumber, for a message sent with MessageOrder (revision 0008).
+    Column("sequence_number", Integer, nullable=True),
     CheckConstraint(_states("status", OUTBOUND_STATUSES), name="status"),
     CheckConstraint(_states("failure_severity", SEVERITIES), name="failure_severity"),
     CheckConstraint(_states("kind", OUTBOUND_KINDS), name="kind"),
@@ -260,7 +269,10 @@ inbound_messages = Table(
     Column("last_duplicate_at", UtcDateTime, nullable=True),
     # ebMS2 §6.5.6: the content digest that tells an identical copy from other content (revision 0003).
     Column("content_digest", Text, nullable=True),
+    # ebMS2 §9.1.1: its SequenceNumber, for a message received with MessageOrder (revision 0008).
+    Column("sequence_number", Integer, nullable=True),
     Index(None, "message_id"),
+    Index("ix_inbound_messages_sequence", "cpaid", "from_party", "conversation_id", "sequence_number"),
     Index(None, "received_at"),
     Index(None, "body_blob_id"),  # see outbound_messages (revision 0004)
     # The duplicate-elimination record: one per MessageId among the messages received under
@@ -286,6 +298,29 @@ inbox = Table(
     CheckConstraint(_states("state", INBOX_STATES), name="state"),
     Index(None, "state", "received_at"),
     Index(None, "message_id"),
+)
+
+# MessageOrder (ebMS2 §9, revision 0008): the next SequenceNumber of each conversation we send in ...
+sequence_counters = Table(
+    "sequence_counters",
+    metadata,
+    Column("cpaid", Text, primary_key=True),
+    Column("conversation_id", Text, primary_key=True),
+    Column("next_number", Integer, nullable=False),
+    Column("broken", Boolean, nullable=False),
+)
+
+# ... and where each sequence we receive stands (msh.engine.ordering.OrderPosition).
+order_positions = Table(
+    "order_positions",
+    metadata,
+    Column("cpaid", Text, primary_key=True),
+    Column("from_party", Text, primary_key=True),
+    Column("conversation_id", Text, primary_key=True),
+    Column("next_number", Integer, nullable=True),
+    Column("held", Integer, nullable=False),
+    Column("gap_since", UtcDateTime, nullable=True),
+    Column("broken", Boolean, nullable=False),
 )
 
 timers = Table(

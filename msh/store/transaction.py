@@ -23,6 +23,7 @@ from msh.store.app_port import AppPort
 from msh.store.blobs import open_chunks
 from msh.store.errors import DuplicateMessage, StoreError, UnknownBlob, UnknownMessage
 from msh.store.journal_steps import JournalSteps
+from msh.store.order_port import OrderPort
 
 __all__ = ["BlobInfo", "Transaction"]
 
@@ -30,7 +31,7 @@ BlobInfo = tuple[int, int]
 """A stored blob's (chunk count, size in bytes)."""
 
 
-class Transaction(JournalSteps, AppPort):
+class Transaction(JournalSteps, AppPort, OrderPort):
     """One unit of work on the store; see :mod:`msh.store.api` for the rules shared by every method.
 
     The public methods are the port; each applies its rules and calls the storage steps (the abstract
@@ -110,6 +111,7 @@ class Transaction(JournalSteps, AppPort):
         body_blob_id: int,
         from_party: str | None = None,
         kind: records.OutboundKind = records.OutboundKind.OWN,
+        sequence_number: int | None = None,
     ) -> records.OutboundMessage:
         """Record a message to send (before its first transmission, DESIGN.md §5.1) with the sending
         machine's ``state`` of it (its MessageId and reliability included). ``kind``: the application's
@@ -121,6 +123,8 @@ class Transaction(JournalSteps, AppPort):
         self._writable()
         kind = rules.outbound_kind(kind)
         state = rules.outbound_state(state, kind)
+        if sequence_number is not None:
+            rules.sequence_number("sequence_number", sequence_number)
         size = self._existing_blob(body_blob_id)[1]
         now = self._now()
         record = records.OutboundMessage(
@@ -137,6 +141,7 @@ class Transaction(JournalSteps, AppPort):
             created_at=now,
             updated_at=now,
             kind=kind,
+            sequence_number=sequence_number,
         )
         if not self._add_outbound(record):
             raise DuplicateMessage(state.message_id, records.Direction.OUTBOUND)
@@ -266,10 +271,14 @@ class Transaction(JournalSteps, AppPort):
         duplicate_elimination: bool = True,
         to_party: str | None = None,
         content_digest: str | None = None,
+        hold: bool = False,
+        sequence_number: int | None = None,
     ) -> records.InboundMessage:
         """Record a received message and, with ``deliver``, its inbox entry in the same transaction
         (DESIGN.md §5.2, §5.3); ``ack_envelope`` is the Acknowledgment about to be sent (ebMS2 §6.5.3),
-        ``content_digest`` the digest of its content (kept as given, never compared here).
+        ``content_digest`` the digest of its content (kept as given, never compared here); ``hold``: its inbox
+        entry is held until its turn in its sequence comes (ebMS2 §9.1.1; ``deliver`` must be False), and
+        ``sequence_number`` is its SequenceNumber.
 
         With ``duplicate_elimination`` the record is the MessageId's duplicate-elimination record:
         :class:`DuplicateMessage` if one is already stored (nothing is written, the transaction stays
@@ -279,6 +288,10 @@ class Transaction(JournalSteps, AppPort):
         self._writable()
         rules.text("message_id", message_id)
         received = rules.required_aware("received_at", received_at)
+        if sequence_number is not None:
+            rules.sequence_number("sequence_number", sequence_number)
+        if hold and deliver:
+            raise ValueError("a message is either delivered (deliver) or held for its turn (hold), not both")
         size = self._existing_blob(body_blob_id)[1]
         record = records.InboundMessage(
             id=0,  # the store numbers the copy
@@ -297,6 +310,7 @@ class Transaction(JournalSteps, AppPort):
             duplicate_count=0,
             last_duplicate_at=None,
             content_digest=content_digest,
+            sequence_number=sequence_number,
         )
         inbound_id = self._add_inbound(record)
         if inbound_id is None:
@@ -304,9 +318,9 @@ class Transaction(JournalSteps, AppPort):
             raise DuplicateMessage(message_id, records.Direction.INBOUND)
         record = replace(record, id=inbound_id)
         self._facts.setdefault((message_id, records.Direction.INBOUND), journal.facts_of_inbound(record, size))
-        if deliver:
+        if deliver or hold:
             # DESIGN.md §5.3: the inbox entry is written in the duplicate-elimination record's transaction.
-            self._add_inbox_entry(rules.new_entry(record))
+            self._add_inbox_entry(rules.new_entry(record, hold=hold))
         return record
 
     def increment_duplicate(self, message_id: str, at: datetime) -> int:

@@ -88,8 +88,11 @@ def add_inbound(
     body: bytes = b"<soap/>",
     duplicate_elimination: bool = True,
     digest: str | None = None,
+    hold: bool = False,
+    sequence_number: int | None = None,
 ) -> InboundMessage:
-    """Insert a received message (duplicate-elimination record, and inbox entry with ``deliver``)."""
+    """Insert a received message (duplicate-elimination record, and inbox entry with ``deliver``, or held
+    with ``hold``)."""
     blob_id = tx.put_blob(body)
     return tx.insert_inbound(
         message_id=message_id,
@@ -106,6 +109,8 @@ def add_inbound(
         deliver=deliver,
         duplicate_elimination=duplicate_elimination,
         content_digest=digest,
+        hold=hold,
+        sequence_number=sequence_number,
     )
 
 

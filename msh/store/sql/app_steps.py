@@ -33,6 +33,8 @@ from msh.store.sql import rows
 __all__ = ["SqlAppSteps"]
 
 _ACKNOWLEDGED = InboxState.ACKNOWLEDGED_BY_APP.value
+_WAITING = (InboxState.NEW.value, InboxState.DELIVERED_TO_APP.value)
+_NOT_OFFERED = tuple(s.value for s in InboxState if not s.offered)
 
 
 def _claim(row: RowMapping) -> app_records.InboxClaim:
@@ -65,7 +67,9 @@ def _view(view: app_records.InboxView, now: datetime) -> ColumnElement[bool] | N
     rejected = inbox_claims.c.rejected_at.is_not(None)
     if view is app_records.InboxView.DEAD:
         return rejected
-    waiting = and_(inbox.c.state != _ACKNOWLEDGED, or_(inbox_claims.c.inbound_id.is_(None), ~rejected))
+    if view is app_records.InboxView.HELD:
+        return inbox.c.state.in_(_NOT_OFFERED)
+    waiting = and_(inbox.c.state.in_(_WAITING), or_(inbox_claims.c.inbound_id.is_(None), ~rejected))
     leased = and_(inbox_claims.c.lease_until.is_not(None), inbox_claims.c.lease_until > literal(now, UtcDateTime()))
     return and_(waiting, leased if view is app_records.InboxView.LEASED else ~leased)
 

@@ -23,9 +23,10 @@ from cpa.duration import XsDuration
 from msh.engine import OutboundStatus
 from msh.errors import ConfigurationError
 from msh.store import OutboundKind, SqlStore, Store, migrations
+from msh.store.app_records import InboxClaim
 from msh.store.schema import UtcDateTime, metadata
 from msh.store.sql import resolve_url
-from tests.support.store import RELIABILITY, T0, add_outbound, outbound_state
+from tests.support.store import RELIABILITY, T0, add_inbound, add_outbound, outbound_state
 
 ROOT = Path(__file__).resolve().parents[3]
 
@@ -41,6 +42,8 @@ STORE_TABLES = {
     "inbox_claims",
     "inbox_batches",
     "app_cursors",
+    "sequence_counters",
+    "order_positions",
 }
 
 
@@ -87,7 +90,7 @@ def test_an_empty_database_upgrades_to_head(
     assert _revision(raw_engine) is None
     open_store(store_url)
     assert _tables(raw_engine) == STORE_TABLES | {migrations.VERSION_TABLE}
-    assert _revision(raw_engine) == migrations.head_revision() == "0007"
+    assert _revision(raw_engine) == migrations.head_revision() == "0008"
 
 
 def test_the_migrated_schema_is_what_the_store_queries(
@@ -610,3 +613,56 @@ def test_downgrading_below_0007_refuses_sent_rows_and_changes_nothing(
     with store.transaction(readonly=True) as tx:
         done = tx.get_outbound("done@x")
     assert done is not None and done.state.transmitted and done.state.status is OutboundStatus.DELIVERED
+
+
+# --- revision 0008: MessageOrder ------------------------------------------------------------------------
+
+
+def test_downgrading_below_0008_refuses_held_entries_and_changes_nothing(
+    store_url: str, raw_engine: Engine, open_store: Callable[..., Store]
+) -> None:
+    store = open_store(store_url)
+    assert isinstance(store, SqlStore)
+    with store.transaction() as tx:
+        add_inbound(tx, "held@x", deliver=False, hold=True, sequence_number=3)
+        add_inbound(tx, "new@x", sequence_number=0)
+    with pytest.raises(ConfigurationError, match=r"1 inbox entr\(y/ies\) are held or abandoned"):
+        migrations.downgrade(store.engine, "0007")
+    assert _revision(raw_engine) == migrations.head_revision() and _differences(raw_engine) == []
+    with raw_engine.begin() as conn:
+        conn.execute(text("UPDATE inbox SET state = 'new' WHERE message_id = 'held@x'"))
+    migrations.downgrade(store.engine, "0007")
+    assert not {"sequence_counters", "order_positions"} & _tables(raw_engine)
+    with pytest.raises(IntegrityError), raw_engine.begin() as conn:
+        conn.execute(text("UPDATE inbox SET state = 'held'"))
+    migrations.upgrade(store.engine)
+    assert _differences(raw_engine) == []
+    with store.transaction(readonly=True) as tx:
+        kept = tx.find_inbound("new@x")
+    assert kept is not None and kept.sequence_number is None  # the column came back empty
+
+
+def test_revision_0008_keeps_every_inbox_entry_and_claim_both_ways(
+    store_url: str, raw_engine: Engine, open_store: Callable[..., Store]
+) -> None:
+    """Changing the inbox's state constraint rebuilds the table on SQLite; the entries and the applications'
+    claims on them (leases, rejections) come through unchanged, up and down."""
+    store = open_store(store_url)
+    assert isinstance(store, SqlStore)
+    claim = InboxClaim(0, "erp", T0 + timedelta(minutes=5), None, None, None, 2)
+    with store.transaction() as tx:
+        entry = add_inbound(tx, "claimed@x")
+        claim = replace(claim, entry_id=entry.id)
+        tx.put_inbox_claim(claim)
+    for step in ("0007", "head"):
+        if step == "head":
+            migrations.upgrade(store.engine)
+        else:
+            migrations.downgrade(store.engine, step)
+        with raw_engine.connect() as conn:
+            kept = conn.execute(text("SELECT application, takes FROM inbox_claims")).all()
+            entries = conn.execute(text("SELECT message_id, state FROM inbox")).all()
+        assert [tuple(row) for row in kept] == [("erp", 2)], step
+        assert [tuple(row) for row in entries] == [("claimed@x", "new")], step
+    with store.transaction(readonly=True) as tx:
+        assert tx.inbox_claim(entry.id) == claim
