@@ -1,5 +1,6 @@
 """The application interfaces: how business applications elsewhere hand messages to the MSH and take
-them from it (issue 15; seeds 000 HTTPR, 001 Certified HTTP, 002, 003 SOA-Rity).
+them from it (issue 15; the HTTPR specification, Certified HTTP, the AMQP 1.0 broker-behaviour paper,
+SOA-Rity for HTTP).
 
 An adapter above the runtime (:mod:`msh.runtime`), served by ``msh serve`` on its own port when
 ``api.enabled`` (:mod:`msh.api.server`):

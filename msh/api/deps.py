@@ -1,5 +1,5 @@
 """Dependencies of the REST handlers: the context, the authenticated application, and the refusal of
-SOA-Rity headers where they are not honoured (seed 003 §4: 412 ``SOARITY: unsupported``)."""
+SOA-Rity headers where they are not honoured (SOA-Rity for HTTP §4: 412 ``SOARITY: unsupported``)."""
 
 from __future__ import annotations
 

@@ -1,5 +1,7 @@
-"""Taking and settling received messages (seed 001 Certified HTTP, seed 002's acknowledge/release/reject,
-seed 000 HTTPR's batches): each operation is one unit of store work, refused with a :class:`Problem`.
+"""Taking and settling received messages (Certified HTTP, the AMQP 1.0 broker-behaviour paper's
+acknowledge/release/reject, the HTTPR specification's batches): each operation is one unit of store work,
+refused with a :class:`Problem`; an entry held for its turn in its sequence (MessageOrder) or abandoned is
+never taken or settled.
 
 An entry is *available* while it is waiting (new, or given before and not settled), not rejected and not
 held by a lease; taking it gives the taker a lease until ``now + api.lease`` (a lease that runs out puts
@@ -26,6 +28,7 @@ __all__ = [
     "batch_state",
     "confirm_unit",
     "fetch_batch_unit",
+    "offered_entry",
     "reject_unit",
     "release_unit",
     "take_unit",
@@ -39,10 +42,29 @@ Confirmed = tuple[InboxBatch, list[int], list[int]]
 _ACKED: Final = InboxState.ACKNOWLEDGED_BY_APP
 
 
-def _entry(tx: Transaction, entry_id: int) -> tuple[InboxEntry, InboxClaim | None]:
+def offered_entry(tx: Transaction, entry_id: int) -> tuple[InboxEntry, InboxClaim | None]:
+    """The entry and its claim; a :class:`Problem` for an entry that does not exist or that the application
+    may not be given (held for its turn in its sequence, or abandoned: ebMS2 §9.1.1)."""
     entry = tx.inbox_entry(entry_id)
     if entry is None:
         raise Problem(404, "no-such-entry", "No such inbox entry", f"the inbox has no entry {entry_id}")
+    if entry.state is InboxState.HELD:
+        # ebMS2 §9.1.1: not passed to the application before every lower SequenceNumber has been.
+        raise Problem(
+            409,
+            "held",
+            "Held for its turn",
+            f"inbox entry {entry_id} is held: a message before it in its sequence (MessageOrder) has not arrived yet; "
+            "it is offered once that one has been",
+        )
+    if entry.state is InboxState.ABANDONED:
+        raise Problem(
+            410,
+            "abandoned",
+            "Abandoned",
+            f"inbox entry {entry_id} was abandoned: a message before it in its sequence never arrived (ebMS2 §9); "
+            "it is never offered",
+        )
     return entry, tx.inbox_claim(entry_id)
 
 
@@ -73,7 +95,7 @@ def _gone(entry_id: int, claim: InboxClaim | None) -> Problem:
 def _take(
     tx: Transaction, entry_id: int, application: str, now: datetime, lease: timedelta, batch: str | None
 ) -> Taken:
-    entry, claim = _entry(tx, entry_id)
+    entry, claim = offered_entry(tx, entry_id)
     if entry.state is _ACKED or (claim is not None and claim.rejected_at is not None):
         raise _gone(entry_id, claim)
     if claim is not None and _held_by_other(claim, application, now):
@@ -95,7 +117,7 @@ def ack_unit(entry_id: int, application: str, now: datetime) -> Callable[[Transa
     """Acknowledge an entry: the application holds it safely; it is never offered again (idempotent)."""
 
     def unit(tx: Transaction) -> InboxEntry:
-        entry, claim = _entry(tx, entry_id)
+        entry, claim = offered_entry(tx, entry_id)
         if claim is not None and claim.rejected_at is not None:
             raise Problem(409, "rejected", "Rejected", f"inbox entry {entry_id} was rejected: {claim.reason}")
         if entry.state is _ACKED:
@@ -114,7 +136,7 @@ def release_unit(entry_id: int, application: str, now: datetime) -> Callable[[Tr
     """Put a taken entry back in the inbox now (idempotent)."""
 
     def unit(tx: Transaction) -> InboxEntry:
-        entry, claim = _entry(tx, entry_id)
+        entry, claim = offered_entry(tx, entry_id)
         if entry.state is _ACKED or (claim is not None and claim.rejected_at is not None):
             raise Problem(409, "settled", "Already settled", str(_gone(entry_id, claim)))
         if claim is None or claim.lease_until is None:
@@ -131,7 +153,7 @@ def reject_unit(entry_id: int, application: str, now: datetime, reason: str) -> 
     """Reject an entry to the dead-letter list with ``reason`` (settled: never offered again; idempotent)."""
 
     def unit(tx: Transaction) -> InboxEntry:
-        entry, claim = _entry(tx, entry_id)
+        entry, claim = offered_entry(tx, entry_id)
         if claim is not None and claim.rejected_at is not None:
             return entry
         if entry.state is _ACKED:
@@ -153,7 +175,7 @@ def reject_unit(entry_id: int, application: str, now: datetime, reason: str) -> 
     return unit
 
 
-# -- batches (seed 000 HTTPR)
+# -- batches (the reliable HTTP batch pattern: fetch, then confirm)
 
 
 def _confirm(tx: Transaction, batch_id: str, application: str, now: datetime) -> Confirmed:
@@ -164,7 +186,7 @@ def _confirm(tx: Transaction, batch_id: str, application: str, now: datetime) ->
         raise Problem(403, "other-application", "Another application's batch", f"batch {batch_id!r} is not yours")
     acknowledged, returned = [], []
     for entry_id in batch.entry_ids:
-        entry, claim = _entry(tx, entry_id)
+        entry, claim = offered_entry(tx, entry_id)
         ours = claim is not None and claim.batch_id == batch_id and claim.rejected_at is None
         if ours and entry.state is _ACKED:
             acknowledged.append(entry_id)

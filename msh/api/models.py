@@ -139,6 +139,14 @@ class MessageStatus(BaseModel):
     next_attempt_at: Annotated[datetime | None, Field(alias="nextAttemptAt")]
     time_to_live: Annotated[datetime | None, Field(alias="timeToLive")]
     delivery_failure: Annotated[dict[str, str] | None, Field(alias="deliveryFailure")] = None
+    delivery_failure_after_acknowledgment: Annotated[
+        str | None,
+        Field(
+            alias="deliveryFailureAfterAcknowledgment",
+            description="delivered, but the To party reported a DeliveryFailure (Error) about it as well, e.g. it "
+            "could not present it in order (MessageOrder): the acknowledgment stands (ebMS2 §6.5.7)",
+        ),
+    ] = None
     receipt: Annotated[dict[str, object] | None, Field(description="the acknowledgment, when one arrived")] = None
     transmissions: list[Transmission]
 
@@ -150,7 +158,13 @@ class InboxItem(BaseModel):
 
     id: Annotated[int, Field(description="the inbox entry (use it in /inbox/{id})")]
     message_id: Annotated[str, Field(alias="messageId")]
-    state: Annotated[str, Field(description="available, leased, acknowledged or rejected")]
+    state: Annotated[
+        str,
+        Field(
+            description="available, leased, acknowledged or rejected; held (MessageOrder: waiting for a message before "
+            "it in its sequence, not offered yet) or abandoned (that message never arrived: never offered)"
+        ),
+    ]
     cpa_id: Annotated[str, Field(alias="cpaId")]
     service: str
     action: str
@@ -210,7 +224,7 @@ class BatchMessage(BaseModel):
 
 
 class BatchDocument(BaseModel):
-    """A fetched batch (seed 000 HTTPR): confirm it (``POST /inbox/batches/{id}/confirm`` or ``confirm=`` on
+    """A fetched batch (the HTTPR specification): confirm it (``POST /inbox/batches/{id}/confirm`` or ``confirm=`` on
     the next fetch) once its messages are safe."""
 
     model_config = _OUT

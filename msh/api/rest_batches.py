@@ -1,4 +1,4 @@
-"""``/inbox/batches``: pull in batches (seed 000 HTTPR), for applications behind a firewall.
+"""``/inbox/batches``: pull in batches (the HTTPR specification), for applications behind a firewall.
 
 ``POST /inbox/batches`` takes up to ``max`` available messages under one lease as a new batch and returns
 them with their payloads; the application stores them, then confirms the batch, either by

@@ -1,5 +1,6 @@
-"""``/inbox``: the received messages for applications (seed 001's confirm by DELETE, seed 002's release
-and reject, leases, long polls, filters, priorities and the TTL report; rules in :mod:`msh.api.inbox_ops`)."""
+"""``/inbox``: the received messages for applications (Certified HTTP's confirm by DELETE, the AMQP 1.0
+broker-behaviour paper's release and reject, leases, long polls, filters, priorities and the TTL report; rules
+in :mod:`msh.api.inbox_ops`)."""
 
 from __future__ import annotations
 
@@ -82,7 +83,7 @@ async def list_inbox(
     ctx: Context,
     app: Application,
     filters: Annotated[Filters, Depends(_filters)],
-    view: Annotated[Literal["available", "leased", "dead", "all"], Query()] = "available",
+    view: Annotated[Literal["available", "leased", "dead", "held", "all"], Query()] = "available",
     limit: Annotated[int, Query(ge=1, le=1000)] = 100,
     wait: Annotated[float, Query(ge=0, le=3600, description="long poll: seconds to wait for a message")] = 0,
 ) -> InboxList:
@@ -182,11 +183,11 @@ async def get_entry(
 
 
 def _browse(tx: Transaction, entry_id: int) -> inbox_ops.Taken | tuple[InboxEntry, InboxClaim | None, InboundMessage]:
-    entry = tx.inbox_entry(entry_id)
-    record = tx.get_inbound(entry_id) if entry is not None else None
-    if entry is None or record is None:
+    entry, claim = inbox_ops.offered_entry(tx, entry_id)  # ebMS2 §9.1.1: a held message is not even read
+    record = tx.get_inbound(entry_id)
+    if record is None:
         raise Problem(404, "no-such-entry", "No such inbox entry", f"the inbox has no entry {entry_id}")
-    return entry, tx.inbox_claim(entry_id), record
+    return entry, claim, record
 
 
 @router.delete(

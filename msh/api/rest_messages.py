@@ -1,4 +1,4 @@
-"""``/messages``: submit a message exactly once (seed 003 SOA-Rity), and see where a sent message stands.
+"""``/messages``: submit a message exactly once (SOA-Rity for HTTP), and see where a sent message stands.
 
 ``POST /messages`` takes a JSON :class:`~msh.api.models.SubmitRequest` (payloads inline, base64) or
 ``multipart/form-data`` (a part ``message`` holding the same JSON without payloads, and one file part
@@ -172,7 +172,7 @@ async def post_message(request: Request, ctx: Context, app: Application) -> Resp
     return Response(answer.body, status_code=answer.status, headers=headers, media_type="application/json")
 
 
-@router.options("/messages", status_code=204, summary="SOA-Rity support (seed 003 §5)")
+@router.options("/messages", status_code=204, summary="SOA-Rity support (SOA-Rity for HTTP §5)")
 async def options_messages(request: Request, ctx: Context) -> Response:
     """``SOARITY: supported`` for an authenticated application, ``unsupported`` otherwise."""
     try:

@@ -40,6 +40,8 @@ from msh.ebms.message import ParseMode, parse_message
 from msh.engine import explain_state
 from msh.errors import MshError
 from msh.resources import schema_path
+from msh.runtime.attempts import attempts as attempts_of
+from msh.runtime.attempts import failure_despite_acknowledgment
 from msh.runtime.compose import Payload
 from msh.safexml import parse_xml
 from msh.store.api import InboxEntry, Transaction
@@ -203,6 +205,10 @@ async def _status(ctx: ApiContext, app: str, op: etree._Element) -> etree._Eleme
         _add(out, "deliveryFailure", str(state.failure))
     if state.receipt_problem is not None:
         _add(out, "receiptProblem", state.receipt_problem)
+    reported = failure_despite_acknowledgment(state.status.value == "delivered", attempts_of(events))
+    if reported is not None:
+        # ebMS2 §6.5.7: the acknowledgment stands; what the To party reported besides is said.
+        _add(out, "deliveryFailureAfterAcknowledgment", str(reported))
     delivered = [e for e in events if e.kind == "delivered"]
     if delivered:
         _add(out, "acknowledgedAt", delivered[-1].at)
@@ -214,7 +220,8 @@ async def _list(ctx: ApiContext, app: str, op: etree._Element) -> etree._Element
 
     view = _text(op, "view") or "available"
     if view not in {v.value for v in InboxView}:
-        raise Problem(400, "invalid-request", "Invalid request", f"view {view!r}: use available, leased, dead or all")
+        views = "available, leased, dead, held or all"
+        raise Problem(400, "invalid-request", "Invalid request", f"view {view!r}: use {views}")
     limit = int(_text(op, "limit") or 100)
     if not 1 <= limit <= 1000:
         raise Problem(400, "invalid-request", "Invalid request", f"limit {limit}: use 1 to 1000")

@@ -1,4 +1,4 @@
-"""Exactly-once requests (seed 003 SOA-Rity; seed 001 Certified HTTP): the rules, as pure functions.
+"""Exactly-once requests (SOA-Rity for HTTP; Certified HTTP): the rules, as pure functions.
 
 A reliable request carries ``Message-ID`` (a URI the application chooses, unique for all time) and
 ``MsgCreate`` (the RFC 1123 date, in GMT, of its first try, repeated unchanged on every retry). The
@@ -6,7 +6,7 @@ resource remembers each pair for ``window`` with the application that sent it an
 :func:`decide` says what a request gets, from the pair, the record of its Message-ID (if any) and now:
 
 =======================================================  =========================================================
-request                                                  answer (seed 003 §4, §7)
+request                                                  answer (SOA-Rity for HTTP §4, §7)
 =======================================================  =========================================================
 MsgCreate without Message-ID, or either unreadable        400, ``SOARITY: supported``
 Message-ID without MsgCreate                              not a reliable request: processed as an ordinary one
@@ -57,7 +57,7 @@ REJECTED: Final = "MsgCreate/Message-ID Rejected"
 
 _MONTHS: Final = ("Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec")
 _DAYS: Final = ("Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun")
-# RFC 2616 §3.3.1 rfc1123-date, in GMT; the weekday may be left out (seed 003's own example has none).
+# RFC 2616 §3.3.1 rfc1123-date, in GMT; the weekday may be left out (SOA-Rity for HTTP's own example has none).
 _RFC1123: Final = re.compile(
     r"(?:(Mon|Tue|Wed|Thu|Fri|Sat|Sun), )?(\d{1,2}) (Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec) (\d{4}) "
     r"(\d{2}):(\d{2}):(\d{2}) GMT"

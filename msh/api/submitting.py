@@ -1,4 +1,4 @@
-"""Submitting a message for an application, exactly once per Message-ID/MsgCreate pair (seed 003).
+"""Submitting a message for an application, exactly once per Message-ID/MsgCreate pair (SOA-Rity for HTTP).
 
 The response of a new reliable request is recorded with the pair in the same transaction as the
 submission itself (:meth:`msh.runtime.msh.Msh.submit_async` ``also=``): either both are committed or

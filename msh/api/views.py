@@ -8,7 +8,7 @@ from datetime import datetime, timedelta
 from msh.api.models import BatchMessage, InboxItem, MessageStatus, PayloadOut, Transmission
 from msh.ebms.message import EbxmlMessage
 from msh.engine import explain_state
-from msh.runtime.attempts import Attempt
+from msh.runtime.attempts import Attempt, failure_despite_acknowledgment
 from msh.store.api import Event, InboxState, OutboundMessage
 from msh.store.app_records import AppInboxItem
 
@@ -16,7 +16,12 @@ __all__ = ["batch_message", "header", "inbox_item", "message_status", "state_of"
 
 
 def state_of(item: AppInboxItem, now: datetime) -> str:
-    """available, leased, acknowledged or rejected."""
+    """available, leased, acknowledged or rejected; or held (waiting for its turn in its sequence, MessageOrder,
+    ebMS2 §9.1.1) or abandoned (a message before it never arrived: never offered)."""
+    if item.entry.state is InboxState.HELD:
+        return "held"
+    if item.entry.state is InboxState.ABANDONED:
+        return "abandoned"
     claim = item.claim
     if claim is not None and claim.rejected_at is not None:
         return "rejected"
@@ -97,6 +102,7 @@ def message_status(stored: OutboundMessage, attempts: list[Attempt], events: lis
     state = stored.state
     failure = state.failure
     delivered = [e for e in events if e.kind == "delivered"]
+    reported = failure_despite_acknowledgment(state.status.value == "delivered", attempts)
     return MessageStatus(
         message_id=stored.message_id,
         status=state.status.value,
@@ -122,6 +128,7 @@ def message_status(stored: OutboundMessage, attempts: list[Attempt], events: lis
             if failure is not None
             else None
         ),
+        delivery_failure_after_acknowledgment=(None if reported is None else str(reported)),
         receipt={"acknowledgedAt": delivered[-1].at.isoformat()} if delivered else None,
         transmissions=[
             Transmission(

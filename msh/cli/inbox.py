@@ -20,8 +20,12 @@ def _inbox(args: argparse.Namespace) -> int:
     if args.take is not None:
         return _take(args, Path(args.take))
     with running_msh(args, keys=False) as msh:
+        held = msh.inbox(InboxState.HELD, limit=args.limit)
         if args.all:
             entries = msh.inbox(None, limit=args.limit)
+        elif args.held:  # MessageOrder (ebMS2 §9.1.1): kept, not offered (held for their turn, or abandoned)
+            abandoned = msh.inbox(InboxState.ABANDONED, limit=args.limit)
+            entries = sorted(held + abandoned, key=lambda e: (e.received_at, e.id))[: args.limit]
         else:  # waiting for the application: new, or fetched but not acknowledged
             waiting = msh.inbox(InboxState.NEW, limit=args.limit) + msh.inbox(
                 InboxState.DELIVERED_TO_APP, limit=args.limit
@@ -46,6 +50,11 @@ def _inbox(args: argparse.Namespace) -> int:
             for e in entries:
                 print(f"{e.id:>6}  {e.state.value:<20} {e.received_at.isoformat()}  {e.message_id}")
             print(f"{len(entries)} message(s)")
+            if held and not (args.held or args.all):
+                print(
+                    f"{len(held)} more held for their turn: a message before each in its sequence has not arrived "
+                    "yet (MessageOrder); msh inbox --held lists them"
+                )
         return 0
 
 
@@ -112,11 +121,19 @@ def add_inbox_command(sub: Subcommands) -> None:
             "once the folder is on disk, so it is offered once. A folder that already exists is never "
             "overwritten: that message is not taken and not acknowledged (exit status 1; it stays in the inbox) "
             "unless the folder holds this very message complete (an earlier take stopped before acknowledging: "
-            "acknowledged now)."
+            "acknowledged now). Under an agreement that guarantees message order, a message whose turn has not "
+            "come (one before it in its sequence has not arrived) is held: stored and acknowledged to the "
+            "sender, but neither listed as waiting nor taken until that one comes; --held lists those, and those "
+            "abandoned because it never came."
         ),
         config=True,
     )
     inbox.add_argument("--all", action="store_true", help="list delivered and acknowledged messages too")
+    inbox.add_argument(
+        "--held",
+        action="store_true",
+        help="list the messages held for their turn in a sequence (MessageOrder) and those abandoned",
+    )
     inbox.add_argument(
         "--limit", type=positive_int, default=100, metavar="N", help="list at most N messages (default 100)"
     )

@@ -16,7 +16,7 @@ from msh.cli.common import Subcommands, add_command, running_msh
 from msh.errors import ConfigurationError
 
 if TYPE_CHECKING:
-    from msh.runtime.attempts import Attempt
+    from msh.runtime.attempts import Attempt, ReceivedError
     from msh.runtime.msh import Msh
     from msh.store.api import OutboundMessage
 
@@ -80,8 +80,20 @@ def status_line(stored: OutboundMessage) -> str:
     return line
 
 
+def _reported(stored: OutboundMessage, attempts: list[Attempt]) -> ReceivedError | None:
+    from msh.runtime.attempts import failure_despite_acknowledgment
+
+    return failure_despite_acknowledgment(stored.state.status.value == "delivered", attempts)
+
+
 def _status_text(stored: OutboundMessage, attempts: list[Attempt]) -> str:
     lines = [status_line(stored)]
+    reported = _reported(stored, attempts)
+    if reported is not None:
+        lines.append(
+            f"  acknowledged, but the To party reported it could not deliver it to its application: {reported} "
+            "(ebMS2 §6.5.7: the acknowledgment stands)"
+        )
     lines += [f"  {_attempt_line(a)}" for a in attempts]
     nxt = _next(stored)
     if nxt is not None:
@@ -100,6 +112,7 @@ def _status_json(stored: OutboundMessage, attempts: list[Attempt]) -> dict[str, 
 
     s = stored.state
     nxt = _next(stored)
+    reported = _reported(stored, attempts)
     return {
         "messageId": stored.message_id,
         "status": s.status.value,
@@ -107,6 +120,7 @@ def _status_json(stored: OutboundMessage, attempts: list[Attempt]) -> dict[str, 
         "evidence": s.evidence.value if s.evidence is not None else None,
         "explanation": explain_state(s),
         "receiptProblem": s.receipt_problem,
+        "deliveryFailureAfterAcknowledgment": None if reported is None else str(reported),
         "mayHaveBeenDelivered": s.failure is not None and s.failure.severity.value == "Warning",
         "kind": stored.kind.value,
         "attempts": s.attempts,

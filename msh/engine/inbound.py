@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Final, TypeAlias
 
+from cpa.duration import XsDuration
 from msh.ebms.model import Envelope, MessageStatus, Party
 from msh.engine.ordering import OrderPosition
 from msh.engine.reliability import Reliability
@@ -125,6 +126,8 @@ class StoreInbound:
     hold: bool = False
     """Kept for the application but not yet offered: its turn in the sequence has not come (ebMS2 §9.1.1)."""
     sequence_number: int | None = None
+    offered_at: datetime | None = None
+    """When a message of a sequence enters the inbox (after the sequence's last one; None: when received)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -136,6 +139,9 @@ class KeepOrder:
     position: OrderPosition
     release: bool = False
     abandon: bool = False
+    gap_window: XsDuration | None = None
+    """How long a gap in the sequence may stay open (:func:`msh.engine.ordering.gap_window` of the agreement);
+    None: no limit in time (the sending channel has no ReliableMessaging)."""
 
 
 @dataclass(frozen=True, slots=True)

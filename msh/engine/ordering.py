@@ -14,6 +14,10 @@ one and a message that is not committed takes none.
   MSH MUST wait before resetting the SequenceNumber of a conversation until it has received confirmation of
   all the messages previously sent for the conversation"); until then a new message is refused
   (:class:`SequenceNotReady`), saying how many are still under way.
+* The message after a restart's 0 waits until that 0 is final (refused the same way meanwhile): a decision
+  the specification leaves open, taken so that the receiver never sees a number of the new sequence before
+  its Reset, which it could not tell from a number of the old one. (The first sequence of a conversation
+  needs no such wait: its later numbers may come first and are held until 0 comes.)
 
 Receiving (:func:`place`): per agreement, From party and ConversationId the store keeps an
 :class:`OrderPosition`: the number the next message must have to be presented, how many wait for their
@@ -24,9 +28,13 @@ turn, whether the sequence broke.
   expected number is delivered (and after it every held successor, :data:`Placement.DELIVER`); a later one
   is stored, acknowledged and held (:data:`Placement.HOLD`), visible to the operator, not to the
   application.
-* Reset with SequenceNumber 0 starts a new sequence (§9.1.1 cases 1 and 2); Reset with another number is
-  Inconsistent. A conversation's first message without Reset is taken as its start when it is 0 (a sender
-  that left out the attribute, whose default is Continue), else held until the lower numbers come.
+* Reset with SequenceNumber 0 starts a sequence (§9.1.1 case 1: the messages after it that came first are
+  released after it) or starts it again (case 2: what the old sequence still held can never be presented
+  and is abandoned, its sender told by a DeliveryFailure each); Reset with another number is Inconsistent.
+  A conversation's first message without Reset is taken as its start when it is 0 (a sender that left out
+  the attribute, whose default is Continue), else held until the lower numbers come.
+* The inbox offers messages in the order they enter it (:func:`offer_time`): a message of a sequence never
+  enters before the one before it, even when both are released at once or received within one clock tick.
 * A number already passed (behind the expected one: a new MessageId reusing a used number; a copy of a
   received message is a duplicate and never gets here) is refused: Inconsistent at
   ``//Header/MessageOrder/SequenceNumber``.
@@ -44,11 +52,12 @@ turn, whether the sequence broke.
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from datetime import datetime
+from datetime import datetime, timedelta
 from enum import StrEnum
 from typing import Final
 
 from cpa.duration import XsDuration
+from cpa.model import CollaborationProtocolAgreement
 from msh.ebms.model import MessageOrder, SequenceStatus
 from msh.errors import ErrorCode, Issue, MshError, Severity
 
@@ -60,9 +69,12 @@ __all__ = [
     "Placement",
     "SequenceCounter",
     "SequenceNotReady",
+    "agreement_gap_window",
     "assign",
+    "gap_expired",
     "gap_window",
     "missing_number",
+    "offer_time",
     "place",
     "successor",
 ]
@@ -71,6 +83,7 @@ LAST_SEQUENCE_NUMBER: Final = 99_999_999
 """ebMS2 §9.1.1: "The value of SequenceNumber consists of ASCII numerals in the range 0-99999999"."""
 _MODULUS: Final = LAST_SEQUENCE_NUMBER + 1
 _AHEAD: Final = _MODULUS // 2
+_TICK: Final = timedelta(microseconds=1)
 SEQUENCE_NUMBER: Final = "//Header/MessageOrder/SequenceNumber"
 
 
@@ -88,6 +101,8 @@ class SequenceCounter:
 
     next_number: int
     broken: bool = False
+    restarted: bool = False
+    """The sequence was started again after it broke and its 0 may still be under way."""
 
 
 class SequenceNotReady(MshError):
@@ -98,7 +113,8 @@ def assign(
     counter: SequenceCounter | None, *, under_way: int, conversation_id: str
 ) -> tuple[MessageOrder, SequenceCounter]:
     """The MessageOrder of the next message of a conversation and the counter to keep; ``counter`` is None for
-    a conversation that has none yet, ``under_way`` how many of its messages are not final."""
+    a conversation that has none yet, ``under_way`` how many of its messages are not final (needed only when
+    the counter is broken or restarted)."""
     if counter is None:
         # ebMS2 §9.1.1 case 1: "First message from the Sending MSH within the conversation": 0, Reset.
         return MessageOrder(0, SequenceStatus.RESET), SequenceCounter(successor(0))
@@ -112,7 +128,13 @@ def assign(
                 "conversation"
             )
         # ebMS2 §9.1.1 case 2: "First message after resetting SequenceNumber information".
-        return MessageOrder(0, SequenceStatus.RESET), SequenceCounter(successor(0))
+        return MessageOrder(0, SequenceStatus.RESET), SequenceCounter(successor(0), restarted=True)
+    if counter.restarted and under_way:
+        # The restart's 0 first (see the module docs): the receiver cannot tell a new number from an old one.
+        raise SequenceNotReady(
+            f"conversation {conversation_id!r}: its sequence is starting again and its first message "
+            "(SequenceNumber 0, Reset) is not yet acknowledged; submit this one once it is, or in a new conversation"
+        )
     number = counter.next_number
     # ebMS2 §9.1.1: every other message (after a wraparound too) is Continue.
     return MessageOrder(number, SequenceStatus.CONTINUE), SequenceCounter(successor(number))
@@ -124,13 +146,23 @@ def assign(
 @dataclass(frozen=True, slots=True)
 class OrderPosition:
     """The receiver's record of a sequence: the number the next message must have (None: none received yet),
-    how many messages are held waiting for their turn and since when the oldest gap has been open, and
-    whether the sequence broke (a gap that never filled)."""
+    how many messages are held waiting for their turn and since when the oldest gap has been open, whether
+    the sequence broke (a gap that never filled), and when its last message entered the inbox (the next
+    enters after it: :func:`offer_time`)."""
 
     next_number: int | None = None
     held: int = 0
     gap_since: datetime | None = None
     broken: bool = False
+    offered_at: datetime | None = None
+
+
+def offer_time(position: OrderPosition, now: datetime) -> datetime:
+    """When the sequence's next message enters the inbox, which offers messages by this time: ``now``, but
+    never at or before the sequence's last one (messages released together, or received within one tick of
+    the clock, keep their sequence order)."""
+    last = position.offered_at
+    return now if last is None or now > last else last + _TICK
 
 
 class Placement(StrEnum):
@@ -150,6 +182,11 @@ class Placed:
     position: OrderPosition
     issue: Issue | None = None
     abandon: bool = False
+
+    @property
+    def offered_at(self) -> datetime | None:
+        """When a delivered message enters the inbox (None: it is not delivered now)."""
+        return self.position.offered_at if self.placement is Placement.DELIVER else None
 
 
 def _refusal(code: ErrorCode, text: str) -> Issue:
@@ -177,8 +214,12 @@ def place(position: OrderPosition | None, order: MessageOrder, *, now: datetime,
                     f"SequenceNumber {number} has status Reset; a sequence starts again at 0 (ebMS2 §9.1.1)",
                 ),
             )
-        # ebMS2 §9.1.1 cases 1 and 2: a sequence starts (again); what the old one still held cannot follow.
-        return Placed(Placement.DELIVER, OrderPosition(successor(0)), abandon=current.held > 0)
+        offered = offer_time(current, now)
+        if current.next_number is None:
+            # ebMS2 §9.1.1 case 1: the sequence starts; the messages after 0 that came first follow it.
+            return Placed(Placement.DELIVER, replace(current, next_number=successor(0), offered_at=offered))
+        # ebMS2 §9.1.1 case 2: the sequence starts again; what the old one still held cannot follow.
+        return Placed(Placement.DELIVER, OrderPosition(successor(0), offered_at=offered), abandon=current.held > 0)
     if current.broken:
         # ebMS2 §9: "If a sequence is sent and one message fails to arrive ... all subsequent messages will also
         # fail to be presented"; §9.1.1: a DeliveryFailure, severity Error.
@@ -195,7 +236,10 @@ def place(position: OrderPosition | None, order: MessageOrder, *, now: datetime,
     expected = missing_number(current)
     if number == expected:
         # ebMS2 §9.1.1: every lower number has been passed to the application: this one may be.
-        return Placed(Placement.DELIVER, replace(current, next_number=successor(number)))
+        return Placed(
+            Placement.DELIVER,
+            replace(current, next_number=successor(number), offered_at=offer_time(current, now)),
+        )
     if (number - expected) % _MODULUS < _AHEAD:
         if current.held >= max_held:
             # ebMS2 §9.1.1: the limit for saved out-of-sequence messages is reached: DeliveryFailure, Error.
@@ -237,3 +281,40 @@ def gap_window(retries: int, retry_interval: XsDuration, persist_duration: XsDur
         and persist_duration.to_timedelta() < window.to_timedelta()
     )
     return persist_duration if shorter and persist_duration is not None else window
+
+
+def agreement_gap_window(
+    cpa: CollaborationProtocolAgreement | None, sending_channel_id: str | None, receiving_channel_id: str | None
+) -> XsDuration | None:
+    """:func:`gap_window` of the agreement's channels a message was judged by (the sender's ReliableMessaging,
+    the PersistDuration of the receiving side, else the sending side, as :mod:`cpa.resolve` reads them);
+    None when the sending channel has no ReliableMessaging (then only the number held limits a gap)."""
+    if cpa is None:
+        return None
+    channels = {c.channel_id: c for party in cpa.party_infos for c in party.delivery_channels}
+    sending = channels.get(sending_channel_id or "")
+    receiving = channels.get(receiving_channel_id or "")
+    sender_binding = sending.doc_exchange.sender_binding if sending is not None else None
+    rm = sender_binding.reliable_messaging if sender_binding is not None else None
+    if rm is None:
+        return None
+    receiver_binding = receiving.doc_exchange.receiver_binding if receiving is not None else None
+    persist = receiver_binding.persist_duration if receiver_binding is not None else None
+    if persist is None and sender_binding is not None:
+        persist = sender_binding.persist_duration
+    return gap_window(rm.retries, rm.retry_interval, persist)
+
+
+def gap_expired(position: OrderPosition) -> tuple[OrderPosition, Issue]:
+    """The sequence whose gap stayed open too long, and the DeliveryFailure (severity Error) each of its held
+    messages gets (ebMS2 §9.1.1: the limit for saved out-of-sequence messages is reached): nothing is held any
+    more, and the sequence is broken until the sender starts it again."""
+    missing = missing_number(position)
+    since = f" since {position.gap_since.isoformat()}" if position.gap_since is not None else ""
+    issue = _refusal(
+        ErrorCode.DELIVERY_FAILURE,
+        f"SequenceNumber {missing} has not arrived{since}, longer than the sender's retries of it take (ebMS2 "
+        "§6.4.5), so this message cannot be presented in order and is abandoned; the sequence is broken (ebMS2 "
+        "§9.1.1): start it again (SequenceNumber 0, status Reset)",
+    )
+    return replace(position, held=0, gap_since=None, broken=True), issue

@@ -117,7 +117,7 @@ from msh.engine.inbound import (
     StoredInbound,
     StoreInbound,
 )
-from msh.engine.ordering import Placement, place
+from msh.engine.ordering import Placement, agreement_gap_window, place
 from msh.engine.reliability import effective_actor
 from msh.engine.replies import (
     ACTION_ACKNOWLEDGMENT,
@@ -543,10 +543,17 @@ def _business(
         first = first_ack()
         return decided(RecordAcknowledgment(header.message_id, first), _reply(first, first_sync()), *hop_reply())
     ordering: tuple[InboundAction, ...] = ()
-    deliver, hold, number = True, False, None
+    deliver, hold, number, offered = True, False, None, None
     if envelope.message_order is not None and _effective(check_result, Parameter.MESSAGE_ORDER, True):
         placed = place(ordered.position, envelope.message_order, now=now, max_held=ordered.max_held)
-        keep = KeepOrder(placed.position, release=placed.placement is Placement.DELIVER, abandon=placed.abandon)
+        keep = KeepOrder(
+            placed.position,
+            release=placed.placement is Placement.DELIVER,
+            abandon=placed.abandon,
+            gap_window=agreement_gap_window(
+                check_result.cpa, check_result.sending_channel_id, check_result.receiving_channel_id
+            ),
+        )
         if placed.placement is Placement.REFUSE:
             # ebMS2 §9.1.1: refused (never stored, delivered or acknowledged), the sequence's record kept.
             assert placed.issue is not None
@@ -563,6 +570,7 @@ def _business(
         number = envelope.message_order.sequence_number
         hold = placed.placement is Placement.HOLD
         deliver = not hold
+        offered = placed.offered_at
         ordering = (keep,)
     ack = first_ack() if outcome is InboundOutcome.DELIVER_AND_ACK else None
     # ebMS2 §6.5.2 2a-2b, §10.1.3: persist (and deliver) before any acknowledgment leaves.
@@ -575,6 +583,7 @@ def _business(
         digest=digest,
         hold=hold,
         sequence_number=number,
+        offered_at=offered,
     )
     if ordering:
         store_and_order: tuple[InboundAction, ...] = (store, *ordering)

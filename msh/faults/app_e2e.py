@@ -3,7 +3,7 @@
 Two real ``msh serve`` processes (A and B, :mod:`msh.faults.pair`) serve their REST interfaces on free
 ports of 127.0.0.1. A *sending application* (a process of its own, speaking HTTP with the standard
 library only, as any application would) submits ``count`` messages to A's REST interface, each with its
-own ``Message-ID`` and ``MsgCreate``, which it writes to its journal before the first try (seed 001:
+own ``Message-ID`` and ``MsgCreate``, which it writes to its journal before the first try (Certified HTTP:
 "the client will persist the local time of sending"). It kills itself (``os._exit``) at random points: before
 a POST, after a POST whose answer it has not recorded yet, and it sends some requests twice (a lost
 answer, retried). Restarted, it carries on from its journal with the same pairs.

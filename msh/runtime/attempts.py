@@ -28,6 +28,7 @@ __all__ = [
     "answer_kind",
     "attempts",
     "error_detail",
+    "failure_despite_acknowledgment",
     "received_errors",
     "transmission_detail",
 ]
@@ -187,3 +188,17 @@ def attempts(events: Iterable[Event]) -> list[Attempt]:
             found.finished,
         )
     return [by_number[n] for n in sorted(by_number)]
+
+
+def failure_despite_acknowledgment(delivered: bool, found: Iterable[Attempt]) -> ReceivedError | None:
+    """For a ``delivered`` message, a DeliveryFailure of severity Error its To party reported as well (e.g. it
+    could not present a message it had acknowledged because one before it in its sequence never came, ebMS2
+    §9.1.1): the status stays delivered (§6.5.7 note: after the To party's Acknowledgment "it should ignore
+    all other DeliveryFailure"), and this says what the To party reported. None otherwise."""
+    if not delivered:
+        return None
+    for attempt in found:
+        for error in attempt.errors:
+            if error.error_code == "DeliveryFailure" and error.severity == Severity.ERROR.value:
+                return error
+    return None

@@ -4,7 +4,11 @@
 CPAId, ConversationId, TimeToLive, per-message choices); :func:`compose` turns it, with the
 :class:`~cpa.resolve.SendingParameters` of the agreement, into the ebXML envelope and its MIME attachments.
 The agreement wins wherever it binds (CPP/A 2.0 §8.4.8 ``always``/``never``); the submission decides only
-``perMessage`` parameters.
+``perMessage`` parameters. Under an agreement whose sending channel guarantees order (MessageOrderSemantics
+Guaranteed) every message carries a MessageOrder element (ebMS2 §9.1) and, with it, an acknowledgment request
+and DuplicateElimination (§9: "Reliable Messaging MUST be used"; §9.1: "DuplicateElimination MUST also be
+present"): a submission that asks for either to be left out is refused. Its SequenceNumber is given by the
+caller (:func:`msh.engine.ordering.assign`, in the transaction that commits the message).
 """
 
 from __future__ import annotations
@@ -15,7 +19,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 
-from cpa.model import PerMessage, SyncReplyMode
+from cpa.model import MessageOrderSemantics, PerMessage, SyncReplyMode
 from cpa.resolve import SendingParameters
 from msh.ebms.mime import AttachmentSpec, PartBody
 from msh.ebms.model import (
@@ -24,6 +28,7 @@ from msh.ebms.model import (
     Manifest,
     MessageData,
     MessageHeader,
+    MessageOrder,
     Party,
     PartyId,
     Reference,
@@ -33,7 +38,7 @@ from msh.ebms.model import (
 from msh.ebms.namespaces import ACTOR_NEXT_MSH
 from msh.errors import ConfigurationError
 
-__all__ = ["Composed", "Payload", "Submission", "compose", "new_message_id"]
+__all__ = ["Composed", "Payload", "Submission", "compose", "is_ordered", "new_message_id"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -136,14 +141,34 @@ def compose(
     content_id_domain: str,
     ack_default: bool = True,
     duplicate_elimination_default: bool = True,
+    message_order: MessageOrder | None = None,
 ) -> Composed:
-    """The envelope and attachments of ``submission`` sent under ``params`` (see the module docs)."""
-    ack = _choose("ackRequested", params.ack_requested, submission.ack_requested, ack_default, params.cpaid)
+    """The envelope and attachments of ``submission`` sent under ``params`` (see the module docs);
+    ``message_order``: its place in its conversation, required when the agreement guarantees order."""
+    ordered = is_ordered(params)
+    if ordered != (message_order is not None):
+        raise ValueError(
+            f"agreement {params.cpaid} {'guarantees' if ordered else 'does not guarantee'} message order: "
+            f"compose() needs {'a' if ordered else 'no'} message_order"
+        )
+    if ordered:
+        # ebMS2 §9: "Reliable Messaging MUST be used when a MessageOrder element is present"; §9.1:
+        # "DuplicateElimination MUST also be present".
+        for name, asked in (
+            ("ackRequested", submission.ack_requested),
+            ("duplicateElimination", submission.duplicate_elimination),
+        ):
+            if asked is False:
+                raise ConfigurationError(
+                    f"agreement {params.cpaid} guarantees message order (MessageOrderSemantics Guaranteed): every "
+                    f"message carries MessageOrder, which needs {name} (ebMS2 §9, §9.1); leave {name} unset"
+                )
+    ack = _choose("ackRequested", params.ack_requested, submission.ack_requested, ack_default or ordered, params.cpaid)
     de = _choose(
         "duplicateElimination",
         params.duplicate_elimination,
         submission.duplicate_elimination,
-        duplicate_elimination_default,
+        duplicate_elimination_default or ordered,
         params.cpaid,
     )
     header = MessageHeader(
@@ -191,8 +216,16 @@ def compose(
         # ebMS2 §6.3.1: AckRequested, aimed at the agreement's actor (To Party MSH by default).
         ack_requested=requested,
         manifest=Manifest(tuple(references)) if references else None,
+        # ebMS2 §9.1: the message's SequenceNumber in its conversation.
+        message_order=message_order,
     )
     return Composed(envelope, tuple(attachments), ack, de, hop)
+
+
+def is_ordered(params: SendingParameters) -> bool:
+    """Whether messages sent under ``params`` carry MessageOrder (the sending channel's
+    MessageOrderSemantics is Guaranteed, CPP/A 2.0 §8.4.38; ebMS2 §9)."""
+    return params.message_order_semantics is MessageOrderSemantics.GUARANTEED
 
 
 def new_message_id(domain: str) -> str:

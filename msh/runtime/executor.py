@@ -14,8 +14,8 @@ from __future__ import annotations
 
 import functools
 import logging
-from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field, replace
+from collections.abc import Iterable
+from dataclasses import replace
 from datetime import datetime
 from typing import BinaryIO
 
@@ -33,6 +33,7 @@ from msh.engine import (
     Event,
     Evidence,
     InboundDecision,
+    KeepOrder,
     NotifyDelivered,
     NotifyFailed,
     NotifyForwarded,
@@ -60,11 +61,13 @@ from msh.engine import (
 from msh.engine.intermediary import delivery_failure
 from msh.engine.routing import DEFAULT_ROUTE_RETRIES, DEFAULT_ROUTE_RETRY_INTERVAL
 from msh.engine.signals import foreign_signal, party_text
-from msh.errors import EbmsError, ErrorCode, Issue
+from msh.errors import EbmsError, ErrorCode, Issue, Severity
 from msh.runtime import attempts
+from msh.runtime.aftercommit import AfterCommit
 from msh.runtime.core import Core
 from msh.runtime.forwarding import Forwarding
 from msh.runtime.security import ReceiptVerdict
+from msh.runtime.sequences import Sequences, sequence_of_header
 from msh.security.algorithms import DigestAlgorithm
 from msh.store.api import Direction, DuplicateMessage, OutboundKind, OutboundMessage, TimerKind, Transaction
 from msh.store.journal import MessageFacts, Role
@@ -78,22 +81,6 @@ STATUS_REQUESTED = "status-requested"
 """The journal event of a StatusRequest asked in place of a resend (ebMS2 §7; its answer: ``status-answered``)."""
 
 log = logging.getLogger("msh.runtime")
-
-
-@dataclass
-class AfterCommit:
-    """Work decided in a unit of work, done once its transaction has committed; and the outbound rows
-    the unit has read or written (so a second step of the same message in the unit reads no row), with the
-    bodies of the new ones that are small enough to be sent the first time without reading them back."""
-
-    transmits: list[tuple[str, int]] = field(default_factory=list)
-    status_requests: list[tuple[str, int]] = field(default_factory=list)
-    """(MessageId, attempt): ask the partner for the message's status in place of that resend (ebMS2 §7)."""
-    notices: list[Callable[[], object]] = field(default_factory=list)
-    async_replies: list[tuple[bytes, EndpointRef]] = field(default_factory=list)
-    rows: dict[str, OutboundMessage] = field(default_factory=dict)
-    bodies: dict[str, tuple[str, bytes]] = field(default_factory=dict)
-    """MessageId -> (Content-Type, body) of a row stored by the unit, for its transmission due now."""
 
 
 class RaceLost(Exception):
@@ -111,6 +98,7 @@ class Executor:
     def __init__(self, core: Core) -> None:
         self.core = core
         self.forwarding = Forwarding(core)
+        self.sequences = Sequences(core, self.send_delivery_failure)
 
     # -- the sending machine
 
@@ -274,11 +262,44 @@ class Executor:
         self.apply_sending_actions(tx, message_id, actions, now, after, kind=stored.kind)
         gave_up = new.status is OutboundStatus.FAILED and state.status is not OutboundStatus.FAILED
         relayed_error = isinstance(event, ErrorReceived) and not event.fault
+        if stored.kind is OutboundKind.OWN and stored.sequence_number is not None:
+            self._sequence_after(tx, stored, event, gave_up, now)
         if stored.kind is OutboundKind.FORWARD and gave_up and new.failure is not None and not relayed_error:
             # ebMS2 §6.5.7: the intermediary that cannot deliver tells the From party (unless the next
             # hop's own error message, forwarded to it, already does).
             self.report_delivery_failure(tx, stored, new.failure, now, after)
         return new.status
+
+    def _sequence_after(
+        self, tx: Transaction, stored: OutboundMessage, event: Event, gave_up: bool, now: datetime
+    ) -> None:
+        """A message of ours in order failed, or the To party says it could not present it (its
+        DeliveryFailure, e.g. for a gap that never filled): the To party can present no later message of the
+        sequence (ebMS2 §9), so the next message starts it again (§9.1.1; :func:`msh.engine.ordering.assign`)."""
+        refused = isinstance(event, ErrorReceived) and any(
+            e.code is ErrorCode.DELIVERY_FAILURE and e.severity is Severity.ERROR for e in event.error_list.errors
+        )
+        if not (gave_up or refused):
+            return
+        counter = tx.sequence_counter(stored.cpaid, stored.conversation_id)
+        if counter is None or counter.broken:
+            return
+        tx.break_sequence(stored.cpaid, stored.conversation_id)
+        tx.append_event(
+            at=now,
+            kind="sequence-broken",
+            message_id=stored.message_id,
+            direction=Direction.OUTBOUND,
+            detail={"sequenceNumber": stored.sequence_number, "conversationId": stored.conversation_id},
+        )
+        log.warning(
+            "conversation %s: message %s (SequenceNumber %s) %s; the next message of the conversation starts its "
+            "sequence again (ebMS2 §9.1.1)",
+            stored.conversation_id,
+            stored.message_id,
+            stored.sequence_number,
+            "failed" if gave_up else "could not be presented by the To party",
+        )
 
     def _signal_bytes(
         self, envelope: Envelope, message: EbxmlMessage, decision: InboundDecision, now: datetime
@@ -491,13 +512,32 @@ class Executor:
         if failure is None:
             # ebMS2 §6.5.7: no AckRequested (or a signal): the journal's forward-failed is all there is.
             return
-        body = serialise_envelope(failure)
+        self.send_delivery_failure(tx, failure, stored.message_id, Direction.OUTBOUND, now, after)
+
+    def send_delivery_failure(
+        self,
+        tx: Transaction,
+        failure: Envelope,
+        about: str,
+        direction: Direction,
+        now: datetime,
+        after: AfterCommit,
+    ) -> None:
+        """Send the error message ``failure`` (a DeliveryFailure about the message ``about``, which went the
+        way ``direction`` says) to its To party: stored as a signal of ours and resent until the next hop takes
+        it, along the reverse route or to the endpoint the agreement gives (``delivery-failure-queued``; the
+        signal's own ``signal-sent`` or ``signal-failed`` says how that ended). With neither, nothing can be
+        sent: journaled as ``delivery-failure-unsent`` with the reason, and logged at error level (ebMS2
+        §6.5.7: the From party "MUST be informed of the problem by other means"). Signed when the agreement's
+        channel for our signals signs."""
+        body = self.core.security.sign_signal(failure, serialise_envelope(failure), receipt=False, now=now)
         header = failure.message_header
-        assert header is not None
+        assert header is not None and failure.error_list is not None
+        error = failure.error_list.errors[0]
         detail: dict[str, object] = {
-            "to": stored.from_party,
-            "severity": issue.severity.value,
-            "description": issue.description,
+            "to": _party_text(header.to_party),
+            "severity": error.severity.value,
+            "description": error.description.text if error.description is not None else None,
             "failureMessageId": header.message_id,
         }
         if self.send_signal(tx, failure, body, now, after):
@@ -508,15 +548,15 @@ class Executor:
                 self.core.counters["delivery-failures-unsent"] += 1
                 log.error(
                     "DeliveryFailure about %s for %s not sent: %s; tell the From party by other means",
-                    stored.message_id,
-                    stored.from_party,
+                    about,
+                    detail["to"],
                     why_not,
                 )
                 tx.append_event(
                     at=now,
                     kind="delivery-failure-unsent",
-                    message_id=stored.message_id,
-                    direction=Direction.OUTBOUND,
+                    message_id=about,
+                    direction=direction,
                     detail={**detail, "reason": why_not},
                 )
                 return
@@ -527,8 +567,8 @@ class Executor:
         tx.append_event(
             at=now,
             kind="delivery-failure-queued",
-            message_id=stored.message_id,
-            direction=Direction.OUTBOUND,
+            message_id=about,
+            direction=direction,
             detail=detail,
         )
 
@@ -635,27 +675,40 @@ class Executor:
                         deliver=action.deliver,
                         duplicate_elimination=action.duplicate_elimination,
                         content_digest=action.digest,
+                        hold=action.hold,
+                        sequence_number=action.sequence_number,
+                        offered_at=action.offered_at,
                     )
                 except DuplicateMessage:
                     raise RaceLost() from None
                 counters["received"] += 1
                 if action.deliver:
                     counters["delivered-to-inbox"] += 1
+                if action.hold:
+                    counters["held"] += 1
+                received: dict[str, object] = {
+                    "cpaid": header.cpa_id,
+                    "action": header.action,
+                    "acknowledged": ack is not None,
+                    "signed": verified,
+                    "issues": [str(i) for i in decision.issues],
+                }
+                if action.sequence_number is not None:
+                    # ebMS2 §9.1.1: its place in its sequence, and whether it waits for a lower number.
+                    received |= {"sequenceNumber": action.sequence_number, "held": action.hold}
                 tx.append_event(
                     at=now,
                     kind="received",
                     message_id=action.message_id,
                     direction=Direction.INBOUND,
-                    detail={
-                        "cpaid": header.cpa_id,
-                        "action": header.action,
-                        "acknowledged": ack is not None,
-                        "signed": verified,
-                        "issues": [str(i) for i in decision.issues],
-                    },
+                    detail=received,
                 )
                 if callbacks.on_message is not None and action.deliver:
                     after.notices.append(functools.partial(callbacks.on_message, record.id, record.message_id))
+            elif isinstance(action, KeepOrder):
+                assert header is not None
+                # ebMS2 §9.1.1: the sequence's record, and the held messages whose turn has come.
+                self.sequences.keep(tx, sequence_of_header(header), action, now, after)
             elif isinstance(action, RecordAcknowledgment):
                 tx.record_acknowledgment(action.message_id, wire(action.acknowledgment))
             elif isinstance(action, ResendStoredAck):

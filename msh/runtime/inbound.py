@@ -35,11 +35,13 @@ from msh.ebms.namespaces import SERVICE_MSH
 from msh.ebms.salvage import salvage_reply_address
 from msh.engine import Event, InboundDecision, StatusAnswer, StoredInbound, receive
 from msh.engine.binding import refusal, reply_status, transmission_outcome
+from msh.engine.inbound import NO_SEQUENCE, SequenceState
 from msh.engine.intermediary import StoreForward, forward
 from msh.errors import ConfigurationError, EbmsError, EnvelopeError, SecurityError
 from msh.runtime.core import PARSE_ON_LOOP, Core
 from msh.runtime.executor import AfterCommit, Executor, RaceLost
 from msh.runtime.security import ReceiptVerdict
+from msh.runtime.sequences import sequence_of_header
 from msh.store.api import InboxState, OutboundKind, Transaction
 from msh.transport.asgi import server_fault
 from msh.transport.port import SOAP_CONTENT_TYPE, HttpReply
@@ -258,7 +260,8 @@ class InboundPipeline:
         if record is None:
             return None
         entry = tx.inbox_entry(record.id)
-        delivered = entry is not None and entry.state is not InboxState.NEW
+        # Handed to the application (not new, nor held back by MessageOrder, ebMS2 §9.1.1).
+        delivered = entry is not None and entry.state in (InboxState.DELIVERED_TO_APP, InboxState.ACKNOWLEDGED_BY_APP)
         return StoredInbound(record.message_id, record.ack_envelope, delivered, record.content_digest)
 
     def _status_answer(self, tx: Transaction, envelope: Envelope) -> StatusAnswer | None:
@@ -299,8 +302,13 @@ class InboundPipeline:
                     time_accuracy=self.core.settings.agreements.time_accuracy,
                 )
             duplicate = None
+            ordered = NO_SEQUENCE
             if header is not None and header.service.value != SERVICE_MSH:
                 duplicate = self._stored_inbound(tx, header.message_id)
+                if duplicate is None and envelope.message_order is not None:
+                    # ebMS2 §9: where its sequence stands (locked until the commit: one placement at a time).
+                    position = tx.order_position(sequence_of_header(header))
+                    ordered = SequenceState(position, self.core.settings.receiving.max_held_messages)
             return receive(
                 envelope,
                 check_result=inbound.result,
@@ -312,6 +320,7 @@ class InboundPipeline:
                 digest=inbound.digest,
                 next_id=self.core.ids,
                 relayed=inbound.relayed,
+                ordered=ordered,
             )
 
         def unit(tx: Transaction) -> tuple[InboundDecision, bytes | None, AfterCommit]:

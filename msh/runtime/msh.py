@@ -276,7 +276,7 @@ class Msh:
         return self._submitted(prepared, after)
 
     def _submitted(self, prepared: Prepared, after: AfterCommit) -> str:
-        if self.core.running and isinstance(prepared.body, bytes) and after.transmits:
+        if self.core.running and isinstance(prepared.body, bytes) and prepared.content_type and after.transmits:
             self.sender.keep_for_first_send(
                 prepared.message_id,
                 prepared.content_type,

@@ -4,6 +4,11 @@
 envelope (:mod:`msh.runtime.compose`), serialises it once (the bytes every transmission will send) and
 starts its sending machine; the unit of work it returns commits the message with its state and first timer
 before anything is transmitted. The bytes stay in memory for the first transmission when they are small.
+
+A message of a conversation whose agreement guarantees order (ebMS2 §9) gets its SequenceNumber in its unit
+of work (:func:`msh.engine.ordering.assign` on the conversation's counter, read and written in the same
+transaction), so it is composed, signed and serialised there; a new message of a sequence that broke is
+refused with :class:`~msh.errors.ConfigurationError` until the earlier ones are final.
 """
 
 from __future__ import annotations
@@ -19,10 +24,12 @@ from cpa.check import time_to_live_floor
 from cpa.resolve import SendingParameters
 from msh.ebms.envelope import serialise_envelope
 from msh.ebms.message import write_message
-from msh.engine import Reliability, Submit, step
+from msh.ebms.model import MessageOrder
+from msh.engine import OutboundState, Reliability, Submit, step
+from msh.engine.ordering import SequenceNotReady, assign
 from msh.engine.signals import party_text
 from msh.errors import ConfigurationError
-from msh.runtime.compose import Submission, compose
+from msh.runtime.compose import Composed, Submission, compose, is_ordered
 from msh.runtime.core import Core
 from msh.runtime.executor import AfterCommit, Executor
 from msh.store.api import Direction, Transaction
@@ -41,13 +48,14 @@ class Prepared:
 
     message_id: str
     params: SendingParameters
-    content_type: str
-    body: bytes | BinaryIO
+    content_type: str | None
+    """None (and ``body`` None) for a message in order, written by its unit of work."""
+    body: bytes | BinaryIO | None
     unit: Callable[[Transaction], AfterCommit]
     endpoint_url: str
 
     def close(self) -> None:
-        if not isinstance(self.body, bytes):
+        if self.body is not None and not isinstance(self.body, bytes):
             self.body.close()
 
 
@@ -93,22 +101,32 @@ class Submissions:
         return core.registry.resolve(found[0].cpaid, **common)
 
     def prepare(self, submission: Submission) -> Prepared:
-        """Resolve, compose and serialise a submission; its unit of work commits it (DESIGN.md §5.1)."""
+        """Resolve, compose and serialise a submission; its unit of work commits it (DESIGN.md §5.1). A
+        message of a conversation in order (ebMS2 §9) is composed, signed and serialised in its unit of work,
+        which gives it its SequenceNumber."""
         core = self.core
         now = core.clock()
         params = self.resolve(submission, now)
         sending = core.settings.sending
         message_id = core.ids()
-        composed = compose(
-            params,
-            submission,
-            message_id=message_id,
-            now=now,
-            conversation_id=submission.conversation_id or core.ids(),
-            content_id_domain=core.settings.identity.message_id_domain,
-            ack_default=sending.ack_requested,
-            duplicate_elimination_default=sending.duplicate_elimination,
-        )
+        conversation_id = submission.conversation_id or core.ids()
+        ordered = is_ordered(params)
+
+        def composed_with(order: MessageOrder | None) -> Composed:
+            return compose(
+                params,
+                submission,
+                message_id=message_id,
+                now=now,
+                conversation_id=conversation_id,
+                content_id_domain=core.settings.identity.message_id_domain,
+                ack_default=sending.ack_requested,
+                duplicate_elimination_default=sending.duplicate_elimination,
+                message_order=order,
+            )
+
+        # Composed now to check it (also for a message in order, whose number comes in its unit of work).
+        composed = composed_with(MessageOrder(0) if ordered else None)
         ttl = submission.time_to_live
         if ttl is not None and composed.ack_requested and params.retry_interval is not None:
             # ebMS2 §6.4.5: "For a reliably delivered message, TimeToLive MUST conform to: TimeToLive >
@@ -128,12 +146,68 @@ class Submissions:
             hop_ack=composed.hop_ack,
         )
         state, actions = step(None, Submit(message_id, reliability), now)
+        # ebMS2 §10: a route to the To party (through an intermediary) wins over the agreement's endpoint.
+        to_party = composed.envelope.message_header.to_party  # type: ignore[union-attr]
+        route = self.forwarding.route(to_party, params.cpaid, params.service, params.action)
+        endpoint_url = route.next_hop if route is not None else params.endpoint_url
+        written = None if ordered else self._write(params, composed)
+
+        def unit(tx: Transaction) -> AfterCommit:
+            after = AfterCommit()
+            number: int | None = None
+            if written is None:
+                # ebMS2 §9.1.1: the next SequenceNumber of the conversation, given in the transaction that
+                # commits the message (a message not committed takes none).
+                counter = tx.sequence_counter(params.cpaid, conversation_id)
+                waits = counter is not None and (counter.broken or counter.restarted)
+                under_way = tx.ordered_under_way(params.cpaid, conversation_id) if waits else 0
+                try:
+                    order, counter = assign(counter, under_way=under_way, conversation_id=conversation_id)
+                except SequenceNotReady as exc:
+                    raise ConfigurationError(str(exc)) from None
+                tx.set_sequence_counter(params.cpaid, conversation_id, counter)
+                number = order.sequence_number
+                content_type, body, signed, encrypted = self._write(params, composed_with(order))
+            else:
+                content_type, body, signed, encrypted = written
+            try:
+                self._commit(tx, body, state, params, conversation_id, endpoint_url, content_type, number)
+            finally:
+                if written is None and not isinstance(body, bytes):
+                    body.close()
+            tx.append_event(
+                at=now,
+                kind="submitted",
+                message_id=message_id,
+                direction=Direction.OUTBOUND,
+                detail={
+                    "cpaid": params.cpaid,
+                    "action": params.action,
+                    "to": party_text(*submission.to_party),
+                    "signed": signed,
+                    "encrypted": encrypted,
+                    **({} if number is None else {"sequenceNumber": number}),
+                },
+            )
+            # A new message has no timer to replace; with no runtime here, the serving process transmits it.
+            self.executor.apply_sending_actions(
+                tx, message_id, actions, now, after, queue_transmit=not core.running, fresh=True
+            )
+            return after
+
+        if written is None:
+            return Prepared(message_id, params, None, None, unit, endpoint_url)
+        return Prepared(message_id, params, written[0], written[1], unit, endpoint_url)
+
+    def _write(self, params: SendingParameters, composed: Composed) -> tuple[str, bytes | BinaryIO, bool, bool]:
+        """The message's Content-Type and bytes (in memory when small, else a spooled file the caller closes),
+        and whether it was signed and encrypted."""
         # ebMS2 §4.1.3, §4.1.4.5: signed (then encrypted) as the agreement says, before the bytes are stored,
         # so that every transmission sends the same signed message (DESIGN.md §5.1).
-        soap, attachments, signed, encrypted = core.security.seal(
+        soap, attachments, signed, encrypted = self.core.security.seal(
             params, serialise_envelope(composed.envelope), composed.attachments
         )
-        spool = tempfile.SpooledTemporaryFile(max_size=KEEP_FOR_FIRST_SEND)  # noqa: SIM115 (closed by Prepared.close)
+        spool = tempfile.SpooledTemporaryFile(max_size=KEEP_FOR_FIRST_SEND)  # noqa: SIM115 (closed by the caller)
         try:
             content_type = write_message(
                 spool,  # type: ignore[arg-type]
@@ -149,46 +223,32 @@ class Submissions:
             raise
         if small:
             spool.close()
-        conversation_id = composed.envelope.message_header.conversation_id  # type: ignore[union-attr]
-        # ebMS2 §10: a route to the To party (through an intermediary) wins over the agreement's endpoint.
-        to_party = composed.envelope.message_header.to_party  # type: ignore[union-attr]
-        route = self.forwarding.route(to_party, params.cpaid, params.service, params.action)
-        endpoint_url = route.next_hop if route is not None else params.endpoint_url
+        return content_type, body, signed, encrypted
 
-        def unit(tx: Transaction) -> AfterCommit:
-            after = AfterCommit()
-            if not isinstance(body, bytes):
-                body.seek(0)  # streamed to the store (again, if a lost transaction runs this unit twice)
-            blob = tx.put_blob(body)
-            tx.insert_outbound(
-                state=state,
-                cpaid=params.cpaid,
-                conversation_id=conversation_id,
-                service=params.service,
-                action=params.action,
-                from_party=party_text(params.from_party_ids[0].value, params.from_party_ids[0].type),
-                to_party=party_text(params.to_party_ids[0].value, params.to_party_ids[0].type),
-                endpoint_url=endpoint_url,
-                content_type=content_type,
-                body_blob_id=blob,
-            )
-            tx.append_event(
-                at=now,
-                kind="submitted",
-                message_id=message_id,
-                direction=Direction.OUTBOUND,
-                detail={
-                    "cpaid": params.cpaid,
-                    "action": params.action,
-                    "to": party_text(*submission.to_party),
-                    "signed": signed,
-                    "encrypted": encrypted,
-                },
-            )
-            # A new message has no timer to replace; with no runtime here, the serving process transmits it.
-            self.executor.apply_sending_actions(
-                tx, message_id, actions, now, after, queue_transmit=not core.running, fresh=True
-            )
-            return after
-
-        return Prepared(message_id, params, content_type, body, unit, endpoint_url)
+    def _commit(
+        self,
+        tx: Transaction,
+        body: bytes | BinaryIO,
+        state: OutboundState,
+        params: SendingParameters,
+        conversation_id: str,
+        endpoint_url: str,
+        content_type: str,
+        sequence_number: int | None,
+    ) -> None:
+        if not isinstance(body, bytes):
+            body.seek(0)  # streamed to the store (again, if a lost transaction runs this unit twice)
+        blob = tx.put_blob(body)
+        tx.insert_outbound(
+            state=state,
+            cpaid=params.cpaid,
+            conversation_id=conversation_id,
+            service=params.service,
+            action=params.action,
+            from_party=party_text(params.from_party_ids[0].value, params.from_party_ids[0].type),
+            to_party=party_text(params.to_party_ids[0].value, params.to_party_ids[0].type),
+            endpoint_url=endpoint_url,
+            content_type=content_type,
+            body_blob_id=blob,
+            sequence_number=sequence_number,
+        )

@@ -4,8 +4,10 @@ A timer is claimed with a lease (so two processes on one PostgreSQL database nev
 timers of a process that died are taken over when its leases run out), then fired in a unit of work of its
 own: a ``retry`` timer feeds :class:`~msh.engine.TimerDue` to the sending machine (resend, or give up), a
 ``transmit`` timer starts the first transmission of a message another process submitted (``msh send``
-while ``msh serve`` runs). The loop wakes at the next due time, and at least every ``timers.poll_interval``
-to see what other processes wrote; after a restart it simply finds what is due.
+while ``msh serve`` runs), an ``order-gap`` timer ends a received sequence's gap that stayed open too long
+(:meth:`msh.runtime.sequences.Sequences.close_gap`, ebMS2 §9.1.1). The loop wakes at the next due time, and
+at least every ``timers.poll_interval`` to see what other processes wrote; after a restart it simply finds
+what is due.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from msh.runtime.core import Core
 from msh.runtime.executor import AfterCommit, Executor
 from msh.runtime.sender import Sender
 from msh.store.api import Timer, TimerKind, Transaction
+from msh.store.order_port import sequence_of
 
 __all__ = ["TimerLoop"]
 
@@ -111,6 +114,12 @@ class TimerLoop:
                     )
                     return after
                 after.transmits.append((timer.message_id, stored.state.attempts))
+                return after
+            if timer.kind is TimerKind.ORDER_GAP:
+                key = sequence_of(timer.message_id)
+                if key is not None:
+                    # ebMS2 §9.1.1: a received sequence's gap stayed open too long.
+                    self.executor.sequences.close_gap(tx, key, core.clock(), after)
                 return after
             try:
                 self.executor.step_outbound(tx, timer.message_id, TimerDue(), core.clock(), after)

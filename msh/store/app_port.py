@@ -3,7 +3,7 @@
 :class:`AppPort` is a base of :class:`~msh.store.transaction.Transaction`: its public methods check their
 arguments and call the storage steps (the abstract ``_``-methods) each store implements.
 
-Exactly-once requests (seed 003 SOA-Rity)
+Exactly-once requests (SOA-Rity for HTTP)
     ``record_app_request`` inserts the pair's record; a Message-ID already recorded raises
     :class:`DuplicateKey` and writes nothing (the transaction stays usable), so two requests racing
     with one Message-ID never both do their work. ``purge_app_requests(before)`` forgets records created

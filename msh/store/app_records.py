@@ -1,14 +1,14 @@
 """Records of the application interfaces (:mod:`msh.api`) kept by the store (revision 0006).
 
 :class:`AppRequest`
-    An application's exactly-once request (seed 003 SOA-Rity, seed 001 Certified HTTP): its
+    An application's exactly-once request (SOA-Rity for HTTP, Certified HTTP): its
     ``Message-ID``/``MsgCreate`` pair, the application that sent it, a fingerprint of what it asked and
     the response it got, recorded in the transaction that did the work, so a repeat gets that response.
 :class:`InboxClaim`
     What an application did with an inbox entry beyond the inbox states: the lease of the application
     that took it (until when; in which batch), or its rejection to the dead-letter list with a reason.
 :class:`InboxBatch`
-    A batch of inbox entries fetched in one request (seed 000 HTTPR), confirmed in a later one.
+    A batch of inbox entries fetched in one request (the HTTPR specification), confirmed in a later one.
 :class:`InboxQuery`, :class:`AppInboxItem`
     A listing of the inbox for applications (filters, priorities, the TTL report) and its items.
 """
@@ -63,7 +63,7 @@ class InboxClaim:
 
 @dataclass(frozen=True, slots=True)
 class InboxBatch:
-    """A batch of inbox entries an application fetched in one request (seed 000 HTTPR)."""
+    """A batch of inbox entries an application fetched in one request (the HTTPR specification)."""
 
     batch_id: str
     application: str

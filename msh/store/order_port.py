@@ -5,16 +5,18 @@ arguments and call the storage steps (the abstract ``_``-methods) each store imp
 
 Sending
     ``sequence_counter(cpaid, conversation_id)`` / ``set_sequence_counter``: the next SequenceNumber of a
-    conversation we send in, and whether its sequence broke (the row is locked until the end of the
+    conversation we send in, and whether its sequence broke (the sequence is locked until the end of the
     transaction on PostgreSQL, so two processes never give one number twice); ``break_sequence`` marks it
     broken (one of its messages failed); ``ordered_under_way`` counts the conversation's messages with a
-    SequenceNumber that are not final (a broken sequence starts again only when none is).
+    SequenceNumber that are not final (a broken sequence starts again only when none is, and the message
+    after a restart's 0 waits for it the same way).
 Receiving
     A sequence is named by (CPAId, From party, ConversationId): ``order_position`` / ``set_order_position``
     keep the number the next message must have, how many are held and since when, whether it broke;
     ``held_entries`` lists the inbox entries held for their turn, each with its SequenceNumber, in the order
-    received; ``release_held`` offers one to the application (state ``new``), ``abandon_held`` ends it
-    (state ``abandoned``: never offered). A message is stored held by ``insert_inbound(hold=True)``.
+    received; ``release_held`` offers one to the application (state ``new``, entering the inbox then),
+    ``abandon_held`` ends it (state ``abandoned``: never offered). A message is stored held by
+    ``insert_inbound(hold=True)``.
 The gap timer
     One timer row of kind ``order-gap`` per sequence with held messages; its key (in the timer's
     ``message_id``) is :func:`sequence_key` of the sequence, read back by :func:`sequence_of`.
@@ -24,6 +26,8 @@ from __future__ import annotations
 
 import json
 from abc import ABC, abstractmethod
+from dataclasses import replace
+from datetime import datetime
 
 from msh.engine.ordering import OrderPosition, SequenceCounter
 from msh.store import records, rules
@@ -66,6 +70,7 @@ def _position(position: object) -> OrderPosition:
     if position.held < 0:
         raise ValueError(f"position.held must be 0 or more, got {position.held}")
     rules.aware("position.gap_since", position.gap_since)
+    rules.aware("position.offered_at", position.offered_at)
     return position
 
 
@@ -97,7 +102,7 @@ class OrderPort(ABC):
         """Mark the conversation's sequence broken (one of its messages failed); nothing when it has no counter."""
         counter = self.sequence_counter(cpaid, conversation_id)
         if counter is not None and not counter.broken:
-            self.set_sequence_counter(cpaid, conversation_id, SequenceCounter(counter.next_number, broken=True))
+            self.set_sequence_counter(cpaid, conversation_id, replace(counter, broken=True, restarted=False))
 
     def ordered_under_way(self, cpaid: str, conversation_id: str) -> int:
         """How many of the conversation's messages with a SequenceNumber (ours) are not final."""
@@ -121,22 +126,25 @@ class OrderPort(ABC):
         self._live()
         return self._held_entries(rules.sequence_key(key))
 
-    def release_held(self, entry_id: int) -> records.InboxEntry:
-        """Offer a held entry to the application (its turn has come): held -> new."""
-        return self._move_held(entry_id, records.InboxState.NEW)
+    def release_held(self, entry_id: int, offered_at: datetime) -> records.InboxEntry:
+        """Offer a held entry to the application (its turn has come): held -> new, entering the inbox
+        ``offered_at`` (its ``received_at``, by which the inbox orders what it offers)."""
+        return self._move_held(entry_id, records.InboxState.NEW, rules.required_aware("offered_at", offered_at))
 
     def abandon_held(self, entry_id: int) -> records.InboxEntry:
         """End a held entry that can never be presented in order: held -> abandoned (never offered)."""
         return self._move_held(entry_id, records.InboxState.ABANDONED)
 
-    def _move_held(self, entry_id: int, state: records.InboxState) -> records.InboxEntry:
+    def _move_held(
+        self, entry_id: int, state: records.InboxState, offered_at: datetime | None = None
+    ) -> records.InboxEntry:
         self._writable()
         entry = self._inbox_entry(entry_id, for_update=True)
         if entry is None:
             raise UnknownMessage(entry_id, "inbox entry")
         if entry.state is not records.InboxState.HELD:
             raise ValueError(f"inbox entry {entry_id} is {entry.state.value}, not held")
-        moved = records.InboxEntry(entry.id, entry.message_id, state, entry.received_at, None, None)
+        moved = records.InboxEntry(entry.id, entry.message_id, state, offered_at or entry.received_at, None, None)
         self._set_inbox_entry(moved)
         return moved
 

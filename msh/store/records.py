@@ -166,7 +166,9 @@ class InboxEntry:
     """A received message as the receiving application sees it (DESIGN.md §5.3).
 
     ``id`` is the stored copy's :attr:`InboundMessage.id`: without DuplicateElimination one MessageId can
-    have several entries, each delivered once.
+    have several entries, each delivered once. ``received_at`` is when the message entered the inbox: when
+    it was received, or, for a message held for its turn in a sequence (MessageOrder, ebMS2 §9.1.1), when
+    its turn came (the inbox offers entries in this order; the stored copy keeps the time it was received).
     """
 
     id: int

@@ -250,15 +250,28 @@ def with_kind(state: OutboundState, kind: OutboundKind) -> OutboundState:
 # ----------------------------------------------------------------------------------------------- records
 
 
-def new_entry(record: InboundMessage, *, hold: bool = False) -> InboxEntry:
-    """The inbox entry of a stored copy, written with it (DESIGN.md §5.3): new, as received, or ``hold``:
-    held until its turn in its sequence comes (ebMS2 §9.1.1)."""
+def new_entry(record: InboundMessage, *, hold: bool = False, offered_at: datetime | None = None) -> InboxEntry:
+    """The inbox entry of a stored copy, written with it (DESIGN.md §5.3): new, as received (or entering the
+    inbox ``offered_at``), or ``hold``: held until its turn in its sequence comes (ebMS2 §9.1.1)."""
     state = InboxState.HELD if hold else InboxState.NEW
-    return InboxEntry(record.id, record.message_id, state, record.received_at, None, None)
+    return InboxEntry(record.id, record.message_id, state, offered_at or record.received_at, None, None)
+
+
+def _not_offered(entry: InboxEntry) -> str:
+    if entry.state is InboxState.HELD:
+        why = "its turn in its sequence has not come (MessageOrder, ebMS2 §9.1.1); it is offered once the messages "
+        return f"inbox entry {entry.id} is held: {why}before it have been"
+    return (
+        f"inbox entry {entry.id} was abandoned: a message before it in its sequence never arrived (ebMS2 §9); it is "
+        "never offered"
+    )
 
 
 def delivered(entry: InboxEntry, at: datetime) -> InboxEntry:
-    """The application has been given the message: new -> delivered-to-app; any other entry unchanged."""
+    """The application has been given the message: new -> delivered-to-app; any other entry unchanged.
+    ``ValueError`` for an entry the application may not be given (held or abandoned: ebMS2 §9.1.1)."""
+    if not entry.state.offered:
+        raise ValueError(_not_offered(entry))
     if entry.state is not InboxState.NEW:
         return entry
     return replace(entry, state=InboxState.DELIVERED_TO_APP, delivered_at=at)
@@ -271,10 +284,7 @@ def acknowledged(entry: InboxEntry, at: datetime) -> InboxEntry:
     if entry.state is InboxState.ACKNOWLEDGED_BY_APP:
         return entry
     if not entry.state.offered:
-        raise ValueError(
-            f"inbox entry {entry.id} is {entry.state.value}: it was never offered to the application (its turn in "
-            "its sequence has not come, ebMS2 §9.1.1)"
-        )
+        raise ValueError(_not_offered(entry))
     return replace(
         entry,
         state=InboxState.ACKNOWLEDGED_BY_APP,

@@ -308,6 +308,7 @@ sequence_counters = Table(
     Column("conversation_id", Text, primary_key=True),
     Column("next_number", Integer, nullable=False),
     Column("broken", Boolean, nullable=False),
+    Column("restarted", Boolean, nullable=False),
 )
 
 # ... and where each sequence we receive stands (msh.engine.ordering.OrderPosition).
@@ -321,6 +322,7 @@ order_positions = Table(
     Column("held", Integer, nullable=False),
     Column("gap_since", UtcDateTime, nullable=True),
     Column("broken", Boolean, nullable=False),
+    Column("offered_at", UtcDateTime, nullable=True),
 )
 
 timers = Table(

@@ -273,12 +273,14 @@ class Transaction(JournalSteps, AppPort, OrderPort):
         content_digest: str | None = None,
         hold: bool = False,
         sequence_number: int | None = None,
+        offered_at: datetime | None = None,
     ) -> records.InboundMessage:
         """Record a received message and, with ``deliver``, its inbox entry in the same transaction
         (DESIGN.md §5.2, §5.3); ``ack_envelope`` is the Acknowledgment about to be sent (ebMS2 §6.5.3),
         ``content_digest`` the digest of its content (kept as given, never compared here); ``hold``: its inbox
-        entry is held until its turn in its sequence comes (ebMS2 §9.1.1; ``deliver`` must be False), and
-        ``sequence_number`` is its SequenceNumber.
+        entry is held until its turn in its sequence comes (ebMS2 §9.1.1; ``deliver`` must be False),
+        ``sequence_number`` is its SequenceNumber, and ``offered_at`` when its inbox entry is offered (its
+        ``received_at``; default: when received).
 
         With ``duplicate_elimination`` the record is the MessageId's duplicate-elimination record:
         :class:`DuplicateMessage` if one is already stored (nothing is written, the transaction stays
@@ -320,7 +322,8 @@ class Transaction(JournalSteps, AppPort, OrderPort):
         self._facts.setdefault((message_id, records.Direction.INBOUND), journal.facts_of_inbound(record, size))
         if deliver or hold:
             # DESIGN.md §5.3: the inbox entry is written in the duplicate-elimination record's transaction.
-            self._add_inbox_entry(rules.new_entry(record, hold=hold))
+            offered = rules.aware("offered_at", offered_at)
+            self._add_inbox_entry(rules.new_entry(record, hold=hold, offered_at=offered))
         return record
 
     def increment_duplicate(self, message_id: str, at: datetime) -> int:

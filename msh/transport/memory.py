@@ -34,7 +34,8 @@ class NetworkFaults:
     an endpoint URL in ``down`` refuses connections; ``lose_requests_to`` / ``lose_answers_from`` map an
     endpoint URL to the probability of losing a request to it / an answer from it (one hop of a path);
     ``tamper``, when set, is a man in the middle: it gets each request's URL and body and returns the
-    body delivered (a test of what message security detects)."""
+    body delivered (a test of what message security detects); ``drop``, when set, loses every request for
+    which it returns True (given the URL and body: a particular message that never arrives)."""
 
     lose_requests: float = 0.0
     lose_answers: float = 0.0
@@ -46,6 +47,7 @@ class NetworkFaults:
     reorder: bool = False
     down: set[str] = field(default_factory=set)
     tamper: Callable[[str, bytes], bytes] | None = None
+    drop: Callable[[str, bytes], bool] | None = None
 
 
 @dataclass
@@ -164,7 +166,8 @@ class MemoryNetwork:
             self.stats["refused"] += 1
             delivery.future.set_exception(TransportFailure(f"connection refused ({request.url})", transmitted=False))
             return
-        if self._lose("requests", request.url):
+        dropped = self.faults.drop is not None and self.faults.drop(request.url, request.body)
+        if dropped or self._lose("requests", request.url):
             self.stats["requests-lost"] += 1
             delivery.future.set_exception(TransportFailure(f"the request to {request.url} was lost"))
             return

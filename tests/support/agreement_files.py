@@ -102,4 +102,16 @@ def built_agreements() -> dict[str, bytes]:
         "signature-template-bare-key-info": with_signature(signature_template(key_info="<ds:KeyInfo/>")),
         "month-durations-and-template": with_signature(signature_template(), with_month_durations()),
         "without-optional-parts": without_optional_parts(),
+        "message-order": with_message_order(),
     }
+
+
+def with_message_order(data: bytes | None = None) -> bytes:
+    """The agreement with message order guaranteed on the business channels (MessageOrderSemantics
+    Guaranteed, CPP/A 2.0 §8.4.38) and, as ebMS2 §9.1 requires with it, no SyncReply (syncReplyMode none:
+    acknowledgments come back asynchronously); acknowledgments and duplicate elimination are already
+    always asked for."""
+    data = demo_bytes() if data is None else data
+    assert data.count(b">NotGuaranteed<") == 4 and data.count(b'tp:syncReplyMode="mshSignalsOnly"') == 2
+    data = data.replace(b">NotGuaranteed<", b">Guaranteed<")
+    return data.replace(b'tp:syncReplyMode="mshSignalsOnly"', b'tp:syncReplyMode="none"')

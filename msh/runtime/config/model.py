@@ -348,7 +348,10 @@ class ReceivingSettings(Section):
 
     ``accept_unterminated_packages`` (lenient mode only) accepts a MIME package that ends without its
     closing delimiter, whose last payload may be cut short: off by default, for a partner known to send
-    such packages."""
+    such packages. ``max_held_messages`` bounds the messages of one conversation held for their turn
+    (MessageOrder, ebMS2 §9.1.1: "the implementation defined limit for saved out-of-sequence messages"), and
+    ``order_gap_grace`` how long past the sender's retries a missing one is still waited for (a sender under
+    load retries late; abandoning held messages too early is worse than telling the sender late)."""
 
     section: ClassVar[str] = "receiving"
 
@@ -361,6 +364,24 @@ class ReceivingSettings(Section):
         metadata=setting(
             meaning="lenient mode only: accept a MIME package without its closing delimiter (its last payload may "
             "be cut short; refused with MimeProblem otherwise)",
+        ),
+    )
+    max_held_messages: int = field(
+        default=1000,
+        metadata=setting(
+            "write a number of messages, e.g. 1000",
+            check=rules.at_least_one,
+            meaning="MessageOrder: the most messages kept waiting for a lower SequenceNumber in one conversation; "
+            "the next is refused with DeliveryFailure and the sequence broken (ebMS2 §9.1.1)",
+        ),
+    )
+    order_gap_grace: timedelta = field(
+        default=timedelta(minutes=1),
+        metadata=setting(
+            _DURATION.format("PT1M", 60),
+            check=rules.not_negative,
+            meaning="MessageOrder: how much longer than the sender's retries take ((Retries + 1) x RetryInterval) "
+            "held messages wait for a missing one before they are abandoned with a DeliveryFailure",
         ),
     )
 

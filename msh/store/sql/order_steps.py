@@ -1,15 +1,17 @@
 """The SQL store's storage steps for MessageOrder (:mod:`msh.store.order_port`), in SQLAlchemy Core.
 
-A sequence's record is read ``FOR UPDATE`` on PostgreSQL (SQLite serialises writers anyway), so two
-processes never give one SequenceNumber twice nor place two messages of one sequence at once; writes are
-upserts on the primary key.
+On PostgreSQL a writing transaction takes a transaction-scoped advisory lock named after the sequence before
+it reads the sequence's record (SQLite serialises writers anyway): two processes never give one
+SequenceNumber twice nor place two messages of one sequence at once, also when the record does not exist yet
+(a row lock cannot guard a row that is not there). Writes are upserts on the primary key.
 """
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
-from sqlalchemy import and_, func, select
+from sqlalchemy import and_, func, select, text
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import Connection
 
@@ -42,13 +44,19 @@ class SqlOrderSteps:
         changed = {k: v for k, v in values.items() if k not in keys}
         self._conn.execute(statement.on_conflict_do_update(index_elements=keys, set_=changed))
 
+    def _lock_sequence(self, *key: str) -> None:
+        if self._postgres and not self._readonly:
+            name = json.dumps(["sequence", *key], separators=(",", ":"))
+            self._conn.execute(text("SELECT pg_advisory_xact_lock(hashtextextended(:name, 0))"), {"name": name})
+
     def _sequence_counter(self, cpaid: str, conversation_id: str) -> SequenceCounter | None:
         t = sequence_counters
+        self._lock_sequence("sending", cpaid, conversation_id)
         statement = select(t).where(t.c.cpaid == cpaid, t.c.conversation_id == conversation_id)
-        if self._postgres and not self._readonly:
-            statement = statement.with_for_update()
         row = self._conn.execute(statement).mappings().first()
-        return None if row is None else SequenceCounter(int(row["next_number"]), bool(row["broken"]))
+        if row is None:
+            return None
+        return SequenceCounter(int(row["next_number"]), bool(row["broken"]), bool(row["restarted"]))
 
     def _set_sequence_counter(self, cpaid: str, conversation_id: str, counter: SequenceCounter) -> None:
         values: dict[str, object] = {
@@ -56,6 +64,7 @@ class SqlOrderSteps:
             "conversation_id": conversation_id,
             "next_number": counter.next_number,
             "broken": counter.broken,
+            "restarted": counter.restarted,
         }
         self._upsert(sequence_counters, ["cpaid", "conversation_id"], values)
 
@@ -73,17 +82,20 @@ class SqlOrderSteps:
     def _order_position(self, key: SequenceKey) -> OrderPosition | None:
         t = order_positions
         cpaid, from_party, conversation_id = key
+        self._lock_sequence("receiving", cpaid, from_party, conversation_id)
         statement = select(t).where(
             t.c.cpaid == cpaid, t.c.from_party == from_party, t.c.conversation_id == conversation_id
         )
-        if self._postgres and not self._readonly:
-            statement = statement.with_for_update()
         row = self._conn.execute(statement).mappings().first()
         if row is None:
             return None
         number = row["next_number"]
         return OrderPosition(
-            None if number is None else int(number), int(row["held"]), row["gap_since"], bool(row["broken"])
+            None if number is None else int(number),
+            int(row["held"]),
+            row["gap_since"],
+            bool(row["broken"]),
+            row["offered_at"],
         )
 
     def _set_order_position(self, key: SequenceKey, position: OrderPosition) -> None:
@@ -96,6 +108,7 @@ class SqlOrderSteps:
             "held": position.held,
             "gap_since": position.gap_since,
             "broken": position.broken,
+            "offered_at": position.offered_at,
         }
         self._upsert(order_positions, ["cpaid", "from_party", "conversation_id"], values)
 

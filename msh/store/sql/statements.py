@@ -67,7 +67,7 @@ BLOB_SIZE_KEYS: Final = ("size", "chunk_count")
 CHUNK_KEYS: Final = ("blob_id", "seq", "data")
 STATE_UPDATE_KEYS: Final = (*OUTBOUND_STATE_COLUMNS[1:], "updated_at")
 REPLACE_KEYS: Final = (*STATE_UPDATE_KEYS, "body_blob_id", "content_type", "endpoint_url")
-INBOX_UPDATE_KEYS: Final = ("state", "delivered_at", "acknowledged_at")
+INBOX_UPDATE_KEYS: Final = ("state", "received_at", "delivered_at", "acknowledged_at")
 TIMER_KEYS: Final = ("message_id", "kind", "due_at", "created_at")
 EVENT_KEYS: Final = (
     "at",

@@ -1,4 +1,4 @@
-"""Pull in batches (seed 000 HTTPR): fetch a batch, confirm it in the next request; a batch whose
+"""Pull in batches (the HTTPR specification): fetch a batch, confirm it in the next request; a batch whose
 confirmation was lost is resolved by asking, never by guessing."""
 
 from __future__ import annotations

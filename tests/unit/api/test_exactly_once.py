@@ -1,4 +1,4 @@
-"""Exactly-once submission through REST (seed 003 SOA-Rity, seed 001 Certified HTTP): every rule, on the
+"""Exactly-once submission through REST (SOA-Rity for HTTP, Certified HTTP): every rule, on the
 test network with its fake clock."""
 
 from __future__ import annotations

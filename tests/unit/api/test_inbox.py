@@ -1,11 +1,13 @@
-"""The inbox through REST (seed 001's confirmation by DELETE, seed 002's release and reject): leases and
-their expiry on the fake clock, browsing, filters, priorities, the TTL report and long polls."""
+"""The inbox through REST (Certified HTTP's confirmation by DELETE, the AMQP 1.0 broker-behaviour paper's
+release and reject): leases and their expiry on the fake clock, browsing, filters, priorities, the TTL report
+and long polls."""
 
 from __future__ import annotations
 
 import asyncio
 import base64
 
+from tests.support.store import add_inbound
 from tests.unit.api.conftest import ACTION, AUTH, OTHER, PARTY_B, SERVICE, Apis, on_apis, order
 
 INBOX = "/api/inbox"
@@ -211,5 +213,33 @@ def test_the_status_of_a_sent_message() -> None:
             Submission((PARTY_B["partyId"], PARTY_B["type"]), SERVICE, ACTION, (Payload(b"<o/>", "application/xml"),))
         )
         assert (await t.api_a.get(f"/api/messages/{own}", headers=OTHER)).status_code == 200
+
+    on_apis(scenario)
+
+
+def test_a_message_held_for_its_turn_is_listed_as_held_and_never_given_to_the_application() -> None:
+    # ebMS2 §9.1.1: "A MSH that receives a message with a SequenceNumber element MUST NOT pass the message to an
+    # application until all the messages with a lower SequenceNumber have been passed to the application."
+    async def scenario(t: Apis) -> None:
+        with t.b.store.transaction() as tx:
+            held = add_inbound(tx, "held@x", deliver=False, hold=True, sequence_number=2).id
+            gone = add_inbound(tx, "gone@x", deliver=False, hold=True, sequence_number=3).id
+            tx.abandon_held(gone)
+        assert await _available(t) == []
+        listed = (await t.api_b.get(INBOX, params={"view": "held"}, headers=AUTH)).json()["items"]
+        assert sorted((i["id"], i["state"]) for i in listed) == sorted([(held, "held"), (gone, "abandoned")])
+        for method, path, params, body in (
+            ("GET", f"{INBOX}/{held}", {}, None),
+            ("GET", f"{INBOX}/{held}", {"browse": "true"}, None),
+            ("DELETE", f"{INBOX}/{held}", {}, None),
+            ("POST", f"{INBOX}/{held}/release", {}, None),
+            ("POST", f"{INBOX}/{held}/reject", {}, {"reason": "x"}),
+        ):
+            r = await t.api_b.request(method, path, params=params, json=body, headers=AUTH)
+            assert (r.status_code, r.json()["type"].rsplit("/", 1)[-1]) == (409, "held"), (method, path)
+        r = await t.api_b.get(f"{INBOX}/{gone}", headers=AUTH)
+        assert (r.status_code, r.json()["type"].rsplit("/", 1)[-1]) == (410, "abandoned")
+        with t.b.store.transaction(readonly=True) as tx:
+            assert tx.inbox_entry(held).state.value == "held"  # type: ignore[union-attr]
 
     on_apis(scenario)

@@ -359,3 +359,33 @@ def test_inbox_lists_what_waits_for_the_application_and_take_reports_in_json(
     ]
     assert main(["inbox", "--config", PARTY_B_CONFIG]) == 0
     assert capsys.readouterr().out.strip() == "0 message(s)"
+
+
+def test_inbox_says_how_many_are_held_for_their_turn_and_held_lists_them(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # ebMS2 §9.1.1: a message held for its turn is not passed to the application (not listed as waiting, never
+    # taken), but the operator sees it.
+    from msh.store import open_store
+    from tests.support.store import add_inbound
+
+    store = tmp_path / "b" / "party-b.sqlite"
+    _receive(store, "new@party-a.example", b"<order n='1'/>")
+    with open_store(str(store)) as opened, opened.transaction() as tx:
+        add_inbound(tx, "held@party-a.example", deliver=False, hold=True, sequence_number=5)
+        gone = add_inbound(tx, "gone@party-a.example", deliver=False, hold=True, sequence_number=6)
+        tx.abandon_held(gone.id)
+    monkeypatch.setenv("MSH_STORE_URL", str(store))
+    assert main(["inbox", "--config", PARTY_B_CONFIG]) == 0
+    out = capsys.readouterr().out
+    assert "new@party-a.example" in out and "held@party-a.example" not in out
+    assert "1 more held for their turn" in out and "msh inbox --held" in out
+    assert main(["inbox", "--config", PARTY_B_CONFIG, "--held", "--json"]) == 0
+    listed = json.loads(capsys.readouterr().out)
+    assert sorted((e["messageId"], e["state"]) for e in listed) == [
+        ("gone@party-a.example", "abandoned"),
+        ("held@party-a.example", "held"),
+    ]
+    taken = tmp_path / "taken"
+    assert main(["inbox", "--config", PARTY_B_CONFIG, "--take", str(taken)]) == 0
+    assert sorted(p.name for p in taken.iterdir()) == ["new@party-a.example"]

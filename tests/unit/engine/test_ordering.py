@@ -29,6 +29,7 @@ from msh.errors import ErrorCode, Severity
 from tests.support.cpa_factory import NOW, channel, make_cpa, make_envelope
 
 RESET, CONTINUE = SequenceStatus.RESET, SequenceStatus.CONTINUE
+WINDOW = XsDuration.parse("PT40M")
 
 
 def mo(n: int, status: SequenceStatus = CONTINUE) -> m.MessageOrder:
@@ -67,7 +68,17 @@ def test_a_broken_sequence_starts_again_only_when_everything_sent_is_accounted_f
     with pytest.raises(SequenceNotReady, match="2 message"):
         assign(broken, under_way=2, conversation_id="c")
     order, counter = assign(broken, under_way=0, conversation_id="c")
-    assert order == mo(0, RESET) and counter == SequenceCounter(1)
+    assert order == mo(0, RESET) and counter == SequenceCounter(1, restarted=True)
+
+
+def test_after_a_restart_the_next_message_waits_for_the_reset_to_be_final() -> None:
+    # A decision the specification leaves open (msh.engine.ordering): the receiver could not tell the new
+    # sequence's 1 from the old one's numbers before the new Reset came, so 1 waits for 0 to be final.
+    restarted = SequenceCounter(1, restarted=True)
+    with pytest.raises(SequenceNotReady, match="not yet acknowledged"):
+        assign(restarted, under_way=1, conversation_id="c")
+    order, counter = assign(restarted, under_way=0, conversation_id="c")
+    assert order == mo(1) and counter == SequenceCounter(2)
 
 
 # --- the receiver (§9.1.1) --------------------------------------------------------------------------------
@@ -77,13 +88,16 @@ def test_the_expected_number_is_delivered_a_later_one_held_an_earlier_one_refuse
     # ebMS2 §9.1.1: "A MSH that receives a message with a SequenceNumber element MUST NOT pass the message to an
     # application until all the messages with a lower SequenceNumber have been passed to the application."
     first = place(None, mo(0, RESET), now=NOW, max_held=10)
-    assert first.placement is Placement.DELIVER and first.position == OrderPosition(1)
+    assert first.placement is Placement.DELIVER and first.position == OrderPosition(1, offered_at=NOW)
     ahead = place(first.position, mo(3), now=NOW, max_held=10)
-    assert ahead.placement is Placement.HOLD and ahead.position == OrderPosition(1, held=1, gap_since=NOW)
+    assert ahead.placement is Placement.HOLD
+    assert ahead.position == OrderPosition(1, held=1, gap_since=NOW, offered_at=NOW)
     later = place(ahead.position, mo(2), now=NOW + timedelta(seconds=5), max_held=10)
     assert later.position.gap_since == NOW and later.position.held == 2  # the gap is as old as its first hold
     due = place(later.position, mo(1), now=NOW, max_held=10)
     assert due.placement is Placement.DELIVER and due.position.next_number == 2
+    # Received within the clock tick of 0, 1 still enters the inbox after it (the inbox offers in that order).
+    assert due.offered_at == NOW + timedelta(microseconds=1)
     used = place(OrderPosition(5), mo(3), now=NOW, max_held=10)
     assert used.placement is Placement.REFUSE and used.issue is not None
     assert (used.issue.error_code, used.issue.location) == (
@@ -99,9 +113,17 @@ def test_ahead_and_behind_are_judged_across_the_wraparound() -> None:
 
 
 def test_a_reset_starts_a_new_sequence_and_abandons_what_the_old_one_held() -> None:
-    # ebMS2 §9.1.1 cases 1 and 2 take SequenceNumber 0 with Reset.
+    # ebMS2 §9.1.1 cases 1 and 2 take SequenceNumber 0 with Reset. Case 2, "First message after resetting":
+    # the old sequence's held messages can never be presented.
     placed = place(OrderPosition(4, held=2, gap_since=NOW), mo(0, RESET), now=NOW, max_held=10)
-    assert placed.placement is Placement.DELIVER and placed.abandon and placed.position == OrderPosition(1)
+    assert placed.placement is Placement.DELIVER and placed.abandon
+    assert placed.position == OrderPosition(1, offered_at=NOW)
+    # Case 1, "First message ... within the conversation": what came before it is its sequence's, held for it.
+    early = place(None, mo(2), now=NOW, max_held=10)
+    assert early.placement is Placement.HOLD
+    first = place(early.position, mo(0, RESET), now=NOW, max_held=10)
+    assert first.placement is Placement.DELIVER and not first.abandon
+    assert first.position == OrderPosition(1, held=1, gap_since=NOW, offered_at=NOW)
     wrong = place(OrderPosition(4), mo(3, RESET), now=NOW, max_held=10)
     assert wrong.placement is Placement.REFUSE and wrong.issue is not None
     assert wrong.issue.error_code is ErrorCode.INCONSISTENT
@@ -162,7 +184,9 @@ def decide(env: m.Envelope, position: OrderPosition | None) -> list[object]:
 def test_a_message_whose_turn_has_come_is_delivered_and_releases_its_successors() -> None:
     store, keep, reply = decide(ordered(1), OrderPosition(1, held=2, gap_since=NOW))
     assert isinstance(store, StoreInbound) and store.deliver and not store.hold and store.sequence_number == 1
-    assert keep == KeepOrder(OrderPosition(2, held=2, gap_since=NOW), release=True)
+    # The gap window is the sender's retries: (Retries 3 + 1) x RetryInterval PT10M (ebMS2 §6.4.5).
+    assert keep == KeepOrder(OrderPosition(2, held=2, gap_since=NOW, offered_at=NOW), release=True, gap_window=WINDOW)
+    assert store.offered_at == NOW
     assert isinstance(reply, (ReplySync, SendAsync))  # acknowledged as usual
 
 
@@ -170,7 +194,7 @@ def test_a_message_ahead_of_its_turn_is_stored_acknowledged_and_held() -> None:
     # ebMS2 §6.5.3: the Acknowledgment once it is "safely stored"; §9.1.1: not passed to the application yet.
     store, keep, reply = decide(ordered(4), OrderPosition(1))
     assert isinstance(store, StoreInbound) and store.hold and not store.deliver and store.record_ack is not None
-    assert keep == KeepOrder(OrderPosition(1, held=1, gap_since=NOW))
+    assert keep == KeepOrder(OrderPosition(1, held=1, gap_since=NOW), gap_window=WINDOW)
     assert isinstance(reply, (ReplySync, SendAsync))
 
 

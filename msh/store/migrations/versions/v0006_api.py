@@ -4,11 +4,11 @@ Revision ID: 0006
 Revises: 0005
 Create Date: 2026-11-25
 
-``app_requests`` keeps each exactly-once request an application made (seed 003 SOA-Rity): its Message-ID,
+``app_requests`` keeps each exactly-once request an application made (SOA-Rity for HTTP): its Message-ID,
 MsgCreate, the application, a fingerprint of the request and the response it got, written in the
 transaction that did the work. ``inbox_claims`` keeps, per inbox entry, the lease of the application that
 took it (and the batch it came in) or its rejection to the dead-letter list with a reason.
-``inbox_batches`` keeps the batches fetched in one request (seed 000 HTTPR) and when each was confirmed;
+``inbox_batches`` keeps the batches fetched in one request (the HTTPR specification) and when each was confirmed;
 ``app_cursors`` how far each reader of the journal (a webhook) has got.
 Existing rows are untouched; downgrade drops the three tables (what they held is lost: applications then
 cannot repeat their requests, and leased or rejected entries are offered again).

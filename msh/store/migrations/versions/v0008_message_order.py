@@ -9,7 +9,8 @@ Create Date: 2026-11-28
   received ones are indexed by their sequence (CPAId, From party, ConversationId, number).
 * ``sequence_counters``: the next SequenceNumber of each conversation we send in with MessageOrder, and
   whether its sequence broke; ``order_positions``: where each sequence we receive stands (the number the
-  next message must have, how many are held and since when, whether it broke).
+  next message must have, how many are held and since when, whether it broke, when its last message was
+  offered to the application).
 * An inbox entry may now be ``held`` (stored and acknowledged, not yet offered: its turn has not come) or
   ``abandoned`` (never offered: a message before it never arrived). The state's check constraint of
   revision 0001 was named twice over (``ck_inbox_ck_inbox_state``); the new one gets the name the naming
@@ -77,6 +78,7 @@ def upgrade() -> None:
         sa.Column("conversation_id", sa.Text(), nullable=False),
         sa.Column("next_number", sa.Integer(), nullable=False),
         sa.Column("broken", sa.Boolean(), nullable=False),
+        sa.Column("restarted", sa.Boolean(), nullable=False),
         sa.PrimaryKeyConstraint("cpaid", "conversation_id", name=op.f("pk_sequence_counters")),
     )
     op.create_table(
@@ -88,6 +90,7 @@ def upgrade() -> None:
         sa.Column("held", sa.Integer(), nullable=False),
         sa.Column("gap_since", _TIME, nullable=True),
         sa.Column("broken", sa.Boolean(), nullable=False),
+        sa.Column("offered_at", _TIME, nullable=True),
         sa.PrimaryKeyConstraint("cpaid", "from_party", "conversation_id", name=op.f("pk_order_positions")),
     )
 
