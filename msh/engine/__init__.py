@@ -15,9 +15,11 @@ from msh.engine.inbound import (
     ConflictingDuplicate,
     Discard,
     EndpointRef,
+    Held,
     InboundAction,
     InboundDecision,
     OutboundEvent,
+    QueriedMessage,
     RecordAcknowledgment,
     Reject,
     ReplySync,
@@ -32,7 +34,7 @@ from msh.engine.inbound import (
 )
 from msh.engine.outcomes import STATUSES, Evidence, StatusDefinition
 from msh.engine.receiving import BUSINESS_RULES, InboundOutcome, receive
-from msh.engine.replies import acknowledgment_message, pong_message, status_response_message
+from msh.engine.replies import acknowledgment_message, pong_message, status_answer, status_response_message
 from msh.engine.sending import (
     DEFAULT_ACK_WAIT,
     TRANSITIONS,
@@ -83,6 +85,7 @@ __all__ = [
     "Event",
     "Evidence",
     "GiveUp",
+    "Held",
     "InboundAction",
     "InboundDecision",
     "InboundOutcome",
@@ -93,6 +96,7 @@ __all__ = [
     "OutboundEvent",
     "OutboundState",
     "OutboundStatus",
+    "QueriedMessage",
     "RecordAcknowledgment",
     "Reject",
     "Reliability",
@@ -124,6 +128,7 @@ __all__ = [
     "pong_message",
     "receive",
     "state_diagram",
+    "status_answer",
     "status_response_message",
     "step",
 ]
