@@ -47,9 +47,25 @@ def _next(stored: OutboundMessage) -> tuple[str, datetime] | None:
 
 
 def _attempt_line(a: Attempt) -> str:
-    if not a.finished and a.url is None and not a.errors:
-        return f"transmission {a.number}: started {when(a.at) if a.at else ''}, no outcome yet".rstrip()
     head = f"transmission {a.number}" + (f" at {when(a.at)}" if a.at else "")
+    if a.status_request is not None:
+        # ebMS2 §7: the partner was asked for the message's status in place of this resend.
+        asked = "asked the partner for its status first (StatusRequest)"
+        if a.status_request == "asked":
+            return f"{head}: {asked}, no answer yet"
+        if not a.resent:
+            if a.error is not None:
+                consequence = "the partner is still unreachable: counts as a failed resend"
+            elif a.status_request.endswith((" Received", " Processed")):
+                consequence = "not resent: the partner has it (ebMS2 §7.3.3)"
+            else:
+                consequence = "the resend is due"
+            return f"{head}: {asked}: {a.status_request}; {consequence}"
+        head = f"{head}: {asked}: {a.status_request}; resent"
+        if not a.finished and a.url is None:
+            return f"{head}, no outcome yet"
+    elif not a.finished and a.url is None and not a.errors:
+        return f"transmission {a.number}: started {when(a.at) if a.at else ''}, no outcome yet".rstrip()
     if a.error is not None:
         body = f"failed: {a.error}"
     elif a.http_status is not None:
@@ -126,6 +142,8 @@ def _status_json(stored: OutboundMessage, attempts: list[Attempt]) -> dict[str, 
                 "httpStatus": a.http_status,
                 "error": a.error,
                 "answer": a.answer,
+                "statusRequest": a.status_request,
+                "resent": a.resent,
                 "errors": [
                     {
                         "errorCode": e.error_code,

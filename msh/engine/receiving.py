@@ -535,16 +535,16 @@ def _signal(
         reply = status_response_message(envelope, status=answer, message_id=new_message_id, now=now)
         actions.append(_reply(reply, sync))
     elif action in (ACTION_PONG, ACTION_STATUS_RESPONSE):
+        ref = header.message_data.ref_to_message_id
+        # ebMS2 §8.2, §7.1.2: the answer to a Ping or StatusRequest we sent (whoever asked is told first).
+        actions.append(SignalReceived(action, ref, envelope))
         response = envelope.status_response
         if action == ACTION_STATUS_RESPONSE and response is not None:
             # ebMS2 §7.3.1, §7.3.3: the status of our message RefToMessageId, for its sending machine.
             reported = StatusReported(response.message_status)
-            ref = header.message_data.ref_to_message_id
             actions.append(
                 OutboundEvent(response.ref_to_message_id, reported, header.from_party, header.cpa_id, in_reply_to=ref)
             )
-        # ebMS2 §8.2, §7.1.2: the answer to a Ping or StatusRequest we sent.
-        actions.append(SignalReceived(action, header.message_data.ref_to_message_id, envelope))
     elif not actions:
         actions.append(Discard(f"MSH signal {action!r} carries nothing to act on"))
     return InboundDecision(tuple(actions), issues)

@@ -2,7 +2,8 @@
 
 A timer is claimed with a lease (so two processes on one PostgreSQL database never fire it both, and the
 timers of a process that died are taken over when its leases run out), then fired in a unit of work of its
-own: a ``retry`` timer feeds :class:`~msh.engine.TimerDue` to the sending machine (resend, or give up), a
+own: a ``retry`` timer feeds :class:`~msh.engine.TimerDue` to the sending machine (resend, ask the partner
+for the message's status first after an outage when ``sending.status_before_resend`` is set, or give up), a
 ``transmit`` timer starts the first transmission of a message another process submitted (``msh send``
 while ``msh serve`` runs). The loop wakes at the next due time, and at least every ``timers.poll_interval``
 to see what other processes wrote; after a restart it simply finds what is due.
@@ -20,7 +21,7 @@ from msh.engine import TimerDue, UnknownMessage
 from msh.runtime.core import Core
 from msh.runtime.executor import AfterCommit, Executor
 from msh.runtime.sender import Sender
-from msh.store.api import Timer, TimerKind, Transaction
+from msh.store.api import OutboundKind, Timer, TimerKind, Transaction
 
 __all__ = ["TimerLoop"]
 
@@ -78,6 +79,7 @@ class TimerLoop:
         """Fire the timers due now and return when the next one is due (None: no timer)."""
         core = self.core
         lease = core.settings.timers.lease
+        core.questions.expire(core.clock())  # the waits for Pongs and StatusResponses that have run out
 
         def claim(tx: Transaction) -> tuple[list[Timer], datetime | None]:
             timers = tx.claim_due_timers(core.clock(), core.owner, lease, limit=_CLAIM_AT_ONCE)
@@ -101,8 +103,14 @@ class TimerLoop:
                 if stored is not None and not stored.state.status.final:
                     after.transmits.append((timer.message_id, stored.state.attempts))
                 return after
+            stored = tx.get_outbound(timer.message_id, for_update=True)
+            if stored is None:
+                log.warning("timer for unknown message %s dropped", timer.message_id)
+                return after
+            # ebMS2 §7 (off by default): ask before resending our own messages after an outage (services.py).
+            ask = core.settings.sending.status_before_resend if stored.kind is OutboundKind.OWN else None
             try:
-                self.executor.step_outbound(tx, timer.message_id, TimerDue(), core.clock(), after)
+                self.executor.step_outbound(tx, timer.message_id, TimerDue(ask), core.clock(), after, stored)
             except UnknownMessage:
                 log.warning("timer for unknown message %s dropped", timer.message_id)
             return after
