@@ -131,6 +131,11 @@ class Questions:
         for question in due:
             question.answered(None)
 
+    def next_deadline(self) -> datetime | None:
+        """When the earliest open question's wait ends (None: none is open)."""
+        with self._lock:
+            return min((q.deadline for q in self._open.values()), default=None)
+
     def wake_all(self) -> None:
         """Wake every waiter (the runtime is stopping)."""
         with self._lock:

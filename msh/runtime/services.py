@@ -33,10 +33,11 @@ deadline.
 Decisions where the specifications leave room:
 
 * An asynchronous StatusResponse to a question asked in place of a resend is awaited as long as a
-  synchronous one would be (``sending.http_timeout``); an HTTP 202 with nothing on the connection is then
-  not yet "no answer". A message is resent only once its question is settled: a StatusResponse other than
-  Received or Processed, an error message (NotSupported, ebMS2 §7), or nothing in time. An answer that comes
-  later still counts as the To party's word (:class:`~msh.engine.StatusReported` without attempt).
+  synchronous one would be (``sending.http_timeout``), and never past the message's next timer; an HTTP 202
+  with nothing on the connection is then not yet "no answer". A message is resent only once its question
+  is settled: a StatusResponse other than Received or Processed, an error message (NotSupported, ebMS2
+  §7), or nothing in time. An answer that comes later still counts as the To party's word
+  (:class:`~msh.engine.StatusReported` without attempt).
 * The question is asked only about our own messages: an intermediary has no agreement to ask the To party
   under (its forwards are resent as they are), and a signal asks for no acknowledgment.
 * ebMS2 §7 says an MSH "SHOULD NOT use the Message Status Request Service to implement Reliable
@@ -692,8 +693,12 @@ class Services:
         request_id, body = await self._request(
             target, ACTION_STATUS_REQUEST, stored.conversation_id, StatusRequest(message_id)
         )
-        # ebMS2 §7: an asynchronous StatusResponse is awaited as long as a synchronous answer would be.
+        # ebMS2 §7: an asynchronous StatusResponse is awaited as long as a synchronous answer would be, and
+        # never past the message's next timer (the question is settled before the next resend is due).
         timeout = core.settings.sending.http_timeout.total_seconds()
+        due = stored.state.next_due_at
+        if due is not None:
+            timeout = max(min(timeout, (due - core.clock()).total_seconds()), 0.001)
         question = self._question(
             request_id, ACTION_STATUS_RESPONSE, target, timeout, message_id=message_id, attempt=attempt
         )
