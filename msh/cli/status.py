@@ -195,7 +195,7 @@ def _remote_text(result: RemoteStatus, stored: OutboundMessage, attempts: list[A
     asked = f"  asked {result.partner} at {result.url} (StatusRequest {result.request_message_id})"
     if result.message_status is not None:
         received = f" (it received the message at {when(result.timestamp)})" if result.timestamp is not None else ""
-        way = "on the connection" if result.on_connection else "asynchronously, to our endpoint"
+        way = "on the connection" if result.on_connection else "asynchronously (to our endpoint)"
         lines = [
             f"{result.message_id}: the partner says {result.message_status.value}{received}",
             f"{asked}; StatusResponse {result.response_message_id} came {way} after "

@@ -189,8 +189,8 @@ class _Target:
 
 @dataclass(frozen=True, slots=True)
 class _Sent:
-    """What came of sending a request: when, the answer on the connection (its status and what it
-    carried), or why none came; ``problem`` when nothing more can come of it."""
+    """What came of sending a request: when, the answer on the connection (its status, what it carried,
+    the Action of the ebXML message in it), or why none came; ``problem`` when nothing more can come of it."""
 
     sent_at: datetime
     received_at: datetime | None = None
@@ -199,6 +199,7 @@ class _Sent:
     problem: str | None = None
     transmitted: bool = True
     errors: tuple[ReceivedError, ...] = ()
+    action: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -447,6 +448,7 @@ class Services:
         assert inbound is not None
         envelope = inbound.message.envelope
         kind = answer_kind(envelope, raw)
+        action = envelope.message_header.action if envelope.message_header is not None else None
         errors = received_errors(envelope.error_list) if envelope.error_list is not None else ()
         try:
             decision, _reply, after = await core.writer.run(self.inbound.unit(inbound, sync_override=False))
@@ -463,7 +465,7 @@ class Services:
             problem = f"the answer on the connection ({kind}) was refused: {discarded[0]}"
         elif not ok:
             problem = f"HTTP {status} ({kind})"
-        return _Sent(sent_at, received_at, status, kind, problem, True, errors)
+        return _Sent(sent_at, received_at, status, kind, problem, True, errors, action)
 
     def _journal_answer(self, question: Question) -> Answer | None:
         """The answer to ``question`` as another process (``msh serve`` on this store) journaled it."""
@@ -529,8 +531,10 @@ class Services:
         settled it (an answer on the connection, or a failure after which none can come)."""
         sent = await self._exchange(target, body)
         if question.answer is not None:
+            # Answered already: on the connection, or (this process serving our endpoint) asynchronously
+            # before the answer to the request itself was read.
             self.core.questions.claim(question.request_id)
-            answer = replace(question.answer, on_connection=True)
+            answer = replace(question.answer, on_connection=sent.action == question.expects)
             return sent, _Outcome(answer, owned=False)
         if sent.problem is not None and self.core.questions.claim(question.request_id) is not None:
             return sent, _Outcome(None, owned=True)  # nothing more will come of it
