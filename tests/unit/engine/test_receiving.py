@@ -13,7 +13,7 @@ from cpa.model import CollaborationProtocolAgreement, PerMessage, SyncReplyMode
 from msh.ebms import model as m
 from msh.ebms.envelope import read_envelope, serialise_envelope
 from msh.ebms.errorlist import error_message
-from msh.ebms.namespaces import ACTOR_NEXT_MSH, ACTOR_TO_PARTY_MSH, SERVICE_MSH, SOAP_ACTOR_NEXT, XMLDSIG
+from msh.ebms.namespaces import ACTOR_NEXT_MSH, ACTOR_TO_PARTY_MSH, EB, SERVICE_MSH, SOAP_ACTOR_NEXT, XMLDSIG
 from msh.ebms.schema import validate_envelope
 from msh.engine import (
     BUSINESS_RULES,
@@ -594,6 +594,33 @@ def test_a_pong_goes_to_whoever_pinged() -> None:
     env = signal("Pong", ref="ours@a.example")
     (got,) = Receiver().get(env).actions
     assert got == SignalReceived("Pong", "ours@a.example", env)
+
+
+def test_a_status_response_is_written_as_the_specifications_sample() -> None:
+    # ebMS2 §7.3.4: <eb:StatusResponse eb:version="2.0" eb:messageStatus="Received"> with RefToMessageId and
+    # Timestamp children; §7.3.2: no Timestamp for NotRecognized.
+    root = parse_xml(serialise_envelope(status_reply(queried()).envelope))
+    (element,) = root.iter(f"{{{EB}}}StatusResponse")
+    assert element.get(f"{{{EB}}}messageStatus") == "Received" and element.get(f"{{{EB}}}version") == "2.0"
+    assert [child.tag.split("}")[1] for child in element] == ["RefToMessageId", "Timestamp"]
+    assert element.findtext(f"{{{EB}}}RefToMessageId") == MID
+    root = parse_xml(serialise_envelope(status_reply(None).envelope))
+    (element,) = root.iter(f"{{{EB}}}StatusResponse")
+    assert element.get(f"{{{EB}}}messageStatus") == "NotRecognized"
+    assert [child.tag.split("}")[1] for child in element] == ["RefToMessageId"]
+
+
+def test_a_ping_from_a_party_outside_the_agreement_gets_no_pong() -> None:
+    # ebMS2 §8.3: "recipients of a MSH Ping MAY ignore the message if they consider that the sender of the
+    # message received is unauthorized": a Ping that fails the agreement check is refused, never answered with
+    # a Pong (the refusal says why, as for any message from an unknown party).
+    ping = signal("Ping")
+    assert ping.message_header is not None
+    stranger = replace(ping, message_header=replace(ping.message_header, from_party=STRANGER))
+    (reject,) = Receiver().get(stranger).actions
+    assert isinstance(reject, Reject)
+    assert reject.error_message.message_header is not None
+    assert reject.error_message.message_header.action == "MessageError"
 
 
 def test_signals_are_never_acknowledged() -> None:
