@@ -9,7 +9,8 @@ signal (an acknowledgment, an ErrorList), that signal decided and committed by t
 the same transaction. Replies the receiving side sends asynchronously go out here too.
 
 :meth:`Sender.after_commit` is where every unit's after-commit work is done: callbacks first, then the
-transmissions and asynchronous replies it started, as tasks on the runtime's loop.
+transmissions and asynchronous replies it started, and the StatusRequests asked in place of resends
+(:meth:`msh.runtime.services.Services.ask_before_resend`, ebMS2 §7), as tasks on the runtime's loop.
 """
 
 from __future__ import annotations
