@@ -12,7 +12,7 @@ from fastapi.openapi.utils import get_openapi
 from fastapi.responses import Response
 from starlette.exceptions import HTTPException
 
-from msh.api import rest_batches, rest_inbox, rest_messages, soap
+from msh.api import rest_batches, rest_inbox, rest_messages, rest_services, soap
 from msh.api.context import ApiContext
 from msh.api.models import BatchMessage, SubmitRequest
 from msh.api.problems import Problem, problem_handler, problem_response
@@ -22,8 +22,9 @@ __all__ = ["API_VERSION", "create_app", "openapi_document"]
 API_VERSION = "1.0.0"
 _TITLE = "pymsh application interfaces"
 _DESCRIPTION = (
-    "Submit ebXML messages exactly once (Message-ID and MsgCreate headers, SOA-Rity), follow them, and take "
-    "received messages from the inbox one by one or in batches. Authenticate with `Authorization: Bearer <token>`."
+    "Submit ebXML messages exactly once (Message-ID and MsgCreate headers, SOA-Rity), follow them, ask a "
+    "partner for a sent message's status (ebMS2 §7) or ping its MSH (§8), and take received messages from the "
+    "inbox one by one or in batches. Authenticate with `Authorization: Bearer <token>`."
 )
 
 
@@ -97,7 +98,9 @@ def create_app(ctx: ApiContext) -> FastAPI:
     app.add_exception_handler(RequestValidationError, _validation)
     app.add_exception_handler(HTTPException, _http)
     app.add_exception_handler(Exception, _unexpected)
-    for router in (rest_messages.router, rest_inbox.router, rest_batches.router, soap.router):
+    # rest_services first: its /messages/{id}/remote-status would otherwise be read as a MessageId by
+    # rest_messages' /messages/{id} (a MessageId may hold a slash).
+    for router in (rest_services.router, rest_messages.router, rest_inbox.router, rest_batches.router, soap.router):
         app.include_router(router, prefix=prefix)
     app.openapi = lambda: openapi_document(app)  # type: ignore[method-assign]
     return app

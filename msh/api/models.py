@@ -14,13 +14,17 @@ __all__ = [
     "BatchConfirmation",
     "BatchDocument",
     "BatchMessage",
+    "ErrorReported",
     "InboxItem",
     "InboxList",
     "MessageStatus",
     "PartyRef",
     "PayloadIn",
     "PayloadOut",
+    "PingOutcome",
+    "PingRequest",
     "RejectRequest",
+    "RemoteStatusDocument",
     "Settled",
     "SubmitRequest",
     "Submitted",
@@ -98,8 +102,22 @@ class Transmission(BaseModel):
     model_config = _OUT
 
     at: datetime
-    outcome: str
+    outcome: Annotated[
+        str,
+        Field(
+            description="sent, failed, in progress, or not resent (a StatusRequest asked in place of the resend "
+            "found the partner has the message, ebMS2 §7)"
+        ),
+    ]
     reason: str | None = None
+    status_request: Annotated[
+        str | None,
+        Field(
+            alias="statusRequest",
+            description="when the partner was asked for the message's status in place of this resend "
+            "(sending.status_before_resend, ebMS2 §7): its StatusResponse, or why none came",
+        ),
+    ] = None
 
 
 class MessageStatus(BaseModel):
@@ -248,3 +266,76 @@ class BatchConfirmation(BaseModel):
     confirmed_at: Annotated[datetime | None, Field(alias="confirmedAt")]
     acknowledged: list[int]
     returned: Annotated[list[int], Field(description="lease ended and taken again before the confirmation")]
+
+
+class PingRequest(BaseModel):
+    """Whom to ping, under which agreement (needed when several agreements in force name the partner), and
+    how long to wait for the Pong."""
+
+    model_config = _STRICT
+    partner: PartyRef
+    cpa_id: Annotated[str | None, Field(alias="cpaId", max_length=1000)] = None
+    timeout: Annotated[
+        float, Field(gt=0, le=3600, description="seconds to wait for the Pong (at most api.max_wait)")
+    ] = 10.0
+
+
+class ErrorReported(BaseModel):
+    """One Error of the ErrorList the partner answered with (ebMS2 §4.2.3.2)."""
+
+    model_config = _OUT
+    error_code: Annotated[str, Field(alias="errorCode")]
+    severity: str
+    location: str | None = None
+    description: str | None = None
+
+
+class PingOutcome(BaseModel):
+    """What came of an MSH Ping (ebMS2 §8): the Pong and the round-trip time, or what went wrong."""
+
+    model_config = _OUT
+    message_id: Annotated[str, Field(alias="messageId", description="the Ping's MessageId")]
+    partner: str
+    cpa_id: Annotated[str, Field(alias="cpaId")]
+    url: str
+    sent_at: Annotated[datetime, Field(alias="sentAt")]
+    pong: bool
+    round_trip_ms: Annotated[float | None, Field(alias="roundTripMs")] = None
+    on_connection: Annotated[
+        bool | None,
+        Field(alias="onConnection", description="the Pong came back on the connection (else to our endpoint)"),
+    ] = None
+    pong_message_id: Annotated[str | None, Field(alias="pongMessageId")] = None
+    http_status: Annotated[int | None, Field(alias="httpStatus")] = None
+    problem: str | None = None
+    errors: list[ErrorReported] = []
+
+
+class RemoteStatusDocument(BaseModel):
+    """What the To party said about a sent message (ebMS2 §7.3), beside our own record of it."""
+
+    model_config = _OUT
+    message_id: Annotated[str, Field(alias="messageId")]
+    request_message_id: Annotated[str, Field(alias="requestMessageId", description="the StatusRequest's MessageId")]
+    partner: str
+    cpa_id: Annotated[str, Field(alias="cpaId")]
+    url: str
+    sent_at: Annotated[datetime, Field(alias="sentAt")]
+    message_status: Annotated[
+        str | None,
+        Field(
+            alias="messageStatus",
+            description="Received, Processed, Forwarded, NotRecognized or UnAuthorized (ebMS2 §7.3.3); null when "
+            "no StatusResponse came (problem says why)",
+        ),
+    ] = None
+    timestamp: Annotated[datetime | None, Field(description="when the partner received the message (ebMS2 §7.3.2)")] = (
+        None
+    )
+    round_trip_ms: Annotated[float | None, Field(alias="roundTripMs")] = None
+    on_connection: Annotated[bool | None, Field(alias="onConnection")] = None
+    response_message_id: Annotated[str | None, Field(alias="responseMessageId")] = None
+    http_status: Annotated[int | None, Field(alias="httpStatus")] = None
+    problem: str | None = None
+    errors: list[ErrorReported] = []
+    ours: Annotated[MessageStatus, Field(description="our record of the message, after the answer")]

@@ -15,13 +15,13 @@ def document() -> dict[str, Any]:
     """The document, as ``{api.path}/openapi.json`` serves it with the default settings."""
     from fastapi import FastAPI
 
-    from msh.api import rest_batches, rest_inbox, rest_messages
+    from msh.api import rest_batches, rest_inbox, rest_messages, rest_services
     from msh.api.app import openapi_document
     from msh.runtime.config.api import ApiSettings
 
     prefix = ApiSettings().path.rstrip("/")
     app = FastAPI()
-    for router in (rest_messages.router, rest_inbox.router, rest_batches.router):
+    for router in (rest_services.router, rest_messages.router, rest_inbox.router, rest_batches.router):
         app.include_router(router, prefix=prefix)
     return openapi_document(app)
 

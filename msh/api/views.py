@@ -97,6 +97,14 @@ def batch_message(item: InboxItem, message: EbxmlMessage) -> BatchMessage:
     return BatchMessage(entry=item, header=header(message), payloads=payloads)
 
 
+def _outcome(attempt: Attempt) -> str:
+    if attempt.failed:
+        return "failed"
+    if not attempt.resent and attempt.status_request is not None and attempt.finished:
+        return "not resent"  # ebMS2 §7: the StatusRequest in its place found the partner has the message
+    return "sent" if attempt.finished else "in progress"
+
+
 def message_status(stored: OutboundMessage, attempts: list[Attempt], events: list[Event]) -> MessageStatus:
     """Where a sent message stands, with its transmissions, DeliveryFailure and receipt."""
     state = stored.state
@@ -133,8 +141,9 @@ def message_status(stored: OutboundMessage, attempts: list[Attempt], events: lis
         transmissions=[
             Transmission(
                 at=a.at or stored.created_at,
-                outcome="failed" if a.failed else ("sent" if a.finished else "in progress"),
+                outcome=_outcome(a),
                 reason=a.reason(),
+                status_request=a.status_request,
             )
             for a in attempts
         ],

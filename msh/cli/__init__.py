@@ -15,8 +15,9 @@ Subcommands:
   the agreements of the running MSH (:mod:`msh.cli.agreements`).
 - ``msh export``, ``msh report``, ``msh journal generate`` (:mod:`msh.cli.analytics`) and ``msh revalidate``
   (:mod:`msh.cli.revalidate`): delivery analytics on Spark (the ``analytics`` extra).
-- ``msh serve`` (:mod:`msh.cli.serve`), ``send`` (:mod:`msh.cli.send`), ``status`` (:mod:`msh.cli.status`),
-  ``inbox`` (:mod:`msh.cli.inbox`): the running MSH. Each takes ``--config FILE`` (or the file named by
+- ``msh serve`` (:mod:`msh.cli.serve`), ``send`` (:mod:`msh.cli.send`), ``status`` (:mod:`msh.cli.status`;
+  ``--remote`` asks the partner, ebMS2 §7), ``ping`` (:mod:`msh.cli.ping`, ebMS2 §8), ``inbox``
+  (:mod:`msh.cli.inbox`): the running MSH. Each takes ``--config FILE`` (or the file named by
   ``MSH_CONFIG``); every setting can be overridden by an environment variable (:mod:`msh.runtime.config`).
   ``send``, ``status`` and ``inbox`` work on the store directly: they need no running server (a message
   sent while no server runs waits in the store and goes out when ``msh serve`` starts).
@@ -45,6 +46,7 @@ from msh.cli.demo import add_demo_command
 from msh.cli.inbox import add_inbox_command
 from msh.cli.keys import add_keys_command
 from msh.cli.messages import add_message_commands
+from msh.cli.ping import add_ping_command
 from msh.cli.send import add_send_command
 from msh.cli.serve import add_serve_command
 from msh.cli.status import add_status_command
@@ -71,9 +73,10 @@ def build_parser() -> argparse.ArgumentParser:
         prog="msh",
         description=(
             "ebXML Messaging 2.0 Message Service Handler: run an MSH (serve), send messages and follow them\n"
-            "(send, status), take the received ones (inbox); tools for message files, CPP/CPA agreements and\n"
-            "keys (message, cpa, keys), the two-partner demo (demo) and delivery analytics on Spark\n"
-            "(export, report, journal, revalidate). Every command has --help."
+            "(send, status; status --remote asks the partner), ping a partner's MSH (ping), take the received\n"
+            "ones (inbox); tools for message files, CPP/CPA agreements and keys (message, cpa, keys), the\n"
+            "two-partner demo (demo) and delivery analytics on Spark (export, report, journal, revalidate).\n"
+            "Every command has --help."
         ),
         epilog=_EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
@@ -87,6 +90,7 @@ def build_parser() -> argparse.ArgumentParser:
         add_serve_command,
         add_send_command,
         add_status_command,
+        add_ping_command,
         add_inbox_command,
         add_keys_command,
         add_analytics_commands,

@@ -15,10 +15,12 @@ from msh.engine.inbound import (
     ConflictingDuplicate,
     Discard,
     EndpointRef,
+    Held,
     InboundAction,
     InboundDecision,
     KeepOrder,
     OutboundEvent,
+    QueriedMessage,
     RecordAcknowledgment,
     Reject,
     ReplySync,
@@ -33,7 +35,7 @@ from msh.engine.inbound import (
 )
 from msh.engine.outcomes import STATUSES, Evidence, StatusDefinition
 from msh.engine.receiving import BUSINESS_RULES, InboundOutcome, receive
-from msh.engine.replies import acknowledgment_message, pong_message, status_response_message
+from msh.engine.replies import acknowledgment_message, pong_message, status_answer, status_response_message
 from msh.engine.sending import (
     DEFAULT_ACK_WAIT,
     TRANSITIONS,
@@ -84,6 +86,7 @@ __all__ = [
     "Event",
     "Evidence",
     "GiveUp",
+    "Held",
     "InboundAction",
     "InboundDecision",
     "InboundOutcome",
@@ -94,6 +97,7 @@ __all__ = [
     "OutboundEvent",
     "OutboundState",
     "OutboundStatus",
+    "QueriedMessage",
     "RecordAcknowledgment",
     "Reject",
     "Reliability",
@@ -126,6 +130,7 @@ __all__ = [
     "pong_message",
     "receive",
     "state_diagram",
+    "status_answer",
     "status_response_message",
     "step",
 ]

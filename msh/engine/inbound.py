@@ -1,6 +1,7 @@
 """What :func:`~msh.engine.receiving.receive` is given and what it returns (ebMS2 §6.5, §7, §8).
 
-The inputs the runtime reads from its store (:class:`StoredInbound`, :class:`StatusAnswer`), the actions a
+The inputs the runtime reads from its store (:class:`StoredInbound`, :class:`QueriedMessage`), the answer
+the engine decides for a StatusRequest (:class:`StatusAnswer`), the actions a
 decision lists for the runtime to carry out, in order (:data:`InboundAction`: store rows, replies on the
 connection or sent asynchronously, events for the sending state machine, signals for the application,
 discards), and :class:`InboundDecision`, which holds them. Plain frozen data: nothing here decides.
@@ -10,6 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime
+from enum import StrEnum
 from typing import Final, TypeAlias
 
 from cpa.duration import XsDuration
@@ -17,18 +19,20 @@ from msh.ebms.model import Envelope, MessageStatus, Party
 from msh.engine.ordering import OrderPosition
 from msh.engine.reliability import Reliability
 from msh.engine.routing import Route
-from msh.engine.sending import AcknowledgmentReceived, ErrorReceived
+from msh.engine.sending import AcknowledgmentReceived, ErrorReceived, StatusReported
 from msh.errors import Issue
 
 __all__ = [
     "ConflictingDuplicate",
     "Discard",
     "EndpointRef",
+    "Held",
     "InboundAction",
     "InboundDecision",
     "KeepOrder",
     "NO_SEQUENCE",
     "OutboundEvent",
+    "QueriedMessage",
     "RecordAcknowledgment",
     "Reject",
     "ReplySync",
@@ -77,10 +81,40 @@ class SequenceState:
 NO_SEQUENCE: Final = SequenceState()
 
 
+class Held(StrEnum):
+    """How this MSH holds a message a StatusRequest asks about (ebMS2 §6.1: its persistent storage)."""
+
+    RECEIVED = "received"
+    """Received as its To Party MSH and stored."""
+    FORWARDED = "forwarded"
+    """Received for another party and forwarded as an intermediary (ebMS2 §10)."""
+
+
+@dataclass(frozen=True, slots=True)
+class QueriedMessage:
+    """What the store holds of the message a StatusRequest asks about (ebMS2 §7.1.1, §6.1): facts only;
+    the answer is the engine's (:func:`msh.engine.replies.status_answer`).
+
+    ``received_at`` is when it was received (ebMS2 §6.1: kept "so the information can be used to generate
+    the response to a Message Status Request"); ``from_party`` and ``to_party`` its From and To PartyIds as
+    stored (``type:value`` or the bare value, :func:`msh.engine.signals.party_text`);
+    ``delivered_to_app`` whether the application has been given it (its inbox entry is delivered-to-app or
+    acknowledged-by-app); ``agreement_parties`` every PartyId of every party of the agreement it came under
+    (its CPAId), None when that agreement is not loaded here."""
+
+    message_id: str
+    held: Held
+    received_at: datetime
+    from_party: str | None
+    to_party: str | None
+    delivered_to_app: bool = False
+    agreement_parties: frozenset[str] | None = None
+
+
 @dataclass(frozen=True, slots=True)
 class StatusAnswer:
-    """The status the runtime found for the MessageId a StatusRequest asks about (ebMS2 §7.3.3), and the
-    time that message was received (§7.3.2; omitted for NotRecognized and UnAuthorized)."""
+    """The answer to a StatusRequest (ebMS2 §7.3.3), and the time the message asked about was received
+    (§7.3.2; omitted for NotRecognized and UnAuthorized)."""
 
     message_status: MessageStatus
     received_at: datetime | None = None
@@ -217,16 +251,19 @@ class Reject:
 @dataclass(frozen=True, slots=True)
 class OutboundEvent:
     """An event for the sending state machine of our message ``message_id`` (ebMS2 §6.5.2: acknowledgment;
-    §4.2.4: error). ``from_party`` and ``cpa_id`` are those of the message that carried it: the runtime
-    checks them against the outbound message's To party and agreement before stepping. ``relay``: it came
-    from an intermediary on the message's path, which the runtime trusts to speak for that hop
-    (:func:`msh.engine.signals.foreign_signal`)."""
+    §4.2.4: error; §7.3.3: a StatusResponse about it). ``from_party`` and ``cpa_id`` are those of the message
+    that carried it: the runtime checks them against the outbound message's To party and agreement before
+    stepping. ``relay``: it came from an intermediary on the message's path, which the runtime trusts to
+    speak for that hop (:func:`msh.engine.signals.foreign_signal`). ``in_reply_to``: the MessageId of our
+    request it answers (a StatusResponse's MessageData/RefToMessageId names our StatusRequest, ebMS2
+    §7.3.1), for the runtime to tell which question it answers."""
 
     message_id: str
-    event: AcknowledgmentReceived | ErrorReceived
+    event: AcknowledgmentReceived | ErrorReceived | StatusReported
     from_party: Party | None = None
     cpa_id: str | None = None
     relay: bool = False
+    in_reply_to: str | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -34,7 +34,10 @@ Decisions where the specifications leave room:
 * A header element aimed at an actor the specification does not allow it is refused like an agreement
   error, reported in the same ErrorList as the check's issues: a SyncReply whose SOAP actor is not SOAP's
   ``next`` (§4.3.1) and an AckRequested whose actor is neither toPartyMSH nor nextMSH (§6.3.1.1) are
-  Inconsistent, Error, at ``//Header/SyncReply/@actor`` / ``//Header/AckRequested/@actor``. The codec
+  Inconsistent, Error, at ``//Header/SyncReply/@actor`` / ``//Header/AckRequested/@actor``. So is a
+  StatusRequest with a Manifest, a StatusResponse or an ErrorList (§7.2.3), at ``//Body/StatusRequest``,
+  and a StatusResponse with a Manifest, a StatusRequest or an ErrorList of severity Error (§7.3.5), at
+  ``//Body/StatusResponse`` (being an answer, that one is discarded, never answered). The codec
   reads any actor (the model holds the message as it came, and an intermediary would forward it);
   whether to take it is this module's decision. The envelope writer never writes such an element.
 * Without DuplicateElimination every copy is processed as new (stored without a duplicate-elimination
@@ -73,7 +76,13 @@ Decisions where the specifications leave room:
   it was signed (§6.3.2.5); when it was not, :attr:`InboundDecision.derive_references` asks the adapter to
   derive them.
 * Warnings found in a Ping or StatusRequest are kept in :attr:`InboundDecision.issues` only; the Pong or
-  StatusResponse goes back without them.
+  StatusResponse goes back without them. What the StatusResponse says is
+  :func:`msh.engine.replies.status_answer`'s decision (see there: Received, Processed, Forwarded,
+  NotRecognized, and UnAuthorized for a requester that is no party of the message's agreement).
+* A StatusResponse about one of our messages is routed to its sending state machine as
+  :class:`~msh.engine.sending.StatusReported` (ebMS2 §7.3.3: Received and Processed say the To party has it),
+  with the party that sent it, like an acknowledgment: the runtime counts it only from the party the
+  message went to, under its agreement (:func:`msh.engine.signals.foreign_signal`).
 * MSH signals are never acknowledged (§6.3.1.4, §6.3.2.8). Acknowledgment and ErrorList elements are routed
   to the sending state machine as :class:`OutboundEvent` (with the party that sent them, for the runtime to
   compare with the message's To party); a signal that fails the check is discarded, not answered
@@ -105,6 +114,7 @@ from msh.engine.inbound import (
     InboundDecision,
     KeepOrder,
     OutboundEvent,
+    QueriedMessage,
     RecordAcknowledgment,
     Reject,
     ReplySync,
@@ -128,9 +138,10 @@ from msh.engine.replies import (
     acknowledgment_message,
     pong_message,
     signed_references,
+    status_answer,
     status_response_message,
 )
-from msh.engine.sending import AcknowledgmentReceived, ErrorReceived
+from msh.engine.sending import AcknowledgmentReceived, ErrorReceived, StatusReported
 from msh.errors import ErrorCode, Issue, Severity
 
 __all__ = [
@@ -147,6 +158,7 @@ __all__ = [
     "InboundDecision",
     "InboundOutcome",
     "OutboundEvent",
+    "QueriedMessage",
     "RecordAcknowledgment",
     "Reject",
     "ReplySync",
@@ -340,6 +352,60 @@ def _actor_issues(envelope: Envelope) -> tuple[Issue, ...]:
     return tuple(out)
 
 
+def _status_element_issues(envelope: Envelope) -> tuple[Issue, ...]:
+    """A StatusRequest or StatusResponse with an element it must not come with (Inconsistent, Error)."""
+    out: list[Issue] = []
+    if envelope.status_request is not None:
+        # ebMS2 §7.2.3: StatusRequest MUST NOT be present with a Manifest, a StatusResponse or an ErrorList.
+        others = [
+            name
+            for name, present in (
+                ("Manifest", envelope.manifest is not None),
+                ("StatusResponse", envelope.status_response is not None),
+                ("ErrorList", envelope.error_list is not None),
+            )
+            if present
+        ]
+        if others:
+            out.append(
+                Issue(
+                    ErrorCode.INCONSISTENT,
+                    Severity.ERROR,
+                    f"StatusRequest comes with {', '.join(others)}; ebMS2 §7.2.3 forbids it with a Manifest, a "
+                    "StatusResponse or an ErrorList",
+                    "//Body/StatusRequest",
+                )
+            )
+    response = envelope.status_response
+    if response is not None:
+        # ebMS2 §7.3.5: StatusResponse MUST NOT be present with a Manifest, a StatusRequest or an ErrorList of
+        # highestSeverity Error.
+        error_list = envelope.error_list
+        others = [
+            name
+            for name, present in (
+                ("Manifest", envelope.manifest is not None),
+                ("StatusRequest", envelope.status_request is not None),
+                (
+                    "an ErrorList of severity Error",
+                    error_list is not None and error_list.highest_severity is Severity.ERROR,
+                ),
+            )
+            if present
+        ]
+        if others:
+            out.append(
+                Issue(
+                    ErrorCode.INCONSISTENT,
+                    Severity.ERROR,
+                    f"StatusResponse comes with {', '.join(others)}; ebMS2 §7.3.5 forbids it with a Manifest, a "
+                    "StatusRequest or an ErrorList of highestSeverity Error",
+                    "//Body/StatusResponse",
+                )
+            )
+    return tuple(out)
+
+
 def _conflict(duplicate: StoredInbound | None, digest: str | None) -> tuple[ConflictingDuplicate, ...]:
     """The record of a duplicate whose business content differs from the first copy's (see the module docs)."""
     if duplicate is None or digest is None or duplicate.digest is None or not comparable(duplicate.digest, digest):
@@ -357,7 +423,7 @@ def receive(
     now: datetime,
     new_message_id: str,
     sync_reply_requested: bool | None = None,
-    message_status: StatusAnswer | None = None,
+    queried: QueriedMessage | None = None,
     digest: str | None = None,
     next_id: Callable[[], str] | None = None,
     relayed: bool = False,
@@ -367,9 +433,10 @@ def receive(
 
     ``check_result`` is :func:`cpa.check.check` of the envelope; ``duplicate`` what the store holds for its
     MessageId (None: never seen); ``new_message_id`` the MessageId of the reply, if one is built;
-    ``sync_reply_requested`` overrides the synchronous/asynchronous choice; ``message_status`` answers a
-    StatusRequest (None: NotRecognized); ``digest`` is the message's content digest
-    (:func:`msh.ebms.digest.content_digest`), stored with it and compared with the stored copy's;
+    ``sync_reply_requested`` overrides the synchronous/asynchronous choice; ``queried`` is what the store
+    holds of the message a StatusRequest asks about (None: nothing, NotRecognized); ``digest`` is the
+    message's content digest (:func:`msh.ebms.digest.content_digest`), stored with it and compared with the
+    stored copy's;
     ``next_id`` makes the MessageId of a second reply when one is due (a hop acknowledgment apart from the
     end-to-end one); ``relayed``: the message comes from a trusted intermediary on the path of the messages
     it reports on (its acknowledgments and errors are routed as :attr:`OutboundEvent.relay`); ``ordered``:
@@ -384,9 +451,9 @@ def receive(
         # ebMS2 §4.2.4.2: no MessageHeader, no one to address an ErrorList to: a SOAP Fault (DESIGN.md §6).
         fault_issues = issues or (Issue(ErrorCode.OTHER_XML, Severity.ERROR, "the message has no MessageHeader"),)
         return InboundDecision((Reject(None, soap_fault(fault_issues), True, None),), fault_issues)
-    actor_issues = _actor_issues(envelope)
+    actor_issues = (*_actor_issues(envelope), *_status_element_issues(envelope))
     if actor_issues:
-        # ebMS2 §4.3.1, §6.3.1.1: refused like an agreement error, reported with the check's issues.
+        # ebMS2 §4.3.1, §6.3.1.1, §7.2.3, §7.3.5: refused like an agreement error, reported with the check's issues.
         check_result = replace(check_result, issues=(*issues, *actor_issues))
         issues = check_result.issues
     answer = _is_answer(envelope, header)
@@ -400,7 +467,7 @@ def receive(
     actions = _routed(envelope, header, relayed)
     sync = _signals_sync(envelope, check_result, sync_reply_requested, settled=True)
     if header.service.value == SERVICE_MSH:
-        return _signal(envelope, header, check_result, actions, sync, new_message_id, now, message_status)
+        return _signal(envelope, header, check_result, actions, sync, new_message_id, now, queried)
     return _business(
         envelope,
         header,
@@ -446,7 +513,7 @@ def _signal(
     sync: bool,
     new_message_id: str,
     now: datetime,
-    message_status: StatusAnswer | None,
+    queried: QueriedMessage | None,
 ) -> InboundDecision:
     issues = check_result.issues
     action = header.action
@@ -454,12 +521,21 @@ def _signal(
         # ebMS2 §8.2: answer a Ping with a Pong.
         actions.append(_reply(pong_message(envelope, message_id=new_message_id, now=now), sync))
     elif action == ACTION_STATUS_REQUEST and envelope.status_request is not None:
-        # ebMS2 §7.1.2: answer a StatusRequest with a StatusResponse.
-        reply = status_response_message(envelope, status=message_status, message_id=new_message_id, now=now)
+        # ebMS2 §7.1.2: answer a StatusRequest with a StatusResponse; §7.3.3: what it says.
+        answer = status_answer(header.from_party, queried)
+        reply = status_response_message(envelope, status=answer, message_id=new_message_id, now=now)
         actions.append(_reply(reply, sync))
     elif action in (ACTION_PONG, ACTION_STATUS_RESPONSE):
-        # ebMS2 §8.2, §7.1.2: the answer to a Ping or StatusRequest we sent.
-        actions.append(SignalReceived(action, header.message_data.ref_to_message_id, envelope))
+        ref = header.message_data.ref_to_message_id
+        # ebMS2 §8.2, §7.1.2: the answer to a Ping or StatusRequest we sent (whoever asked is told first).
+        actions.append(SignalReceived(action, ref, envelope))
+        response = envelope.status_response
+        if action == ACTION_STATUS_RESPONSE and response is not None:
+            # ebMS2 §7.3.1, §7.3.3: the status of our message RefToMessageId, for its sending machine.
+            reported = StatusReported(response.message_status)
+            actions.append(
+                OutboundEvent(response.ref_to_message_id, reported, header.from_party, header.cpa_id, in_reply_to=ref)
+            )
     elif not actions:
         actions.append(Discard(f"MSH signal {action!r} carries nothing to act on"))
     return InboundDecision(tuple(actions), issues)

@@ -5,6 +5,22 @@ Each is a pure function of the received envelope, the reply's MessageId and ``no
 turns the received one round (:func:`acknowledgment_message`, :func:`pong_message`,
 :func:`status_response_message`). :func:`~msh.engine.receiving.receive` decides which one goes back.
 The Actions of the MSH service these signals and their requests carry are named here too (ACTION_*).
+
+What a StatusResponse says is :func:`status_answer`'s decision, from what the store holds of the message
+asked about (:class:`~msh.engine.inbound.QueriedMessage`). Decisions where the specification leaves room:
+
+* Processed (ebMS2 §7.3.3: "has been processed by the MSH") means the MSH has handed the message to the
+  application (its inbox entry was fetched or acknowledged); stored and not yet handed over is Received.
+* Only a party of the message's agreement may ask about it (the agreement its CPAId names, as loaded
+  here; when it is not loaded, the message's own From and To parties). Anyone else is answered
+  UnAuthorized, without a Timestamp (§7.1.3 allows answering UnAuthorized or ignoring the request: the
+  answer tells a partner who asks under the wrong PartyId what is wrong, and tells anyone else nothing
+  about the message). The requester always passed the agreement check of its own request (it is a party
+  of an agreement with us); an unknown MessageId is NotRecognized whoever asks.
+* An intermediary answers Forwarded (§7.3.3) about a message it forwarded, with the time it received it,
+  to the message's From party only: the party that sent the message is the one that asks about it
+  (§7.1.1), and an intermediary may hold no agreement with anyone (ebMS2 §10), so the message's own header
+  (as stored with its forward) is the authority, not an agreement.
 """
 
 from __future__ import annotations
@@ -15,9 +31,19 @@ from typing import Final
 from lxml import etree
 
 from msh.ebms.errorlist import error_list
-from msh.ebms.model import Acknowledgment, Envelope, MessageData, MessageHeader, MessageStatus, Service, StatusResponse
+from msh.ebms.model import (
+    Acknowledgment,
+    Envelope,
+    MessageData,
+    MessageHeader,
+    MessageStatus,
+    Party,
+    Service,
+    StatusResponse,
+)
 from msh.ebms.namespaces import ACTOR_TO_PARTY_MSH, SERVICE_MSH, XMLDSIG
-from msh.engine.inbound import StatusAnswer
+from msh.engine.inbound import Held, QueriedMessage, StatusAnswer
+from msh.engine.signals import party_text
 from msh.errors import Issue, MshError, Severity
 from msh.safexml import parse_xml
 
@@ -30,6 +56,7 @@ __all__ = [
     "acknowledgment_message",
     "pong_message",
     "signed_references",
+    "status_answer",
     "status_response_message",
 ]
 
@@ -112,13 +139,44 @@ def pong_message(envelope: Envelope, *, message_id: str, now: datetime) -> Envel
     return Envelope(message_header=_reply_header(envelope.message_header, ACTION_PONG, message_id, now))
 
 
+def _party_texts(party: Party) -> frozenset[str]:
+    return frozenset(party_text(p.value, p.type) for p in party.party_ids)
+
+
+def status_answer(requester: Party, queried: QueriedMessage | None) -> StatusAnswer:
+    """What the StatusResponse to ``requester`` (the StatusRequest's From party) says about ``queried``
+    (None: no such MessageId in the store), see the module docs."""
+    if queried is None:
+        # ebMS2 §7.3.3 NotRecognized: "the message identified by the RefToMessageId element ... is not recognized".
+        return StatusAnswer(MessageStatus.NOT_RECOGNIZED)
+    asking = _party_texts(requester)
+    if queried.held is Held.FORWARDED:
+        allowed = frozenset({queried.from_party} - {None})
+    elif queried.agreement_parties is not None:
+        allowed = queried.agreement_parties
+    else:
+        allowed = frozenset({queried.from_party, queried.to_party} - {None})
+    if not asking & allowed:
+        # ebMS2 §7.1.3, §7.3.3 UnAuthorized: "the Message Status Request is not authorized or accepted".
+        return StatusAnswer(MessageStatus.UN_AUTHORIZED)
+    if queried.held is Held.FORWARDED:
+        # ebMS2 §7.3.3 Forwarded: "has been forwarded by the MSH to another MSH".
+        return StatusAnswer(MessageStatus.FORWARDED, queried.received_at)
+    if queried.delivered_to_app:
+        # ebMS2 §7.3.3 Processed: "has been processed by the MSH" (handed to the application).
+        return StatusAnswer(MessageStatus.PROCESSED, queried.received_at)
+    # ebMS2 §7.3.3 Received: "has been received by the MSH"; §7.3.2: with the time it was received.
+    return StatusAnswer(MessageStatus.RECEIVED, queried.received_at)
+
+
 def status_response_message(
     envelope: Envelope, *, status: StatusAnswer | None, message_id: str, now: datetime
 ) -> Envelope:
     """The StatusResponse answering the StatusRequest ``envelope`` (ebMS2 §7.1.2, §7.3).
 
-    ``status`` None means the MessageId is not in the store: NotRecognized. The Timestamp (time received)
-    is omitted for NotRecognized and UnAuthorized (§7.3.2).
+    ``status`` is :func:`status_answer`'s decision (None: NotRecognized). The Timestamp (time received)
+    is omitted for NotRecognized and UnAuthorized (§7.3.2: "This MUST be omitted if the message ... is
+    NotRecognized or the request was UnAuthorized").
     """
     header, request = envelope.message_header, envelope.status_request
     if header is None or request is None:

@@ -17,6 +17,12 @@ Through TLS the first messages of a connection are the handshake records (Client
 they are drawn for like any other message, so a dropped handshake is also a lost request or a lost
 response. A server that speaks first, or an interim ``100 Continue``, also starts a new message.
 
+``drop_next_response_after(N)`` arms a one-shot loss: the next server→client message that follows a
+client→server message of at least N bytes is dropped (and both sides aborted), whatever the loss rates.
+Through TLS that singles out the answer to a large request (a business message with its payload) and
+spares the handshake flights, whose requests are small: the receiving MSH has the message, the sender
+never hears so (a lost acknowledgment, on purpose, once).
+
 ``down`` refuses service: the listener stays bound (so the port stays ours), new connections are accepted
 and immediately aborted, and setting it aborts every open connection. A client sees a reset rather than
 "connection refused"; for a sender both are the same failed delivery attempt.
@@ -130,6 +136,7 @@ class _Link:
         self.client = client
         self.server: asyncio.StreamWriter | None = None
         self.last: _Direction | None = None
+        self.up_bytes = 0  # the size of the current (or last) client->server message
         self.aborted = False
 
     def abort(self) -> None:
@@ -166,6 +173,7 @@ class LossyProxy:
         self._drop_responses = _probability("drop_responses", drop_responses)
         self._delay = _seconds("delay", delay)
         self._random = random.Random(seed)
+        self._drop_after: int | None = None
         self._down = False
         self._closing = False
         self._server: asyncio.Server | None = None
@@ -214,6 +222,12 @@ class LossyProxy:
     @delay.setter
     def delay(self, value: float) -> None:
         self._delay = _seconds("delay", value)
+
+    def drop_next_response_after(self, request_bytes: int) -> None:
+        """Drop the next response that follows a request of at least ``request_bytes`` bytes (once)."""
+        if request_bytes < 1:
+            raise ValueError(f"request_bytes must be at least 1, got {request_bytes}")
+        self._drop_after = request_bytes
 
     @property
     def down(self) -> bool:
@@ -316,11 +330,15 @@ class LossyProxy:
             self._links.discard(link)
             link.close()
 
-    def _lose(self, direction: _Direction) -> bool:
+    def _lose(self, direction: _Direction, link: _Link) -> bool:
         """Draw for the start of a new message; count it as forwarded or dropped."""
         up = direction is _Direction.UP
         probability = self._drop_requests if up else self._drop_responses
         dropped = probability > 0.0 and self._random.random() < probability
+        armed = self._drop_after
+        if not up and armed is not None and link.up_bytes >= armed:
+            self._drop_after = None  # the one-shot loss of drop_next_response_after
+            dropped = True
         kind = "requests" if up else "responses"
         self._counts[f"{kind}_{'dropped' if dropped else 'forwarded'}"] += 1
         return dropped
@@ -339,7 +357,9 @@ class LossyProxy:
                     return
                 if link.last is not direction:
                     link.last = direction
-                    if self._lose(direction):
+                    if direction is _Direction.UP:
+                        link.up_bytes = 0
+                    if self._lose(direction, link):
                         _log.debug("dropping a %s message", direction.value)
                         link.abort()
                         return
@@ -349,6 +369,8 @@ class LossyProxy:
                         return
                 sink.write(data)
                 self._counts[counter] += len(data)
+                if direction is _Direction.UP:
+                    link.up_bytes += len(data)
                 await sink.drain()
             if not link.aborted and sink.can_write_eof():
                 sink.write_eof()  # pass a half-close on
@@ -409,6 +431,10 @@ class RunningProxy:
             self.proxy.down = down
 
         self._run(apply)
+
+    def drop_next_response_after(self, request_bytes: int) -> None:
+        """:meth:`LossyProxy.drop_next_response_after`, from any thread."""
+        self._run(lambda: self.proxy.drop_next_response_after(request_bytes))
 
     def set_loss(self, drop_requests: float, drop_responses: float) -> None:
         _probability("drop_requests", drop_requests)

@@ -8,6 +8,16 @@ from __future__ import annotations
 
 from msh.runtime.compose import Payload, Submission
 from msh.runtime.config import Settings, load_settings
-from msh.runtime.msh import HttpReply, Msh, ReceivedMessage
+from msh.runtime.msh import HttpReply, Msh, PingResult, ReceivedMessage, RemoteStatus
 
-__all__ = ["HttpReply", "Msh", "Payload", "ReceivedMessage", "Settings", "Submission", "load_settings"]
+__all__ = [
+    "HttpReply",
+    "Msh",
+    "Payload",
+    "PingResult",
+    "ReceivedMessage",
+    "RemoteStatus",
+    "Settings",
+    "Submission",
+    "load_settings",
+]

@@ -4,7 +4,10 @@ Every transmission of an outbound message ends in one ``transmission`` event (wr
 transaction as the sending machine's step for its outcome, so no extra commit): the attempt number, the
 URL, the HTTP status of the answer if one came, the transport error if none did (connection refused, TLS
 failure, timeout, reset) and what the answer carried. An ErrorList about the message, on the connection or
-sent later, is an ``error-received`` event with its errors, numbered with the attempt it followed.
+sent later, is an ``error-received`` event with its errors, numbered with the attempt it followed. A
+StatusRequest asked in place of a resend (``sending.status_before_resend``, ebMS2 §7) is a
+``status-requested`` event and its answer a ``status-answered`` event, numbered with the attempt they stood
+in for: the attempt then says what the partner answered, and whether the message was resent after all.
 :func:`attempts` reads the journal of one message back as :class:`Attempt` records, for ``msh status``,
 ``msh send --wait`` and :meth:`msh.runtime.Msh.attempts`.
 """
@@ -12,7 +15,7 @@ sent later, is an ``error-received`` event with its errors, numbered with the at
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Final
 
@@ -22,6 +25,8 @@ from msh.store.api import Event
 
 __all__ = [
     "ERROR_RECEIVED",
+    "STATUS_ANSWERED",
+    "STATUS_REQUESTED",
     "TRANSMISSION",
     "Attempt",
     "ReceivedError",
@@ -37,6 +42,10 @@ TRANSMISSION: Final = "transmission"
 """Journal kind of the outcome of one transmission."""
 ERROR_RECEIVED: Final = "error-received"
 """Journal kind of an ErrorList received about a sent message."""
+STATUS_REQUESTED: Final = "status-requested"
+"""Journal kind of a StatusRequest asked in place of a resend (ebMS2 §7)."""
+STATUS_ANSWERED: Final = "status-answered"
+"""Journal kind of the answer to a StatusRequest about a sent message (ebMS2 §7.3.3), or why none came."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -63,7 +72,10 @@ class Attempt:
     MSH or was not accepted by it (None when it was); ``answer`` what the answer carried
     (``Acknowledgment``, ``ErrorList``, ``SOAP Fault``, ``no body``, ...); ``errors`` the ErrorList errors
     received about the message after this attempt. ``finished`` is False for an attempt started but
-    without a recorded outcome (in progress, or cut short by a stop).
+    without a recorded outcome (in progress, or cut short by a stop). ``status_request`` is what came of
+    the StatusRequest asked in place of this resend (ebMS2 §7: the partner's messageStatus, or why no
+    StatusResponse came; None: none was asked), and ``resent`` whether the message itself was sent (False
+    when the answer made the resend needless, or the partner was still unreachable).
     """
 
     number: int
@@ -74,6 +86,8 @@ class Attempt:
     answer: str | None = None
     errors: tuple[ReceivedError, ...] = ()
     finished: bool = True
+    status_request: str | None = None
+    resent: bool = True
 
     @property
     def failed(self) -> bool:
@@ -142,6 +156,34 @@ def _str(value: object) -> str | None:
     return value if isinstance(value, str) else None
 
 
+def _status_answered(number: int, event: Event) -> Attempt:
+    """The attempt a StatusRequest stood in for, with its answer (ebMS2 §7.3.3) or why none came; the
+    partner still unreachable is a failed attempt (it counts as a failed resend)."""
+    status = _str(event.detail.get("messageStatus"))
+    url = _str(event.detail.get("url"))
+    if status is not None:
+        return Attempt(
+            number,
+            event.at,
+            url,
+            _int(event.detail.get("httpStatus")),
+            answer=f"StatusResponse {status}",
+            status_request=f"StatusResponse {status}",
+            resent=False,
+        )
+    reason = _str(event.detail.get("reason")) or "no StatusResponse"
+    unreachable = event.detail.get("transmitted") is False
+    return Attempt(
+        number,
+        event.at,
+        url,
+        _int(event.detail.get("httpStatus")),
+        error=reason if unreachable else None,
+        status_request=f"no StatusResponse: {reason}",
+        resent=False,
+    )
+
+
 def attempts(events: Iterable[Event]) -> list[Attempt]:
     """The attempts recorded in the journal of one message (its events, oldest first), by attempt number.
 
@@ -152,6 +194,7 @@ def attempts(events: Iterable[Event]) -> list[Attempt]:
         number = _int(event.detail.get("attempt"))
         if number is None:
             continue
+        asked = by_number.get(number)
         if event.kind == TRANSMISSION:
             by_number[number] = Attempt(
                 number,
@@ -160,9 +203,15 @@ def attempts(events: Iterable[Event]) -> list[Attempt]:
                 _int(event.detail.get("httpStatus")),
                 _str(event.detail.get("error")),
                 _str(event.detail.get("answer")),
+                status_request=asked.status_request if asked is not None else None,
             )
-        elif event.kind == "resent" and number not in by_number:
-            by_number[number] = Attempt(number, event.at, None, finished=False)
+        elif event.kind == "resent" and (number not in by_number or by_number[number].status_request is not None):
+            question = asked.status_request if asked is not None else None
+            by_number[number] = Attempt(number, event.at, None, finished=False, status_request=question)
+        elif event.kind == STATUS_REQUESTED:
+            by_number[number] = Attempt(number, event.at, None, finished=False, status_request="asked", resent=False)
+        elif event.kind == STATUS_ANSWERED:
+            by_number[number] = _status_answered(number, event)
         elif event.kind == ERROR_RECEIVED:
             raw = event.detail.get("errors")
             for item in raw if isinstance(raw, list) else []:
@@ -177,16 +226,7 @@ def attempts(events: Iterable[Event]) -> list[Attempt]:
                     )
     for number, errors in received.items():
         found = by_number.get(number) or Attempt(number, None, None, finished=False)
-        by_number[number] = Attempt(
-            found.number,
-            found.at,
-            found.url,
-            found.http_status,
-            found.error,
-            found.answer,
-            tuple(errors),
-            found.finished,
-        )
+        by_number[number] = replace(found, errors=tuple(errors))
     return [by_number[n] for n in sorted(by_number)]
 
 

@@ -25,6 +25,7 @@ from cpa.resolve import PartyKey
 from msh.engine.routing import Route
 from msh.errors import Issue
 from msh.runtime.config import Settings
+from msh.runtime.questions import Questions
 from msh.runtime.relays import SyncRelays
 from msh.runtime.security import MessageSecurity
 from msh.store.api import Store
@@ -67,7 +68,8 @@ class Core:
     """The MSH's shared parts (see the module docs); ``offload`` False runs parsing and reads on the event
         loop instead of the work pool (the deterministic test network); ``routes`` is the routing table
         (:mod:`msh.engine.routing`); ``security`` applies the MSH's keys where the agreements ask
-    (:mod:`msh.runtime.security`)."""
+    (:mod:`msh.runtime.security`); ``questions`` are the Pings and StatusRequests this process awaits an
+    answer to (:mod:`msh.runtime.questions`)."""
 
     settings: Settings
     clock: Callable[[], datetime]
@@ -90,6 +92,7 @@ class Core:
     tasks: set[asyncio.Task[Any]] = field(default_factory=set)
     relays: SyncRelays = field(default_factory=SyncRelays)
     """Connections waiting for the answer to a forward (an intermediary relaying SyncReply, ebMS2 §4.3)."""
+    questions: Questions = field(default_factory=Questions)
 
     def party_label(self) -> str:
         value, type_ = self.party

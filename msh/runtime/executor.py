@@ -50,6 +50,7 @@ from msh.engine import (
     SendAgain,
     SendAsync,
     SignalReceived,
+    StatusReported,
     StoredAck,
     StoreForward,
     StoreInbound,
@@ -66,6 +67,7 @@ from msh.runtime import attempts
 from msh.runtime.aftercommit import AfterCommit
 from msh.runtime.core import Core
 from msh.runtime.forwarding import Forwarding
+from msh.runtime.questions import Answer, Question
 from msh.runtime.security import ReceiptVerdict
 from msh.runtime.sequences import Sequences, sequence_of_header
 from msh.security.algorithms import DigestAlgorithm
@@ -73,12 +75,16 @@ from msh.store.api import Direction, DuplicateMessage, OutboundKind, OutboundMes
 from msh.store.journal import MessageFacts, Role
 from msh.transport.port import SOAP_CONTENT_TYPE
 
-__all__ = ["RECEIPT", "STATUS_REQUESTED", "AfterCommit", "Executor", "RaceLost"]
+__all__ = ["RECEIPT", "STATUS_ANSWERED", "STATUS_REQUESTED", "AfterCommit", "Executor", "RaceLost"]
 
 RECEIPT = "receipt"
 """The journal event of a signed receipt kept (its ``detail["blob"]`` holds the Acknowledgment message)."""
-STATUS_REQUESTED = "status-requested"
+STATUS_REQUESTED = attempts.STATUS_REQUESTED
 """The journal event of a StatusRequest asked in place of a resend (ebMS2 §7; its answer: ``status-answered``)."""
+STATUS_ANSWERED = attempts.STATUS_ANSWERED
+"""The journal event of the answer to a StatusRequest about one of our messages, as its sending machine got it:
+``messageStatus`` (ebMS2 §7.3.3), or ``reason`` when no StatusResponse came; ``attempt`` the resend it stood
+in for (None: asked for another reason), ``requestMessageId`` the StatusRequest's MessageId."""
 
 log = logging.getLogger("msh.runtime")
 
@@ -356,9 +362,12 @@ class Executor:
         now: datetime,
         after: AfterCommit,
         receipt: ReceiptVerdict | None = None,
+        *,
+        attempt: int | None = None,
     ) -> None:
-        """Hand an acknowledgment or error about one of our messages to its sending machine, if it counts;
-        ``receipt``: the check of the acknowledgment as a signed receipt (kept, or a SecurityFailure)."""
+        """Hand an acknowledgment, error or StatusResponse about one of our messages to its sending machine,
+        if it counts; ``receipt``: the check of the acknowledgment as a signed receipt (kept, or a
+        SecurityFailure); ``attempt``: the resend a StatusResponse's question stood in for (ebMS2 §7)."""
         counters = self.core.counters
         stored = after.rows.get(routed.message_id) or tx.get_outbound(routed.message_id, for_update=True)
         if stored is None:
@@ -381,7 +390,79 @@ class Executor:
         if routed.relay and isinstance(event, AcknowledgmentReceived):
             # ebMS2 §10.1.3: the next MSH's acknowledgment, from an intermediary on the path.
             event = replace(event, by_intermediary=True)
+        if isinstance(event, StatusReported):
+            # ebMS2 §7.3.3: the To party's word on the message, journaled with the question it answers.
+            event = replace(event, attempt=attempt)
+            detail = {"attempt": attempt, "requestMessageId": routed.in_reply_to}
+            self.record_status_answer(
+                tx, routed.message_id, now, {**detail, "messageStatus": event.message_status.value}
+            )
         self.step_outbound(tx, routed.message_id, event, now, after, stored)
+
+    def record_status_answer(self, tx: Transaction, message_id: str, now: datetime, detail: dict[str, object]) -> None:
+        """Journal the answer to a StatusRequest about our message ``message_id`` (:data:`STATUS_ANSWERED`),
+        in the transaction of the step it causes."""
+        self.core.counters[STATUS_ANSWERED] += 1
+        tx.append_event(
+            at=now, kind=STATUS_ANSWERED, message_id=message_id, direction=Direction.OUTBOUND, detail=detail
+        )
+
+    def _signal_received(
+        self, tx: Transaction, signal: SignalReceived, now: datetime, after: AfterCommit
+    ) -> Question | None:
+        """Journal a Pong or StatusResponse answering a request of ours (ebMS2 §8.2, §7.1.2) under the
+        request's MessageId, with what it says; claim the question it answers when one is open in this
+        process and comes from the party asked (:mod:`msh.runtime.questions`), and hand it the answer after
+        the commit. The question is returned (its ``attempt`` goes with the StatusResponse's routing)."""
+        envelope = signal.envelope
+        header = envelope.message_header
+        response = envelope.status_response
+        detail: dict[str, object] = {}
+        facts = None
+        if header is not None:
+            sender = _party_text(header.from_party)
+            detail = {"messageId": header.message_id, "from": sender}
+            facts = MessageFacts(
+                cpa_id=header.cpa_id,
+                from_party=sender,
+                to_party=_party_text(header.to_party),
+                service=header.service.value,
+                action=header.action,
+                conversation_id=header.conversation_id,
+            )
+        if response is not None:
+            # ebMS2 §7.3.1-§7.3.3: the message asked about, its status and when it was received.
+            detail["refToMessageId"] = response.ref_to_message_id
+            detail["messageStatus"] = response.message_status.value
+            detail["timestamp"] = response.timestamp.isoformat() if response.timestamp is not None else None
+        tx.append_event(
+            at=now,
+            kind=f"signal-{signal.action}",
+            message_id=signal.ref_to_message_id,
+            direction=Direction.INBOUND,
+            detail=detail,
+            facts=facts,
+        )
+        if header is None:
+            return None
+        about = response.ref_to_message_id if response is not None else None
+        question = self.core.questions.claim_answered(
+            signal.ref_to_message_id, signal.action, sender, header.cpa_id, about
+        )
+        if question is None:
+            return None
+        answer = Answer(
+            signal.action,
+            header.message_id,
+            sender,
+            header.cpa_id,
+            now,
+            response.message_status if response is not None else None,
+            response.timestamp if response is not None else None,
+            fed=question.message_id is not None,
+        )
+        after.notices.append(functools.partial(question.answered, answer))
+        return question
 
     def record_transmission(self, tx: Transaction, message_id: str, detail: dict[str, object]) -> None:
         """Journal the outcome of one transmission (why it failed, what came back), in the transaction
@@ -652,6 +733,7 @@ class Executor:
             return serialised[key]
 
         sync_reply: bytes | None = None
+        asked: dict[str | None, Question] = {}  # the questions the answers in this message answer
         for action in decision.actions:
             if isinstance(action, StoreInbound):
                 assert header is not None
@@ -761,15 +843,14 @@ class Executor:
                     body = wire(action.error_message)
                     self._reply_async(tx, action.error_message, body, action.to_endpoint, now, after)
             elif isinstance(action, OutboundEvent):
-                self.route_to_outbound(tx, action, now, after, by_message.get(action.message_id))
+                question = asked.get(action.in_reply_to) if action.in_reply_to is not None else None
+                attempt = question.attempt if question is not None else None
+                self.route_to_outbound(tx, action, now, after, by_message.get(action.message_id), attempt=attempt)
             elif isinstance(action, SignalReceived):
                 counters[f"signal-{action.action}"] += 1
-                tx.append_event(
-                    at=now,
-                    kind=f"signal-{action.action}",
-                    message_id=action.ref_to_message_id,
-                    direction=Direction.INBOUND,
-                )
+                question = self._signal_received(tx, action, now, after)
+                if question is not None:
+                    asked[action.ref_to_message_id] = question
             elif isinstance(action, ConflictingDuplicate):
                 counters["conflicting-duplicates"] += 1
                 tx.append_event(

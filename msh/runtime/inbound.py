@@ -26,23 +26,25 @@ from datetime import datetime
 from typing import BinaryIO
 
 from cpa.check import CheckResult, check
+from cpa.resolve import party_keys
 from msh.ebms.digest import content_digest
 from msh.ebms.envelope import serialise_envelope
 from msh.ebms.errorlist import soap_fault
 from msh.ebms.message import EbxmlMessage, ParseMode, parse_message
-from msh.ebms.model import Envelope, MessageStatus
+from msh.ebms.model import Envelope
 from msh.ebms.namespaces import SERVICE_MSH
 from msh.ebms.salvage import salvage_reply_address
-from msh.engine import Event, InboundDecision, StatusAnswer, StoredInbound, receive
+from msh.engine import Event, Held, InboundDecision, QueriedMessage, StoredInbound, receive
 from msh.engine.binding import refusal, reply_status, transmission_outcome
 from msh.engine.inbound import NO_SEQUENCE, SequenceState
 from msh.engine.intermediary import StoreForward, forward
+from msh.engine.signals import party_text
 from msh.errors import ConfigurationError, EbmsError, EnvelopeError, SecurityError
 from msh.runtime.core import PARSE_ON_LOOP, Core
 from msh.runtime.executor import AfterCommit, Executor, RaceLost
 from msh.runtime.security import ReceiptVerdict
 from msh.runtime.sequences import sequence_of_header
-from msh.store.api import InboxState, OutboundKind, Transaction
+from msh.store.api import InboxEntry, InboxState, OutboundKind, Transaction
 from msh.transport.asgi import server_fault
 from msh.transport.port import SOAP_CONTENT_TYPE, HttpReply
 from msh.transport.tls import client_certificate_issue
@@ -54,6 +56,12 @@ log = logging.getLogger("msh.runtime")
 ReceiveUnit = Callable[[Transaction], tuple[InboundDecision, bytes | None, AfterCommit]]
 """The unit of work that decides and commits one received message: the decision, the reply for the
 connection, and the work for after the commit."""
+
+
+def _handed(entry: InboxEntry | None) -> bool:
+    """Whether the application was given the message: not new, nor held back or abandoned under MessageOrder
+    (ebMS2 §9.1.1); a StatusRequest about it is answered Processed (§7.3.3)."""
+    return entry is not None and entry.state in (InboxState.DELIVERED_TO_APP, InboxState.ACKNOWLEDGED_BY_APP)
 
 
 @dataclass(frozen=True, slots=True)
@@ -259,20 +267,31 @@ class InboundPipeline:
         record = tx.find_inbound(message_id)
         if record is None:
             return None
-        entry = tx.inbox_entry(record.id)
-        # Handed to the application (not new, nor held back by MessageOrder, ebMS2 §9.1.1).
-        delivered = entry is not None and entry.state in (InboxState.DELIVERED_TO_APP, InboxState.ACKNOWLEDGED_BY_APP)
+        delivered = _handed(tx.inbox_entry(record.id))
         return StoredInbound(record.message_id, record.ack_envelope, delivered, record.content_digest)
 
-    def _status_answer(self, tx: Transaction, envelope: Envelope) -> StatusAnswer | None:
+    def _queried(self, tx: Transaction, envelope: Envelope) -> QueriedMessage | None:
+        """What the store holds of the message a StatusRequest asks about (ebMS2 §7, §6.1): facts for the
+        engine, which decides the answer (:func:`msh.engine.replies.status_answer`)."""
         request = envelope.status_request
         if request is None:
             return None
-        record = tx.find_inbound(request.ref_to_message_id)
-        if record is None:
-            return None
-        # ebMS2 §7.3.3: Received - the message was received by this MSH.
-        return StatusAnswer(MessageStatus.RECEIVED, record.received_at)
+        message_id = request.ref_to_message_id
+        record = tx.find_inbound(message_id)
+        if record is not None:
+            handed = _handed(tx.inbox_entry(record.id))
+            cpa = self.core.registry.get(record.cpaid)
+            parties = None
+            if cpa is not None:
+                parties = frozenset(party_text(*key) for info in cpa.party_infos for key in party_keys(info))
+            return QueriedMessage(
+                message_id, Held.RECEIVED, record.received_at, record.from_party, record.to_party, handed, parties
+            )
+        stored = tx.get_outbound(message_id)
+        if stored is not None and stored.kind is OutboundKind.FORWARD:
+            # ebMS2 §10: a message this MSH forwarded as an intermediary; its row was made when it came in.
+            return QueriedMessage(message_id, Held.FORWARDED, stored.created_at, stored.from_party, stored.to_party)
+        return None
 
     def unit(
         self,
@@ -316,7 +335,7 @@ class InboundPipeline:
                 now=inbound.now,
                 new_message_id=self.core.ids(),
                 sync_reply_requested=sync_override,
-                message_status=self._status_answer(tx, envelope),
+                queried=self._queried(tx, envelope),
                 digest=inbound.digest,
                 next_id=self.core.ids,
                 relayed=inbound.relayed,

@@ -4,7 +4,9 @@
 
 Application API (synchronous, thread-safe; each call is one store transaction)
     :meth:`Msh.submit` -> MessageId (:meth:`Msh.submit_async` on an event loop); :meth:`Msh.status`,
-    :meth:`Msh.attempts`, :meth:`Msh.receipt`; :meth:`Msh.inbox`, :meth:`Msh.fetch`, :meth:`Msh.ack`; callbacks
+    :meth:`Msh.attempts`, :meth:`Msh.receipt`; :meth:`Msh.inbox`, :meth:`Msh.fetch`, :meth:`Msh.ack`;
+    ``await`` :meth:`Msh.ping` (ebMS2 §8) and :meth:`Msh.remote_status` (§7: the To party's word on one of
+    our messages), with the runtime in this process or beside ``msh serve`` on the same store; callbacks
     ``on_delivered(message_id)``, ``on_sent(message_id)`` (no acknowledgment by design),
     ``on_failed(message_id, issue)`` and ``on_message(entry_id, message_id)``, called after the commit that
     decided them, on the runtime's event loop (keep them
@@ -54,6 +56,7 @@ from msh.runtime.executor import RECEIPT, AfterCommit, Executor
 from msh.runtime.inbound import InboundPipeline
 from msh.runtime.security import MessageSecurity
 from msh.runtime.sender import Sender
+from msh.runtime.services import DEFAULT_TIMEOUT, PingResult, RemoteStatus
 from msh.runtime.submission import Prepared, Submissions, is_large
 from msh.runtime.timerloop import TimerLoop
 from msh.security import check_agreement_security
@@ -65,7 +68,7 @@ from msh.transport.http import HttpTransport
 from msh.transport.port import HttpReply, Transport
 from msh.transport.tls import ClientContexts
 
-__all__ = ["AlsoCommit", "HttpReply", "Msh", "ReceivedMessage", "load_agreements"]
+__all__ = ["AlsoCommit", "HttpReply", "Msh", "PingResult", "ReceivedMessage", "RemoteStatus", "load_agreements"]
 
 log = logging.getLogger("msh.runtime")
 
@@ -347,6 +350,36 @@ class Msh:
         now = self.core.clock()
         return self.core.writer.call(lambda tx: tx.inbox_ack(entry_id, now))
 
+    # -- the MSH services (ebMS2 §7, §8)
+
+    async def ping(
+        self, partner: PartyKey | str, *, cpa_id: str | None = None, timeout: float = DEFAULT_TIMEOUT
+    ) -> PingResult:
+        """Send an MSH Ping (ebMS2 §8.1) to ``partner`` (its (PartyId, type), or a PartyId value whose
+        type the agreements give) and wait up to ``timeout`` seconds for its Pong (§8.2).
+
+        The Ping goes under ``cpa_id``, or the only agreement in force between us and the partner, to the
+        endpoint it gives the partner's MSH signals (or along our routing table), with its TLS, signed as
+        our signals are. The Pong may come back on the connection, or later to our endpoint (when the
+        agreement's MSH channel is asynchronous): it is then received by the runtime of this process, or
+        by ``msh serve`` on the same store (this waits for it in the store's journal). The result says
+        the round-trip time, or what went wrong (connection refused, TLS failure, HTTP status, an error
+        message such as NotSupported, no Pong in time). Raises :class:`~msh.errors.ConfigurationError`
+        when no agreement in force names the partner, and
+        :class:`~msh.runtime.services.AgreementChoice` when several do and ``cpa_id`` is not given."""
+        return await self.sender.services.ping(partner, cpa_id=cpa_id, timeout=timeout)
+
+    async def remote_status(self, message_id: str, *, timeout: float = DEFAULT_TIMEOUT) -> RemoteStatus:
+        """Ask the To party of our message ``message_id`` for its status (a StatusRequest, ebMS2 §7.1.1) and
+        wait up to ``timeout`` seconds for the StatusResponse (§7.1.2, §7.3).
+
+        The request goes where the message went (same URL and TLS); the answer is waited for as with
+        :meth:`ping`. What the partner says is also handed to the message's sending state machine when it
+        comes from that party under the message's agreement: Received or Processed make the message
+        ``delivered`` (evidence ``status-response``), also after it failed with severity Warning. Raises
+        :class:`~msh.errors.ConfigurationError` for a MessageId that is not one of our sent messages."""
+        return await self.sender.services.remote_status(message_id, timeout=timeout)
+
     # -- the endpoint
 
     async def handle_http(
@@ -395,6 +428,7 @@ class Msh:
         if not core.running:
             return
         core.running = False
+        core.questions.wake_all()  # those waiting for a Pong or StatusResponse give up now
         await self.timers.stop()
         if core.tasks:
             await asyncio.wait(set(core.tasks), timeout=core.settings.sending.http_timeout.total_seconds() + 1)

@@ -9,7 +9,8 @@ signal (an acknowledgment, an ErrorList), that signal decided and committed by t
 the same transaction. Replies the receiving side sends asynchronously go out here too.
 
 :meth:`Sender.after_commit` is where every unit's after-commit work is done: callbacks first, then the
-transmissions and asynchronous replies it started, as tasks on the runtime's loop.
+transmissions and asynchronous replies it started, and the StatusRequests asked in place of resends
+(:meth:`msh.runtime.services.Services.ask_before_resend`, ebMS2 §7), as tasks on the runtime's loop.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from msh.runtime import attempts
 from msh.runtime.core import PARSE_ON_LOOP, Core
 from msh.runtime.executor import AfterCommit, Executor
 from msh.runtime.inbound import InboundPipeline
+from msh.runtime.services import Services, client_context
 from msh.store.api import OutboundKind, OutboundMessage, StoreError, Transaction
 from msh.transport.port import SOAP_CONTENT_TYPE, HttpReply, Request, TransportFailure
 
@@ -42,6 +44,8 @@ class Sender:
         self.inbound = inbound
         self._routes: dict[tuple[str, str, str, str], SendingParameters] = {}
         self._first_send: dict[str, tuple[str, str, bytes, SendingParameters | None, OutboundKind, int]] = {}
+        self.services = Services(core, executor, inbound, done=self.after_commit)
+        """Pings and StatusRequests (ebMS2 §7, §8), and the status questions asked in place of resends."""
 
     def keep_for_first_send(
         self,
@@ -85,6 +89,9 @@ class Sender:
             self.core.spawn(functools.partial(self.transmit, message_id, attempt))
         for body, ref in after.async_replies:
             self.core.spawn(functools.partial(self.send_async_reply, body, ref))
+        for message_id, attempt in after.status_requests:
+            # ebMS2 §7: ask the To party for the message's status in place of this resend.
+            self.core.spawn(functools.partial(self.services.ask_before_resend, message_id, attempt))
 
     # -- transmitting
 
@@ -146,14 +153,8 @@ class Sender:
             stored, body = loaded
             content_type, endpoint_url, kind = stored.content_type, stored.endpoint_url, stored.kind
             params = self._params_of(stored)
-        route = self.inbound.forwarding.route_for_url(endpoint_url)
-        if route is not None:
-            # ebMS2 §10: the next hop of a route is reached with the route's TLS trust.
-            ssl_context = core.tls.for_route(route)
-        elif params is not None:
-            ssl_context = core.tls.for_parameters(params)
-        else:
-            ssl_context = core.tls.for_url(endpoint_url)
+        # ebMS2 §10: the next hop of a route is reached with the route's TLS trust, else the agreement's.
+        ssl_context = client_context(core, self.inbound.forwarding, endpoint_url, params)
         core.counters["transmissions"] += 1
         try:
             response = await core.transport.send(Request(endpoint_url, content_type, body, ssl_context))

@@ -2,7 +2,8 @@
 
 A timer is claimed with a lease (so two processes on one PostgreSQL database never fire it both, and the
 timers of a process that died are taken over when its leases run out), then fired in a unit of work of its
-own: a ``retry`` timer feeds :class:`~msh.engine.TimerDue` to the sending machine (resend, or give up), a
+own: a ``retry`` timer feeds :class:`~msh.engine.TimerDue` to the sending machine (resend, ask the partner
+for the message's status first after an outage when ``sending.status_before_resend`` is set, or give up), a
 ``transmit`` timer starts the first transmission of a message another process submitted (``msh send``
 while ``msh serve`` runs), an ``order-gap`` timer ends a received sequence's gap that stayed open too long
 (:meth:`msh.runtime.sequences.Sequences.close_gap`, ebMS2 §9.1.1). The loop wakes at the next due time, and
@@ -22,7 +23,7 @@ from msh.engine import TimerDue, TransmitFailed, UnknownMessage
 from msh.runtime.core import Core
 from msh.runtime.executor import AfterCommit, Executor
 from msh.runtime.sender import Sender
-from msh.store.api import Timer, TimerKind, Transaction
+from msh.store.api import OutboundKind, Timer, TimerKind, Transaction
 from msh.store.order_port import sequence_of
 
 __all__ = ["TimerLoop"]
@@ -81,6 +82,7 @@ class TimerLoop:
         """Fire the timers due now and return when the next one is due (None: no timer)."""
         core = self.core
         lease = core.settings.timers.lease
+        core.questions.expire(core.clock())  # the waits for Pongs and StatusResponses that have run out
 
         def claim(tx: Transaction) -> tuple[list[Timer], datetime | None]:
             timers = tx.claim_due_timers(core.clock(), core.owner, lease, limit=_CLAIM_AT_ONCE)
@@ -121,8 +123,14 @@ class TimerLoop:
                     # ebMS2 §9.1.1: a received sequence's gap stayed open too long.
                     self.executor.sequences.close_gap(tx, key, core.clock(), after)
                 return after
+            stored = tx.get_outbound(timer.message_id, for_update=True)
+            if stored is None:
+                log.warning("timer for unknown message %s dropped", timer.message_id)
+                return after
+            # ebMS2 §7 (off by default): ask before resending our own messages after an outage (services.py).
+            ask = core.settings.sending.status_before_resend if stored.kind is OutboundKind.OWN else None
             try:
-                self.executor.step_outbound(tx, timer.message_id, TimerDue(), core.clock(), after)
+                self.executor.step_outbound(tx, timer.message_id, TimerDue(ask), core.clock(), after, stored)
             except UnknownMessage:
                 log.warning("timer for unknown message %s dropped", timer.message_id)
             return after

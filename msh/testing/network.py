@@ -218,13 +218,17 @@ class TestNetwork:
                 return
 
     def next_due(self) -> datetime | None:
-        """The earliest timer of any MSH."""
+        """The earliest timer of any MSH, or the end of a wait for a Pong or StatusResponse
+        (:mod:`msh.runtime.questions`)."""
         dues = []
         for node in self.nodes.values():
             with node.store.transaction(readonly=True) as tx:
                 due = tx.next_timer_due()
             if due is not None:
                 dues.append(due)
+            deadline = node.msh.core.questions.next_deadline()
+            if deadline is not None:
+                dues.append(deadline)
         return min(dues) if dues else None
 
     async def run_until(

@@ -213,6 +213,29 @@ def test_drop_responses_one_server_sees_request_but_client_gets_no_answer() -> N
     assert stats.bytes_down == 0
 
 
+def test_drop_next_response_after_a_large_request_loses_that_answer_once() -> None:
+    server = LineServer()
+    large = b"L" * 5000 + b"\n"
+
+    async def body(proxy: LossyProxy) -> list[bytes | None]:
+        proxy.drop_next_response_after(4000)
+        return [
+            await exchange(proxy.port, b"small\n"),  # a small request (a handshake flight): answered
+            await exchange(proxy.port, large),  # processed, its answer lost
+            await exchange(proxy.port, large),  # once only
+        ]
+
+    answers, stats = run(with_proxy(server, body))
+    assert answers == [b"OK small\n", None, b"OK " + large]
+    assert server.requests == [b"small\n", large, large]
+    assert (stats.responses_dropped, stats.responses_forwarded) == (1, 2)
+
+
+def test_drop_next_response_after_needs_a_size() -> None:
+    with pytest.raises(ValueError, match="request_bytes must be at least 1"):
+        LossyProxy((HOST, 0), (HOST, 1)).drop_next_response_after(0)
+
+
 def _lossy_run(seed: int, attempts: int) -> tuple[list[bytes | None], ProxyStats, int]:
     server = LineServer()
 

@@ -303,7 +303,10 @@ class SendingSettings(Section):
 
     ``first_resend_timeout`` is the wait before the first resend (None: the CPA's RetryInterval) and must
     exceed ``http_timeout`` (the whole HTTP exchange); ``ack_requested`` and ``duplicate_elimination`` are
-    the defaults for agreements that leave them ``perMessage``.
+    the defaults for agreements that leave them ``perMessage``. ``status_before_resend`` (None: off) asks
+    the partner for a message's status (ebMS2 §7) before resending it once the partner has been
+    unreachable at least that long (:mod:`msh.runtime.services`); off by default, since ebMS2 §7 says an
+    MSH "SHOULD NOT use the Message Status Request Service to implement Reliable Messaging".
     """
 
     section: ClassVar[str] = "sending"
@@ -339,6 +342,21 @@ class SendingSettings(Section):
     duplicate_elimination: bool = field(
         default=True,
         metadata=setting(meaning="DuplicateElimination where the agreement says perMessage"),
+    )
+    status_before_resend: timedelta | None = field(
+        default=None,
+        metadata=setting(
+            _DURATION.format("PT5M", 300),
+            check=rules.positive,
+            meaning=(
+                "after the partner was unreachable this long, ask it for a message's status (a StatusRequest, "
+                "ebMS2 §7) before resending the message, and resend only if it does not have it: a body "
+                'is not sent twice after an outage. Off by default: ebMS2 §7 says an MSH "SHOULD NOT use the '
+                'Message Status Request Service to implement Reliable Messaging"; the acknowledgment still '
+                "delivers, and the question stands in for one resend (same retry budget)"
+            ),
+            unset="off",
+        ),
     )
 
 

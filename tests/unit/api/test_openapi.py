@@ -28,6 +28,8 @@ def test_the_document_describes_every_route_and_its_headers() -> None:
     doc = json.loads(COPY.read_text(encoding="utf-8"))
     paths = doc["paths"]
     assert set(paths) == {
+        "/api/ping",
+        "/api/messages/{message_id}/remote-status",
         "/api/messages",
         "/api/messages/{message_id}",
         "/api/inbox",
@@ -45,3 +47,11 @@ def test_the_document_describes_every_route_and_its_headers() -> None:
     assert "SubmitRequest" in doc["components"]["schemas"]
     assert "options" in paths["/api/messages"]
     assert doc["components"]["securitySchemes"]["bearer"]["scheme"] == "bearer"
+    # ebMS2 §8, §7: the MSH services, their answers and their problems documented.
+    assert paths["/api/ping"]["post"]["requestBody"]["content"]["application/json"]["schema"] == {
+        "$ref": "#/components/schemas/PingRequest"
+    }
+    assert {"PingOutcome", "RemoteStatusDocument"} <= set(doc["components"]["schemas"])
+    remote = paths["/api/messages/{message_id}/remote-status"]["get"]
+    assert {p["name"] for p in remote["parameters"]} == {"message_id", "timeout"}
+    assert {"200", "404", "422"} <= set(remote["responses"])

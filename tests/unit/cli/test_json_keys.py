@@ -1,7 +1,7 @@
 """Every key of the JSON the command line prints is camelCase, as the README and the REST API spell them:
 ``msh message inspect --json`` and ``msh message verify --json`` over valid, warned and rejected files,
-``msh status --json``. (``msh inbox --json`` is walked in test_cli.py, a status with transmissions in
-tests/unit/runtime/test_attempts.py.)"""
+``msh status --json``, ``msh ping --json`` and ``msh status --remote --json``. (``msh inbox --json`` is
+walked in test_cli.py, a status with transmissions in tests/unit/runtime/test_attempts.py.)"""
 
 from __future__ import annotations
 
@@ -94,3 +94,25 @@ def test_status_prints_camel_case_keys(
     [shown] = json.loads(capsys.readouterr().out)
     assert (shown["messageId"], shown["cpaId"]) == (message_id, "cpa-demo-a-b")
     assert keys_off_convention(shown) == []
+
+
+def test_ping_and_status_remote_print_camel_case_keys(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from msh.faults.pair import make_pair
+
+    pair = make_pair(tmp_path / "pair", proxy=False)  # nobody listens at B's endpoint
+    config = str(pair.a.config)
+    assert main(["ping", "--config", config, "987654321", "--json", "--count", "2", "--interval", "0"]) == 1
+    pings = json.loads(capsys.readouterr().out)
+    assert [p["ping"] for p in pings] == [1, 2] and not any(p["pong"] for p in pings)
+    assert {"messageId", "cpaId", "roundTripMs", "onConnection", "pongMessageId", "httpStatus", "problem"} <= set(
+        pings[0]
+    )
+    assert keys_off_convention(pings) == []
+    send = ["send", "--config", config, "--to", "987654321", "--service", "urn:example:services:ordering"]
+    assert main([*send, "--action", "NewOrder"]) == 0
+    message_id = capsys.readouterr().out.strip()
+    assert main(["status", "--config", config, "--remote", "--json", message_id]) == 1
+    [remote] = json.loads(capsys.readouterr().out)
+    assert (remote["messageId"], remote["messageStatus"], remote["ours"]["status"]) == (message_id, None, "pending")
+    assert "connection refused" in remote["problem"]
+    assert keys_off_convention(remote) == []

@@ -14,7 +14,7 @@ from msh.ebms import model as m
 from msh.ebms.digest import DIGEST_PREFIX
 from msh.ebms.envelope import read_envelope, serialise_envelope
 from msh.ebms.errorlist import error_message
-from msh.ebms.namespaces import ACTOR_NEXT_MSH, ACTOR_TO_PARTY_MSH, SERVICE_MSH, SOAP_ACTOR_NEXT, XMLDSIG
+from msh.ebms.namespaces import ACTOR_NEXT_MSH, ACTOR_TO_PARTY_MSH, EB, SERVICE_MSH, SOAP_ACTOR_NEXT, XMLDSIG
 from msh.ebms.schema import validate_envelope
 from msh.engine import (
     BUSINESS_RULES,
@@ -23,16 +23,18 @@ from msh.engine import (
     Discard,
     EndpointRef,
     ErrorReceived,
+    Held,
     InboundDecision,
     InboundOutcome,
     OutboundEvent,
+    QueriedMessage,
     RecordAcknowledgment,
     Reject,
     ReplySync,
     ResendStoredAck,
     SendAsync,
     SignalReceived,
-    StatusAnswer,
+    StatusReported,
     StoredInbound,
     StoreInbound,
     receive,
@@ -434,28 +436,192 @@ def test_ping_is_answered_with_pong() -> None:
     assert schema_valid(pong) == pong
 
 
-def test_status_request_is_answered_from_the_status_passed_in() -> None:
+# --- the Message Status Service (ebMS2 §7), answering side ---------------------------------------------
+
+RECEIVED_AT = NOW - timedelta(hours=1)
+B_TEXT = "urn:duns:987654321"  # party_text of B, the requester in these tests
+A_TEXT = "urn:duns:123456789"
+STRANGER = m.Party((m.PartyId("555555555", "urn:duns"),))
+
+
+def queried(held: Held = Held.RECEIVED, **kw: object) -> QueriedMessage:
+    """MID as the store holds it: received from B under cpa-a-b (whose parties are A and B)."""
+    facts: dict[str, object] = {
+        "from_party": B_TEXT,
+        "to_party": A_TEXT,
+        "agreement_parties": frozenset({A_TEXT, B_TEXT}),
+        **kw,
+    }
+    return QueriedMessage(MID, held, RECEIVED_AT, **facts)  # type: ignore[arg-type]
+
+
+def status_reply(facts: QueriedMessage | None, *, requester: m.Party = B) -> SendAsync:
+    """The reply to a StatusRequest about MID from ``requester``, which passed the agreement check of its
+    own request (it is a party of an agreement with us: here, as if it were B under cpa-a-b)."""
     request = signal("StatusRequest", status_request=m.StatusRequest(MID))
-    received = StatusAnswer(m.MessageStatus.RECEIVED, NOW - timedelta(hours=1))
-    (reply,) = Receiver().get(request, message_status=received).actions
+    result = check(request, CPA, now=NOW)
+    assert request.message_header is not None and result.ok
+    request = replace(request, message_header=replace(request.message_header, from_party=requester))
+    (reply,) = Receiver().take(request, result, queried=facts).actions
     assert isinstance(reply, SendAsync)
+    return reply
+
+
+def answer(facts: QueriedMessage | None, *, requester: m.Party = B) -> m.StatusResponse | None:
+    return status_reply(facts, requester=requester).envelope.status_response
+
+
+def test_a_status_request_is_answered_with_a_status_response_message() -> None:
+    reply = status_reply(queried())
+    header = reply.envelope.message_header
+    assert header is not None
+    # ebMS2 §7.1.2: From the responder, To "set to the value of the From element in the Message Status Request
+    # message", Service urn:oasis:names:tc:ebxml-msg:service, Action StatusResponse, and MessageData's
+    # RefToMessageId "identifies the Message Status Request message".
+    assert (header.from_party, header.to_party) == (A, B)
+    assert (header.service.value, header.action) == ("urn:oasis:names:tc:ebxml-msg:service", "StatusResponse")
+    assert header.message_data.ref_to_message_id == "StatusRequest-1@b.example"
+    # ebMS2 §7.3.1: the StatusResponse's RefToMessageId "SHALL contain the MessageId of the message whose status
+    # is being queried"; §7.1.2: "with no ebXML Payload Container".
     response = reply.envelope.status_response
-    assert response == m.StatusResponse(MID, m.MessageStatus.RECEIVED, NOW - timedelta(hours=1))
-    assert reply.envelope.message_header is not None
-    assert reply.envelope.message_header.message_data.ref_to_message_id == "StatusRequest-1@b.example"
+    assert response is not None and response.ref_to_message_id == MID
+    assert reply.envelope.manifest is None
     assert schema_valid(reply.envelope) == reply.envelope
-    (unknown,) = Receiver().get(request).actions
-    assert isinstance(unknown, SendAsync)
-    # ebMS2 §7.3.2: no Timestamp for NotRecognized.
-    assert unknown.envelope.status_response == m.StatusResponse(MID, m.MessageStatus.NOT_RECOGNIZED, None)
 
 
-@pytest.mark.parametrize("action", ["Pong", "StatusResponse"])
-def test_answers_to_our_requests_go_to_the_application(action: str) -> None:
-    parts = {"status_response": m.StatusResponse(MID, m.MessageStatus.PROCESSED)} if action == "StatusResponse" else {}
-    env = signal(action, ref="ours@a.example", **parts)
+def test_a_message_received_and_not_yet_handed_to_the_application_is_received_with_its_time() -> None:
+    # ebMS2 §7.3.3 Received: "has been received by the MSH"; §7.3.2: the Timestamp "contains the time the
+    # message, whose status is being reported, was received".
+    assert answer(queried()) == m.StatusResponse(MID, m.MessageStatus.RECEIVED, RECEIVED_AT)
+
+
+def test_a_message_handed_to_the_application_is_processed() -> None:
+    # ebMS2 §7.3.3 Processed: "has been processed by the MSH" (here: delivered to the application).
+    assert answer(queried(delivered_to_app=True)) == m.StatusResponse(MID, m.MessageStatus.PROCESSED, RECEIVED_AT)
+
+
+def test_an_unknown_message_is_not_recognized_without_a_timestamp() -> None:
+    # ebMS2 §7.3.3 NotRecognized: "is not recognized"; §7.3.2: the Timestamp "MUST be omitted if the message
+    # ... is NotRecognized".
+    assert answer(None) == m.StatusResponse(MID, m.MessageStatus.NOT_RECOGNIZED, None)
+    assert answer(None, requester=STRANGER) == m.StatusResponse(MID, m.MessageStatus.NOT_RECOGNIZED, None)
+
+
+def test_a_requester_that_is_no_party_of_the_messages_agreement_is_unauthorized_without_a_timestamp() -> None:
+    # ebMS2 §7.1.3: a party "MAY ignore the message instead of responding with messageStatus set to
+    # UnAuthorized if they consider the sender of the message to be unauthorized": this MSH answers
+    # UnAuthorized; §7.3.2: the Timestamp "MUST be omitted if ... the request was UnAuthorized".
+    assert answer(queried(), requester=STRANGER) == m.StatusResponse(MID, m.MessageStatus.UN_AUTHORIZED, None)
+    assert answer(queried(delivered_to_app=True), requester=STRANGER) == m.StatusResponse(
+        MID, m.MessageStatus.UN_AUTHORIZED, None
+    )
+    # Any party of the message's agreement may ask, not only its sender.
+    wider = queried(agreement_parties=frozenset({A_TEXT, B_TEXT, "urn:duns:555555555"}))
+    assert answer(wider, requester=STRANGER) == m.StatusResponse(MID, m.MessageStatus.RECEIVED, RECEIVED_AT)
+
+
+def test_without_its_agreement_loaded_the_messages_own_parties_may_ask() -> None:
+    unloaded = queried(agreement_parties=None)
+    assert answer(unloaded) == m.StatusResponse(MID, m.MessageStatus.RECEIVED, RECEIVED_AT)
+    assert answer(unloaded, requester=STRANGER) == m.StatusResponse(MID, m.MessageStatus.UN_AUTHORIZED, None)
+
+
+def test_an_intermediary_answers_forwarded_to_the_messages_from_party_only() -> None:
+    # ebMS2 §7.3.3 Forwarded: "has been forwarded by the MSH to another MSH"; the requester is the party that
+    # sent the message (§7.1.1), named by the forwarded message's own header (the intermediary may hold no
+    # agreement covering it).
+    forwarded = queried(Held.FORWARDED, agreement_parties=None, to_party="urn:duns:555555555")
+    assert answer(forwarded) == m.StatusResponse(MID, m.MessageStatus.FORWARDED, RECEIVED_AT)
+    # Its To party, or anyone else, did not send it: UnAuthorized, without a Timestamp (§7.3.2).
+    assert answer(forwarded, requester=STRANGER) == m.StatusResponse(MID, m.MessageStatus.UN_AUTHORIZED, None)
+
+
+@pytest.mark.parametrize(
+    "extra",
+    [
+        {"manifest": m.Manifest((m.Reference("cid:x"),))},
+        {"status_response": m.StatusResponse("other@a.example", m.MessageStatus.RECEIVED)},
+        {"error_list": m.ErrorList((m.Error("Inconsistent", m.Severity.WARNING),), m.Severity.WARNING)},
+    ],
+    ids=["Manifest", "StatusResponse", "ErrorList"],
+)
+def test_a_status_request_with_an_element_it_must_not_come_with_is_refused(extra: dict[str, object]) -> None:
+    # ebMS2 §7.2.3: "A StatusRequest element MUST NOT be present with ... a Manifest element, a StatusResponse
+    # element, an ErrorList element".
+    request = signal("StatusRequest", status_request=m.StatusRequest(MID), **extra)
+    _reject, errors = refusal(Receiver().get(request, queried=queried()))
+    assert ("Inconsistent", "Error", "//Body/StatusRequest") in errors
+
+
+def test_a_status_response_with_an_element_it_must_not_come_with_is_discarded() -> None:
+    # ebMS2 §7.3.5: StatusResponse "MUST NOT be present with ... a Manifest element, a StatusRequest element, an
+    # ErrorList element with a highestSeverity attribute set to Error"; an answer is never answered (§4.2.4.1).
+    response = m.StatusResponse(MID, m.MessageStatus.RECEIVED)
+    manifest = m.Manifest((m.Reference("cid:x"),))
+    (discard,) = (
+        Receiver()
+        .get(signal("StatusResponse", ref="ours@a.example", status_response=response, manifest=manifest))
+        .actions
+    )
+    assert isinstance(discard, Discard) and "§7.3.5" in discard.reason
+    error = m.ErrorList((m.Error("Inconsistent", m.Severity.ERROR),), m.Severity.ERROR)
+    (discard,) = (
+        Receiver()
+        .get(signal("StatusResponse", ref="ours@a.example", status_response=response, error_list=error))
+        .actions
+    )
+    assert isinstance(discard, Discard)
+    # A Warning ErrorList is allowed beside it.
+    warning = m.ErrorList((m.Error("Inconsistent", m.Severity.WARNING),), m.Severity.WARNING)
+    allowed = Receiver().get(
+        signal("StatusResponse", ref="ours@a.example", status_response=response, error_list=warning)
+    )
+    assert kinds(allowed) == ["OutboundEvent", "SignalReceived", "OutboundEvent"]  # the ErrorList's, the status
+
+
+def test_a_status_response_about_our_message_goes_to_its_sending_machine_and_to_whoever_asked() -> None:
+    # ebMS2 §7.3.1: MessageData/RefToMessageId names our StatusRequest, StatusResponse/RefToMessageId our message.
+    response = m.StatusResponse(MID, m.MessageStatus.RECEIVED, NOW)
+    env = signal("StatusResponse", ref="ours@a.example", status_response=response)
+    got, routed = Receiver().get(env).actions
+    assert routed == OutboundEvent(
+        MID, StatusReported(m.MessageStatus.RECEIVED), B, "cpa-a-b", in_reply_to="ours@a.example"
+    )
+    assert got == SignalReceived("StatusResponse", "ours@a.example", env)
+
+
+def test_a_pong_goes_to_whoever_pinged() -> None:
+    # ebMS2 §8.2: the Pong's RefToMessageId identifies "the MSH Ping message".
+    env = signal("Pong", ref="ours@a.example")
     (got,) = Receiver().get(env).actions
-    assert got == SignalReceived(action, "ours@a.example", env)
+    assert got == SignalReceived("Pong", "ours@a.example", env)
+
+
+def test_a_status_response_is_written_as_the_specifications_sample() -> None:
+    # ebMS2 §7.3.4: <eb:StatusResponse eb:version="2.0" eb:messageStatus="Received"> with RefToMessageId and
+    # Timestamp children; §7.3.2: no Timestamp for NotRecognized.
+    root = parse_xml(serialise_envelope(status_reply(queried()).envelope))
+    (element,) = root.iter(f"{{{EB}}}StatusResponse")
+    assert element.get(f"{{{EB}}}messageStatus") == "Received" and element.get(f"{{{EB}}}version") == "2.0"
+    assert [child.tag.split("}")[1] for child in element] == ["RefToMessageId", "Timestamp"]
+    assert element.findtext(f"{{{EB}}}RefToMessageId") == MID
+    root = parse_xml(serialise_envelope(status_reply(None).envelope))
+    (element,) = root.iter(f"{{{EB}}}StatusResponse")
+    assert element.get(f"{{{EB}}}messageStatus") == "NotRecognized"
+    assert [child.tag.split("}")[1] for child in element] == ["RefToMessageId"]
+
+
+def test_a_ping_from_a_party_outside_the_agreement_gets_no_pong() -> None:
+    # ebMS2 §8.3: "recipients of a MSH Ping MAY ignore the message if they consider that the sender of the
+    # message received is unauthorized": a Ping that fails the agreement check is refused, never answered with
+    # a Pong (the refusal says why, as for any message from an unknown party).
+    ping = signal("Ping")
+    assert ping.message_header is not None
+    stranger = replace(ping, message_header=replace(ping.message_header, from_party=STRANGER))
+    (reject,) = Receiver().get(stranger).actions
+    assert isinstance(reject, Reject)
+    assert reject.error_message.message_header is not None
+    assert reject.error_message.message_header.action == "MessageError"
 
 
 def test_signals_are_never_acknowledged() -> None:
