@@ -225,9 +225,11 @@ class ErrorReceived:
 class TimerDue:
     """The message's timer row came due. ``status_check_after``: the MSH asks the partner for the status of
     a message before resending it once the partner has been unreachable at least this long (see the module
-    docs; None: never)."""
+    docs; None: never). ``in_flight``: the last transmission has not ended yet (it waits for a connection,
+    or for its answer): no resend is due before it has, and it is not given up on for want of retries."""
 
     status_check_after: timedelta | None = None
+    in_flight: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -575,6 +577,11 @@ def _timer_due(state: OutboundState | None, event: TimerDue, now: datetime) -> S
         return _sent(s, Evidence.HOP_ACKNOWLEDGMENT)
     first = s.first_sent_at if s.first_sent_at is not None else now
     reason = timers.give_up(r, attempts=s.attempts, first_sent_at=first, now=now)
+    if event.in_flight and reason in (None, timers.GiveUp.RETRIES) and s.attempts > 0:
+        # ebMS2 §6.4.4: RetryInterval is the time between retries, and §6.5.4 counts resends: the last
+        # transmission has not even ended, so nothing is resent or given up yet; look again a RetryInterval on.
+        due = timers.next_due(r, attempts=s.attempts, sent_at=now, first_sent_at=first)
+        return replace(s, next_due_at=due), (ScheduleTimer(s.message_id, due),)
     if reason is not None:
         return _give_up(s, reason, first)
     # ebMS2 §6.5.4: resend the identical message; the next wait is RetryInterval. A forwarded message stays

@@ -211,8 +211,11 @@ def make_pair(
     poll: str = "PT0.2S",
     lease: str = "PT2S",
     proxy: bool = True,
+    message_order: bool = False,
 ) -> Pair:
-    """Write the agreement and both settings files into ``work`` (see the module docs)."""
+    """Write the agreement and both settings files into ``work`` (see the module docs); with
+    ``message_order`` the business channels guarantee order (MessageOrderSemantics Guaranteed, and
+    syncReplyMode none, which ebMS2 §9.1 requires with it: acknowledgments come back asynchronously)."""
     work.mkdir(parents=True, exist_ok=True)
     a_port, b_port = free_port(), free_port()
     b_public = free_port() if proxy else b_port
@@ -227,6 +230,10 @@ def make_pair(
         },
         source,
     )
+    if message_order:
+        text = text.replace(">NotGuaranteed<", ">Guaranteed<").replace(
+            'tp:syncReplyMode="mshSignalsOnly"', 'tp:syncReplyMode="none"'
+        )
     cpa = work / "agreement.xml"
     cpa.write_text(text, encoding="utf-8")
     options = {"first_resend": first_resend, "http_timeout": http_timeout, "poll": poll, "lease": lease}

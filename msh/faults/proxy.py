@@ -13,6 +13,10 @@ responses. At the start of each message the proxy draws once:
 - ``drop_responses``: the server's message is swallowed and both sides are aborted (a lost
   acknowledgment: the server processed the request, the client never sees the answer).
 
+A message that is not dropped waits ``delay`` before each chunk and, with ``jitter``, a random time up to
+``jitter`` seconds before its first: requests sent at once on several connections then arrive in another
+order.
+
 Through TLS the first messages of a connection are the handshake records (ClientHello, ServerHello...);
 they are drawn for like any other message, so a dropped handshake is also a lost request or a lost
 response. A server that speaks first, or an interim ``100 Continue``, also starts a new message.
@@ -165,6 +169,7 @@ class LossyProxy:
         drop_requests: float = 0.0,
         drop_responses: float = 0.0,
         delay: float = 0.0,
+        jitter: float = 0.0,
         seed: int | None = None,
     ) -> None:
         self._listen = _address("listen", listen)
@@ -172,6 +177,7 @@ class LossyProxy:
         self._drop_requests = _probability("drop_requests", drop_requests)
         self._drop_responses = _probability("drop_responses", drop_responses)
         self._delay = _seconds("delay", delay)
+        self._jitter = _seconds("jitter", jitter)
         self._random = random.Random(seed)
         self._drop_after: int | None = None
         self._down = False
@@ -228,6 +234,16 @@ class LossyProxy:
         if request_bytes < 1:
             raise ValueError(f"request_bytes must be at least 1, got {request_bytes}")
         self._drop_after = request_bytes
+
+    @property
+    def jitter(self) -> float:
+        """Each message waits a random time up to this many seconds before it is passed on (so messages sent
+        at once on several connections arrive in another order)."""
+        return self._jitter
+
+    @jitter.setter
+    def jitter(self, value: float) -> None:
+        self._jitter = _seconds("jitter", value)
 
     @property
     def down(self) -> bool:
@@ -363,6 +379,10 @@ class LossyProxy:
                         _log.debug("dropping a %s message", direction.value)
                         link.abort()
                         return
+                    if self._jitter:
+                        await asyncio.sleep(self._random.uniform(0.0, self._jitter))
+                        if link.aborted:
+                            return
                 if self._delay:
                     await asyncio.sleep(self._delay)
                     if link.aborted:
@@ -446,6 +466,15 @@ class RunningProxy:
 
         self._run(apply)
 
+    def set_jitter(self, jitter: float) -> None:
+        """:attr:`LossyProxy.jitter`, from any thread."""
+        _seconds("jitter", jitter)
+
+        def apply() -> None:
+            self.proxy.jitter = jitter
+
+        self._run(apply)
+
     def __enter__(self) -> RunningProxy:
         return self.start()
 
@@ -485,11 +514,20 @@ def run_in_thread(
     drop_requests: float = 0.0,
     drop_responses: float = 0.0,
     delay: float = 0.0,
+    jitter: float = 0.0,
     seed: int | None = None,
 ) -> RunningProxy:
     """A proxy for synchronous code: ``with run_in_thread(...) as proxy:`` serves it in a daemon thread."""
     return RunningProxy(
-        LossyProxy(listen, target, drop_requests=drop_requests, drop_responses=drop_responses, delay=delay, seed=seed)
+        LossyProxy(
+            listen,
+            target,
+            drop_requests=drop_requests,
+            drop_responses=drop_responses,
+            delay=delay,
+            jitter=jitter,
+            seed=seed,
+        )
     )
 
 
@@ -546,6 +584,13 @@ def _argument_parser() -> argparse.ArgumentParser:
     add("--drop-requests", type=checked(_probability, "--drop-requests"), default=0.0, metavar="P", help="0..1")
     add("--drop-responses", type=checked(_probability, "--drop-responses"), default=0.0, metavar="P", help="0..1")
     add("--delay", type=checked(_seconds, "--delay"), default=0.0, metavar="S", help="added before each chunk")
+    add(
+        "--jitter",
+        type=checked(_seconds, "--jitter"),
+        default=0.0,
+        metavar="S",
+        help="each message waits a random 0..S seconds first (reorders messages sent at once)",
+    )
     add("--seed", type=int, default=None, help="seed for repeatable losses")
     add("--stats-every", type=checked(_seconds, "--stats-every"), default=5.0, metavar="S", help="default 5")
     add("--down", action="store_true", help="start refusing service")
@@ -559,6 +604,7 @@ async def _serve(args: argparse.Namespace) -> None:
         drop_requests=args.drop_requests,
         drop_responses=args.drop_responses,
         delay=args.delay,
+        jitter=args.jitter,
         seed=args.seed,
     )
     proxy.down = args.down

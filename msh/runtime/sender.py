@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import functools
 import logging
+from collections import Counter
 
 from cpa.resolve import AgreementRefused, SendingParameters, party_keys
 from msh.engine import EndpointRef, ErrorReceived, Event, TransmitFailed, UnknownMessage
@@ -44,6 +45,7 @@ class Sender:
         self.inbound = inbound
         self._routes: dict[tuple[str, str, str, str], SendingParameters] = {}
         self._first_send: dict[str, tuple[str, str, bytes, SendingParameters | None, OutboundKind, int]] = {}
+        self._in_flight: Counter[str] = Counter()
         self.services = Services(core, executor, inbound, done=self.after_commit)
         """Pings and StatusRequests (ebMS2 §7, §8), and the status questions asked in place of resends."""
 
@@ -139,8 +141,22 @@ class Sender:
         self._routes[route] = params
         return params
 
+    def in_flight(self, message_id: str) -> bool:
+        """Whether a transmission of ``message_id`` started in this process has not ended yet (it waits for a
+        connection slot, or for its answer): its timer then neither resends nor gives up (ebMS2 §6.4.4)."""
+        return self._in_flight[message_id] > 0
+
     async def transmit(self, message_id: str, attempt: int) -> None:
         """Transmission number ``attempt`` of ``message_id``, and its outcome committed."""
+        self._in_flight[message_id] += 1
+        try:
+            await self._transmit(message_id, attempt)
+        finally:
+            self._in_flight[message_id] -= 1
+            if self._in_flight[message_id] <= 0:
+                del self._in_flight[message_id]
+
+    async def _transmit(self, message_id: str, attempt: int) -> None:
         core = self.core
         first = self._first_send.pop(message_id, None)
         params: SendingParameters | None

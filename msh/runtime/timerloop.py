@@ -130,7 +130,9 @@ class TimerLoop:
             # ebMS2 §7 (off by default): ask before resending our own messages after an outage (services.py).
             ask = core.settings.sending.status_before_resend if stored.kind is OutboundKind.OWN else None
             try:
-                self.executor.step_outbound(tx, timer.message_id, TimerDue(ask), core.clock(), after, stored)
+                # ebMS2 §6.4.4: a transmission still under way here is waited for, not counted again.
+                due = TimerDue(ask, in_flight=self.sender.in_flight(timer.message_id))
+                self.executor.step_outbound(tx, timer.message_id, due, core.clock(), after, stored)
             except UnknownMessage:
                 log.warning("timer for unknown message %s dropped", timer.message_id)
             return after

@@ -260,6 +260,36 @@ def test_an_early_timer_re_arms_itself() -> None:
     assert sender.s.attempts == 1
 
 
+def test_a_transmission_still_under_way_is_waited_for_not_counted_again() -> None:
+    # ebMS2 §6.4.4: "RetryInterval ... the minimum time the MSH waits between retries"; §6.5.4: a message is
+    # resent while "it has been resent less than the number of times specified in Retries". A transmission
+    # that has not ended (it waits for a connection, or for its answer) is not followed by another, and the
+    # retries are not used up meanwhile.
+    sender = Sender(rel(retries=1))
+    sender.submit()
+    sender.now = T0 + 5 * MIN
+    assert sender.feed(TimerDue(in_flight=True)) == (ScheduleTimer(MID, T0 + 10 * MIN),)
+    assert sender.s.attempts == 1 and sender.s.status is OutboundStatus.PENDING
+    sender.now = T0 + 10 * MIN
+    assert sender.feed(TimerDue()) == (ScheduleTimer(MID, T0 + 20 * MIN), Transmit(MID, 2))
+    # The last retry still under way: not given up for want of retries until it has ended.
+    sender.now = T0 + 20 * MIN
+    assert sender.feed(TimerDue(in_flight=True)) == (ScheduleTimer(MID, T0 + 30 * MIN),)
+    sender.feed(TransmitFailed("the answer never came"))
+    sender.now = T0 + 30 * MIN
+    sender.feed(TimerDue())
+    assert sender.s.status is OutboundStatus.FAILED and sender.failure.issue.severity is Severity.WARNING
+
+
+def test_a_transmission_under_way_does_not_hold_off_time_to_live() -> None:
+    # ebMS2 §3.1.6.4: past its TimeToLive the message is not delivered any more: given up even then.
+    sender = Sender(rel(time_to_live=T0 + 7 * MIN))
+    sender.submit()
+    sender.now = T0 + 7 * MIN
+    sender.feed(TimerDue(in_flight=True))
+    assert sender.s.status is OutboundStatus.FAILED
+
+
 def test_retries_zero_means_one_transmission() -> None:
     sender = Sender(rel(retries=0))
     sender.submit()
