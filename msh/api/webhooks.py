@@ -12,8 +12,11 @@ The call: ``POST URL`` with a JSON body ``{"event", "eventId", "at", "messageId"
 of ``<timestamp>.<body>`` keyed with the application's bearer token (the secret both sides hold).
 
 Events: ``message-received`` (to every application with a webhook: ``entry``, ``messageId``, ``cpaId``,
-``service``, ``action``), ``message-delivered`` and ``message-failed`` (to the application that submitted
-the message through the interfaces, with the failure).
+``service``, ``action``; under MessageOrder, when the message's turn comes, not while it is held),
+``message-abandoned`` (to every application with a webhook, the same fields with ``sequenceNumber`` and
+``reason``: a message held for its turn whose predecessor never came, never offered, ebMS2 §9),
+``message-delivered``, ``message-sent`` and ``message-failed`` (to the application that submitted the
+message through the interfaces, with the evidence and the failure).
 """
 
 from __future__ import annotations
@@ -46,10 +49,16 @@ _FIRST_BACKOFF: Final = 1.0
 _MAX_BACKOFF: Final = 300.0
 _KINDS: Final = {
     "received": "message-received",
+    "released": "message-received",  # MessageOrder: its turn came (ebMS2 §9.1.1)
+    "abandoned": "message-abandoned",
     "delivered": "message-delivered",
     "sent": "message-sent",
     "failed": "message-failed",
 }
+
+
+_RECEIVING: Final = frozenset({"received", "released", "abandoned"})
+"""Events about a received message: announced to every application with a webhook."""
 
 
 def sign(secret: bytes, timestamp: str, body: bytes) -> str:
@@ -100,11 +109,16 @@ def _document(event: Event, tx: Transaction) -> dict[str, object] | None:
         "at": event.at.isoformat(),
         "messageId": event.message_id,
     }
-    if event.kind == "received":
+    if event.kind in _RECEIVING:
+        if event.kind == "received" and event.detail.get("held"):
+            return None  # ebMS2 §9.1.1: not offered before its turn; announced when released
         record = tx.find_inbound(event.message_id)
         if record is None or tx.inbox_entry(record.id) is None:
             return None
         doc.update(entry=record.id, cpaId=record.cpaid, service=record.service, action=record.action)
+        if event.kind == "abandoned":
+            # ebMS2 §9: a message before it in its sequence never came: it is never offered.
+            doc.update(sequenceNumber=event.detail.get("sequenceNumber"), reason=event.detail.get("reason"))
     elif event.kind == "failed":
         keys = ("errorCode", "severity", "description")
         doc["deliveryFailure"] = {k: v for k, v in event.detail.items() if k in keys}
@@ -158,7 +172,7 @@ class Webhooks:
             for event in events:
                 if event.kind not in _KINDS or event.message_id is None:
                     continue
-                if event.kind != "received" and _submitter(tx, event.message_id) != hook.name:
+                if event.kind not in _RECEIVING and _submitter(tx, event.message_id) != hook.name:
                     continue
                 doc = _document(event, tx)
                 if doc is None:

@@ -8,6 +8,8 @@ import hmac
 import json
 
 from msh.api.webhooks import Call, Webhooks, sign
+from msh.store.api import Direction
+from tests.support.store import add_inbound
 from tests.unit.api.conftest import AUTH, TOKENS, Apis, on_apis, order
 
 HOOKS = ["erp=https://erp.example/hook", "crm=https://crm.example/hook"]
@@ -91,3 +93,60 @@ def test_a_webhook_of_an_unknown_application_is_not_called() -> None:
 
 def test_sign_is_hmac_sha256_of_timestamp_and_body() -> None:
     assert sign(b"k", "1", b"{}") == "sha256=" + hmac.new(b"k", b"1.{}", hashlib.sha256).hexdigest()
+
+
+def test_a_held_message_is_announced_when_its_turn_comes_and_an_abandoned_one_as_abandoned() -> None:
+    # ebMS2 §9.1.1: a message held for its turn is not passed to the application before every lower
+    # SequenceNumber has been; §9: one whose predecessor never came is never presented, and the application
+    # is told so.
+    async def scenario(t: Apis) -> None:
+        with t.b.store.transaction() as tx:
+            for message_id, number in (("held@x", 2), ("gone@x", 3)):
+                add_inbound(tx, message_id, deliver=False, hold=True, sequence_number=number)
+                tx.append_event(
+                    at=t.now,
+                    kind="received",
+                    message_id=message_id,
+                    direction=Direction.INBOUND,
+                    detail={"sequenceNumber": number, "held": True},
+                )
+        calls: list[Call] = []
+
+        async def post(call: Call) -> int:
+            calls.append(call)
+            return 204
+
+        hooks = Webhooks.from_context(t.ctx_b, post)
+        assert hooks is not None
+        erp = next(h for h in hooks.hooks if h.name == "erp")
+        await hooks.step(erp)
+        assert calls == []  # held: not announced
+        with t.b.store.transaction() as tx:
+            held = tx.find_inbound("held@x")
+            gone = tx.find_inbound("gone@x")
+            assert held is not None and gone is not None
+            tx.release_held(held.id, t.now)
+            tx.append_event(
+                at=t.now,
+                kind="released",
+                message_id="held@x",
+                direction=Direction.INBOUND,
+                detail={"sequenceNumber": 2},
+            )
+            tx.abandon_held(gone.id)
+            tx.append_event(
+                at=t.now,
+                kind="abandoned",
+                message_id="gone@x",
+                direction=Direction.INBOUND,
+                detail={"sequenceNumber": 3, "reason": "SequenceNumber 1 never arrived"},
+            )
+        await hooks.step(erp)
+        docs = [json.loads(c.body) for c in calls]
+        assert [(d["event"], d["messageId"]) for d in docs] == [
+            ("message-received", "held@x"),
+            ("message-abandoned", "gone@x"),
+        ]
+        assert docs[1]["sequenceNumber"] == 3 and "never arrived" in docs[1]["reason"]
+
+    on_apis(scenario, webhooks=HOOKS)
