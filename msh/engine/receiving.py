@@ -354,55 +354,40 @@ def _actor_issues(envelope: Envelope) -> tuple[Issue, ...]:
 
 def _status_element_issues(envelope: Envelope) -> tuple[Issue, ...]:
     """A StatusRequest or StatusResponse with an element it must not come with (Inconsistent, Error)."""
-    out: list[Issue] = []
-    if envelope.status_request is not None:
+    manifest, error_list = envelope.manifest is not None, envelope.error_list
+    request, response = envelope.status_request is not None, envelope.status_response is not None
+    rules = (
         # ebMS2 §7.2.3: StatusRequest MUST NOT be present with a Manifest, a StatusResponse or an ErrorList.
-        others = [
-            name
-            for name, present in (
-                ("Manifest", envelope.manifest is not None),
-                ("StatusResponse", envelope.status_response is not None),
-                ("ErrorList", envelope.error_list is not None),
-            )
-            if present
-        ]
-        if others:
-            out.append(
-                Issue(
-                    ErrorCode.INCONSISTENT,
-                    Severity.ERROR,
-                    f"StatusRequest comes with {', '.join(others)}; ebMS2 §7.2.3 forbids it with a Manifest, a "
-                    "StatusResponse or an ErrorList",
-                    "//Body/StatusRequest",
-                )
-            )
-    response = envelope.status_response
-    if response is not None:
+        (
+            "StatusRequest",
+            request,
+            "§7.2.3",
+            (("a Manifest", manifest), ("a StatusResponse", response), ("an ErrorList", error_list is not None)),
+        ),
         # ebMS2 §7.3.5: StatusResponse MUST NOT be present with a Manifest, a StatusRequest or an ErrorList of
         # highestSeverity Error.
-        error_list = envelope.error_list
-        others = [
-            name
-            for name, present in (
-                ("Manifest", envelope.manifest is not None),
-                ("StatusRequest", envelope.status_request is not None),
+        (
+            "StatusResponse",
+            response,
+            "§7.3.5",
+            (
+                ("a Manifest", manifest),
+                ("a StatusRequest", request),
                 (
-                    "an ErrorList of severity Error",
+                    "an ErrorList of highestSeverity Error",
                     error_list is not None and error_list.highest_severity is Severity.ERROR,
                 ),
-            )
-            if present
-        ]
-        if others:
-            out.append(
-                Issue(
-                    ErrorCode.INCONSISTENT,
-                    Severity.ERROR,
-                    f"StatusResponse comes with {', '.join(others)}; ebMS2 §7.3.5 forbids it with a Manifest, a "
-                    "StatusRequest or an ErrorList of highestSeverity Error",
-                    "//Body/StatusResponse",
-                )
-            )
+            ),
+        ),
+    )
+    out = []
+    for element, present, clause, companions in rules:
+        found = [name for name, there in companions if there]
+        if present and found:
+            names = [name for name, _ in companions]
+            forbidden = f"{', '.join(names[:-1])} or {names[-1]}"
+            text = f"{element} comes with {', '.join(found)}; ebMS2 {clause} forbids it with {forbidden}"
+            out.append(Issue(ErrorCode.INCONSISTENT, Severity.ERROR, text, f"//Body/{element}"))
     return tuple(out)
 
 

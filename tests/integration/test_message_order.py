@@ -38,6 +38,7 @@ from msh.store.api import InboxState
 from msh.testing.threaded import serving_in_thread
 from tests.support.agreement_files import with_message_order
 from tests.support.endpoint import CONFIG_DIR, CPA_ID, PARTY_A, signed_as_a
+from tests.support.outcomes import wait_final
 
 CONVERSATIONS = 10
 MESSAGES = 1000
@@ -54,19 +55,6 @@ def ordered_pair(tmp_path: Path) -> Iterator[tuple[Pair, RunningProxy]]:
             yield pair, proxy
         finally:
             pair.stop()
-
-
-def wait_final(msh: Msh, ids: list[str], timeout: float) -> dict[str, OutboundStatus]:
-    deadline = time.monotonic() + timeout
-    final: dict[str, OutboundStatus] = {}
-    while time.monotonic() < deadline and len(final) < len(ids):
-        for m in ids:
-            if m not in final:
-                s = msh.status(m)
-                if s is not None and s.state.status.final:
-                    final[m] = s.state.status
-        time.sleep(0.2)
-    return final
 
 
 def test_a_thousand_ordered_messages_in_ten_conversations_through_losses_and_reordering(

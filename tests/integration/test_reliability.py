@@ -26,6 +26,7 @@ from msh.runtime.compose import Payload, Submission
 from msh.runtime.config import load_settings
 from msh.runtime.msh import Msh
 from msh.store import open_store
+from tests.support.outcomes import wait_final
 
 
 @pytest.fixture
@@ -61,19 +62,6 @@ def failed_once(msh: Msh, message_id: str) -> bool:
         and stored.state.attempts >= 1
         and not stored.state.transmitted
     )
-
-
-def wait_final(msh: Msh, ids: list[str], timeout: float) -> dict[str, OutboundStatus]:
-    deadline = time.monotonic() + timeout
-    final: dict[str, OutboundStatus] = {}
-    while time.monotonic() < deadline and len(final) < len(ids):
-        for m in ids:
-            if m not in final:
-                s = msh.status(m)
-                if s is not None and s.state.status.final:
-                    final[m] = s.state.status
-        time.sleep(0.1)
-    return final
 
 
 def inbox_counts(pair: Pair) -> Counter[str]:

@@ -11,7 +11,6 @@ Every wait is bounded.
 from __future__ import annotations
 
 import threading
-import time
 from collections import Counter
 from collections.abc import Iterator
 from datetime import datetime
@@ -29,21 +28,9 @@ from msh.runtime.config import load_settings
 from msh.runtime.msh import Msh
 from msh.store import open_store
 from msh.store.api import Direction
+from tests.support.outcomes import wait_final
 
 MESSAGES = 40
-
-
-def wait_final(msh: Msh, ids: list[str], timeout: float) -> dict[str, OutboundStatus]:
-    deadline = time.monotonic() + timeout
-    final: dict[str, OutboundStatus] = {}
-    while time.monotonic() < deadline and len(final) < len(ids):
-        for m in ids:
-            if m not in final:
-                s = msh.status(m)
-                if s is not None and s.state.status.final:
-                    final[m] = s.state.status
-        time.sleep(0.2)
-    return final
 
 
 def first_event(path: Path, kind: str, direction: Direction) -> dict[str, datetime]:
