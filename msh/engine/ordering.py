@@ -76,6 +76,7 @@ __all__ = [
     "missing_number",
     "offer_time",
     "place",
+    "sequence_restarted",
     "successor",
 ]
 
@@ -318,3 +319,13 @@ def gap_expired(position: OrderPosition) -> tuple[OrderPosition, Issue]:
         "§9.1.1): start it again (SequenceNumber 0, status Reset)",
     )
     return replace(position, held=0, gap_since=None, broken=True), issue
+
+
+def sequence_restarted() -> Issue:
+    """The DeliveryFailure (severity Error) of a held message abandoned because its sender started the sequence
+    again (ebMS2 §9.1.1 case 2) before the messages it waited for came: it can never be presented in order."""
+    return _refusal(
+        ErrorCode.DELIVERY_FAILURE,
+        "the sender started the sequence again (SequenceNumber 0, status Reset) before the messages before this "
+        "one arrived, so this message cannot be presented in order and is abandoned (ebMS2 §9.1.1)",
+    )

@@ -12,9 +12,9 @@ timer do to the store. The rules are :mod:`msh.engine.ordering`'s; the records :
   journaled, never offered) and its sender told by a DeliveryFailure of severity Error (ebMS2 §9.1.1) about
   that message, sent as our other signals are (:meth:`~msh.runtime.executor.Executor.send_delivery_failure`);
   the sequence is broken until the sender starts it again with SequenceNumber 0 and status Reset.
-* A Reset while messages of the old sequence are held abandons them the same way, without a DeliveryFailure:
-  the sender started again, so it knows they were not presented (ebMS2 §9.1.1 case 2 follows its
-  confirmation of them all).
+* A Reset while messages of the old sequence are held abandons them the same way, each with its
+  DeliveryFailure: the sender had them acknowledged (they were stored) and learns only so that they were
+  never presented.
 """
 
 from __future__ import annotations
@@ -29,7 +29,13 @@ from msh.ebms.errorlist import error_message
 from msh.ebms.message import ParseMode, parse_message
 from msh.ebms.model import Envelope, MessageHeader
 from msh.engine.inbound import KeepOrder
-from msh.engine.ordering import OrderPosition, gap_expired, offer_time, successor
+from msh.engine.ordering import (
+    OrderPosition,
+    gap_expired,
+    offer_time,
+    sequence_restarted,
+    successor,
+)
 from msh.engine.signals import party_text
 from msh.errors import EbmsError, Issue
 from msh.runtime.aftercommit import AfterCommit
@@ -64,8 +70,10 @@ class Sequences:
         position = action.position
         if action.abandon:
             # ebMS2 §9.1.1 case 2: the sequence started again; what the old one held can never be presented.
+            issue = sequence_restarted()
             for number, entry in tx.held_entries(key):
-                self._abandon(tx, entry, number, "the sender started the sequence again (SequenceNumber 0, Reset)", now)
+                self._abandon(tx, entry, number, issue.description, now)
+                self._tell_sender(tx, entry, issue, now, after)
         if action.release:
             position = self._release(tx, key, position, now, after)
         tx.set_order_position(key, position)

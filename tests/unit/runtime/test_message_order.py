@@ -256,6 +256,12 @@ def test_a_continued_broken_sequence_is_refused_with_a_delivery_failure() -> Non
         again = await a.submit_async(order(5))
         await net.run_until(lambda: a.status(again).state.status is OutboundStatus.DELIVERED)  # type: ignore[union-attr]
         assert given == [first, again]
-        assert not b.inbox(InboxState.HELD, limit=10)  # the Reset abandoned what the old sequence held
+        # ebMS2 §9.1.1 case 2: the Reset abandoned what the old sequence held; A hears of each (it had them
+        # acknowledged) and shows it beside their delivered status.
+        assert not b.inbox(InboxState.HELD, limit=10)
+        await net.settle()
+        for message_id in held:
+            reported = failure_despite_acknowledgment(True, a.attempts(message_id))
+            assert reported is not None and "started the sequence again" in (reported.description or "")
 
     run(scenario, max_held=2)
