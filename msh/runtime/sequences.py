@@ -74,16 +74,20 @@ class Sequences:
             for number, entry in tx.held_entries(key):
                 self._abandon(tx, entry, number, issue.description, now)
                 self._tell_sender(tx, entry, issue, now, after)
-        if action.release:
+        held_before = position.held
+        if action.release and held_before:
             position = self._release(tx, key, position, now, after)
         tx.set_order_position(key, position)
+        # The gap timer moves only when the gap does: opened by this message, or moved or closed by a release.
         timer = sequence_key(key)
         window = action.gap_window
-        if position.held and position.gap_since is not None and window is not None:
+        moved = action.release and held_before > 0
+        opened = not action.release and not action.abandon and position.held == 1
+        if position.held and (opened or moved) and position.gap_since is not None and window is not None:
             # ebMS2 §9.1.1: a gap that outlasts the sender's retries of the missing message will not fill.
             due = window.add_to_or_latest(position.gap_since) + self.core.settings.receiving.order_gap_grace
             tx.schedule_timer(timer, TimerKind.ORDER_GAP, due, replace_existing=True)
-        elif not position.held:
+        elif not position.held and (moved or action.abandon):
             tx.cancel_timers(timer, TimerKind.ORDER_GAP)
 
     def _release(
