@@ -19,15 +19,14 @@ import functools
 import logging
 from collections import Counter
 
-from cpa.resolve import AgreementRefused, SendingParameters, party_keys
+from cpa.resolve import AgreementRefused, SendingParameters
 from msh.engine import EndpointRef, ErrorReceived, Event, TransmitFailed, UnknownMessage
 from msh.engine.intermediary import hop_answer
-from msh.engine.signals import party_text
 from msh.runtime import attempts
 from msh.runtime.core import PARSE_ON_LOOP, Core
 from msh.runtime.executor import AfterCommit, Executor
 from msh.runtime.inbound import InboundPipeline
-from msh.runtime.services import Services, client_context
+from msh.runtime.services import Services, client_context, sent_parameters
 from msh.store.api import OutboundKind, OutboundMessage, StoreError, Transaction
 from msh.transport.port import SOAP_CONTENT_TYPE, HttpReply, Request, TransportFailure
 
@@ -111,34 +110,19 @@ class Sender:
             return None
         return stored, body
 
-    def _params_of(self, stored: OutboundMessage) -> SendingParameters | None:
-        """The sending parameters of a stored message's route (resolved once per route, not per message): of
-        our own messages and of our signals sent to an agreement's endpoint, not of forwards."""
+    def _params_of(self, stored: OutboundMessage, body: bytes) -> SendingParameters | None:
+        """The sending parameters of a stored message's route (resolved once per route, not per message, unless
+        they depend on the message: :func:`~msh.runtime.services.sent_parameters`): of our own messages and of
+        our signals sent to an agreement's endpoint, not of forwards."""
         if stored.kind is OutboundKind.FORWARD:
             return None
         route = (stored.cpaid, stored.to_party, stored.service, stored.action)
         params = self._routes.get(route)
         if params is not None:
             return params
-        core = self.core
-        cpa = core.registry.get(stored.cpaid)
-        if cpa is None:
-            return None
-        to_keys = [k for info in cpa.party_infos for k in party_keys(info) if party_text(*k) == stored.to_party]
-        if not to_keys:
-            return None
-        try:
-            params = core.registry.resolve(
-                stored.cpaid,
-                from_party=core.party,
-                to_party=to_keys[0],
-                service=stored.service,
-                action=stored.action,
-                now=core.clock(),
-            )
-        except AgreementRefused:
-            return None
-        self._routes[route] = params
+        params, per_message = sent_parameters(self.core, stored, lambda: body)
+        if params is not None and not per_message:
+            self._routes[route] = params
         return params
 
     def in_flight(self, message_id: str) -> bool:
@@ -168,7 +152,7 @@ class Sender:
                 return
             stored, body = loaded
             content_type, endpoint_url, kind = stored.content_type, stored.endpoint_url, stored.kind
-            params = self._params_of(stored)
+            params = self._params_of(stored, body)
         # ebMS2 §10: the next hop of a route is reached with the route's TLS trust, else the agreement's.
         ssl_context = client_context(core, self.inbound.forwarding, endpoint_url, params)
         core.counters["transmissions"] += 1

@@ -57,7 +57,15 @@ from datetime import datetime, timedelta
 from typing import Final
 
 from cpa.model import SyncReplyMode
-from cpa.resolve import AgreementRefused, PartyKey, SendingParameters, in_force, matching_parties, party_keys
+from cpa.resolve import (
+    AgreementRefused,
+    PartyKey,
+    RefusalReason,
+    SendingParameters,
+    in_force,
+    matching_parties,
+    party_keys,
+)
 from msh.ebms.envelope import serialise_envelope
 from msh.ebms.message import EbxmlMessage, ParseMode, parse_message
 from msh.ebms.model import (
@@ -82,7 +90,7 @@ from msh.runtime.executor import AfterCommit, Executor
 from msh.runtime.forwarding import Forwarding
 from msh.runtime.inbound import Inbound, InboundPipeline
 from msh.runtime.questions import Answer, Question
-from msh.store.api import Direction, OutboundKind, OutboundMessage, Transaction
+from msh.store.api import Direction, OutboundKind, OutboundMessage, StoreError, Transaction
 from msh.transport.port import SOAP_CONTENT_TYPE, Request, TransportFailure
 
 __all__ = ["DEFAULT_TIMEOUT", "AgreementChoice", "PingResult", "RemoteStatus", "Services", "client_context"]
@@ -209,6 +217,57 @@ class _Outcome:
 
     answer: Answer | None
     owned: bool
+
+
+def sent_parameters(
+    core: Core, stored: OutboundMessage, body: Callable[[], bytes]
+) -> tuple[SendingParameters | None, bool]:
+    """The sending parameters a stored message of ours went under (its agreement's channel, endpoint and
+    TLS), and whether they depend on the message itself (then they are not the same for every message of
+    its route); (None, False) when the agreement no longer allows it.
+
+    The row keeps the Service, not its type: when the agreement binds the service and action under several
+    service types (ebMS2 §3.1.4.1, CPP/A 2.0 §8.4.11-§8.4.15: the Service's type tells those bindings
+    apart), the type is read from the stored message's header (``body`` gives its bytes) and the binding it
+    was sent under is resolved, not a refusal that would leave the transmission without the agreement's TLS
+    trust."""
+    cpa = core.registry.get(stored.cpaid)
+    if cpa is None:
+        return None, False
+    to_keys = [k for info in cpa.party_infos for k in party_keys(info) if party_text(*k) == stored.to_party]
+    if not to_keys:
+        return None, False
+    to_party, now = to_keys[0], core.clock()
+
+    def under(service_type: str | None) -> SendingParameters:
+        return core.registry.resolve(
+            stored.cpaid,
+            from_party=core.party,
+            to_party=to_party,
+            service=stored.service,
+            service_type=service_type,
+            action=stored.action,
+            now=now,
+        )
+
+    try:
+        return under(None), False
+    except AgreementRefused as exc:
+        if exc.reason is not RefusalReason.AMBIGUOUS:
+            return None, False
+    try:
+        message = parse_message(body(), stored.content_type, mode=ParseMode.LENIENT)
+    except (EbmsError, OSError, StoreError):
+        return None, False
+    message.close()
+    header = message.envelope.message_header
+    if header is None:
+        return None, False
+    try:
+        params = under(header.service.type)
+    except AgreementRefused:
+        return None, False
+    return params, True
 
 
 def client_context(
@@ -342,17 +401,7 @@ class Services:
             action=ACTION_STATUS_REQUEST,
             now=now,
         )
-        try:
-            sent_under: SendingParameters | None = core.registry.resolve(
-                stored.cpaid,
-                from_party=core.party,
-                to_party=to_keys[0],
-                service=stored.service,
-                action=stored.action,
-                now=now,
-            )
-        except AgreementRefused:
-            sent_under = None
+        sent_under, _ = sent_parameters(core, stored, lambda: self._stored_body(stored))
         url = stored.endpoint_url
         return _Target(
             stored.cpaid,
@@ -625,6 +674,10 @@ class Services:
             sent.http_status,
             errors=sent.errors,
         )
+
+    def _stored_body(self, stored: OutboundMessage) -> bytes:
+        with self.core.store.transaction(readonly=True) as tx, tx.open_blob(stored.body_blob_id) as blob:
+            return blob.read()
 
     def _own_message(self, message_id: str) -> OutboundMessage:
         with self.core.store.transaction(readonly=True) as tx:
