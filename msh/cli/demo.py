@@ -1,6 +1,6 @@
-"""``msh demo``: the two-partner reliable-messaging demo (:mod:`msh.exchange_demo`), with ``--multihop`` the
-demo through an intermediary (:mod:`msh.multihop_demo`), or with ``--codec`` the codec demo over the sample
-message files (:mod:`msh.demo`)."""
+"""``msh demo``: the two-partner reliable-messaging demo (:mod:`msh.demos.exchange`), with ``--multihop`` the
+demo through an intermediary (:mod:`msh.demos.multihop`), or with ``--codec`` the codec demo over the sample
+message files (:mod:`msh.demos.codec`)."""
 
 from __future__ import annotations
 
@@ -18,11 +18,11 @@ def _demo(args: argparse.Namespace) -> int:
     if args.undeliverable is not None and not args.multihop:
         raise ConfigurationError("--undeliverable is for the multi-hop demo; add --multihop")
     if args.codec:
-        from msh.demo import run_demo
+        from msh.demos.codec import run_demo
 
         return run_demo(args.samples)
     if args.multihop:
-        from msh.multihop_demo import run_multihop_demo
+        from msh.demos.multihop import run_multihop_demo
 
         undeliverable = 3 if args.undeliverable is None else args.undeliverable
         return run_multihop_demo(
@@ -32,7 +32,7 @@ def _demo(args: argparse.Namespace) -> int:
             keep=args.keep,
             analytics=not args.no_analytics,
         )
-    from msh.exchange_demo import run_exchange_demo
+    from msh.demos.exchange import run_exchange_demo
 
     return run_exchange_demo(messages=args.messages, loss=args.loss, keep=args.keep, analytics=not args.no_analytics)
 

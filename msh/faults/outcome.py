@@ -5,7 +5,7 @@ them) and remembers each payload's SHA-256; :func:`wait_final` waits, with a dea
 is delivered or failed (:func:`wait_states`: until each is in a state of the caller's choosing);
 :func:`journal` reads a store's journal (:class:`EventCounts` counts it) and :func:`inbox_census` the
 receiving application's inbox: how often each message arrived and whether its payload is intact. The
-verdicts of :mod:`msh.exchange_demo`, :mod:`msh.multihop_demo` and the crash tests are computed from these.
+verdicts of :mod:`msh.demos.exchange`, :mod:`msh.demos.multihop` and the crash tests are computed from these.
 """
 
 from __future__ import annotations

@@ -10,7 +10,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from msh.demo_analytics import export_and_report
+from msh.demos.analytics import export_and_report
 from msh.engine import OutboundStatus
 from msh.engine.signals import party_text
 from msh.runtime.compose import Payload, Submission

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from msh.cli import main
-from msh.demo import run_demo
+from msh.demos.codec import run_demo
 from tests.support.json_keys import keys_off_convention
 
 SAMPLES = Path(__file__).resolve().parents[3] / "samples" / "messages"
@@ -231,7 +231,7 @@ def test_the_demo_refuses_busy_ports_in_one_line(
 ) -> None:
     import socket
 
-    from msh import exchange_demo
+    from msh.demos import exchange as exchange_demo
 
     with socket.socket() as busy:
         busy.bind(("127.0.0.1", 0))

@@ -1,11 +1,11 @@
-"""msh.multihop_records: the multi-hop demo's records and its DeliveryFailure verdict, from journal events."""
+"""msh.demos.multihop_records: the multi-hop demo's records and its DeliveryFailure verdict, from journal events."""
 
 from __future__ import annotations
 
 from datetime import UTC, datetime
 
+from msh.demos.multihop_records import delivery_failures, hop_lines
 from msh.faults.outcome import EventCounts
-from msh.multihop_records import delivery_failures, hop_lines
 from msh.store.api import Event
 
 A = "urn:oasis:names:tc:ebcore:partyid-type:iso6523:0088:123456789"

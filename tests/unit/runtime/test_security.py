@@ -504,7 +504,7 @@ def test_a_signed_message_passes_an_intermediary_unchanged_and_verifies_at_the_t
 
 
 def test_the_demo_signs_with_fresh_key_pairs_its_agreement_copy_names(tmp_path: Path) -> None:
-    from msh.exchange_demo import signing_agreement
+    from msh.demos.exchange import signing_agreement
 
     env = signing_agreement(tmp_path)
     copy = agreement(Path(env["A"]["MSH_AGREEMENTS_PATHS"]).read_bytes())

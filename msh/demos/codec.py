@@ -29,7 +29,7 @@ from msh.errors import EbmsError, EnvelopeError
 
 __all__ = ["round_trip", "run_demo"]
 
-SAMPLES = Path(__file__).resolve().parent.parent / "samples" / "messages"
+SAMPLES = Path(__file__).resolve().parents[2] / "samples" / "messages"
 
 
 def round_trip(message: EbxmlMessage) -> tuple[bool, str]:

@@ -12,7 +12,7 @@ message delivered to C's application exactly once, payload intact, and ``deliver
 C and sends more: the intermediary gives up after its route's resends and sends A a DeliveryFailure; the
 demo prints those A received (severity, RefToMessageId), checks each against I's journal, and prints A's
 ``failed`` statuses as ``msh status`` shows them. Then the three journals are exported and the delivery
-report (Spark) runs on them (:mod:`msh.demo_analytics`); the demo says whether the reconciliation's "sent
+report (Spark) runs on them (:mod:`msh.demos.analytics`); the demo says whether the reconciliation's "sent
 but never received" are exactly the messages A was told had failed.
 """
 
@@ -23,11 +23,11 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from msh.demos.multihop_records import delivery_failures, final_status_text, hop_lines, network_line
 from msh.faults.chain import INTERMEDIARY, PARTY_C, Chain, Timings, make_chain
 from msh.faults.outcome import EventCounts, inbox_census, journal, submit_orders, wait_final, wait_states
 from msh.faults.pair import PARTY_A
 from msh.faults.workfolder import in_work_folder
-from msh.multihop_records import delivery_failures, final_status_text, hop_lines, network_line
 
 if TYPE_CHECKING:
     from msh.engine import OutboundStatus
@@ -55,7 +55,7 @@ def run_multihop_demo(
     every message sent after C stopped came back to A as a DeliveryFailure from the intermediary.
 
     With ``analytics``, the journals of A, I and C are then exported and the delivery report is run on the
-    three (:mod:`msh.demo_analytics`; its reconciliation names I as the forwarder). The work folder
+    three (:mod:`msh.demos.analytics`; its reconciliation names I as the forwarder). The work folder
     (agreement, settings, stores, logs) is removed after a successful run unless ``keep``; after a failed
     one it is kept and named."""
     return in_work_folder(
@@ -72,7 +72,7 @@ def _run_and_report(
     chain = make_chain(work, timings=DEMO_TIMINGS)
     status = _run(chain, work, messages, loss, undeliverable, lossy_share, seed)
     if analytics:
-        from msh.demo_analytics import report_on_demo
+        from msh.demos.analytics import report_on_demo
 
         report = report_on_demo([(p.config, p.store) for p in chain.partners], env={})
         if report is not None:

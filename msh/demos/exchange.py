@@ -35,7 +35,7 @@ if TYPE_CHECKING:
 
 __all__ = ["run_exchange_demo"]
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 CONFIG = ROOT / "samples" / "config"
 CPA = ROOT / "samples" / "cpas" / "demo-a-b.xml"
 TP = "http://www.oasis-open.org/committees/ebxml-cppa/schema/cpp-cpa-2_0.xsd"
@@ -80,7 +80,7 @@ def run_exchange_demo(
     """Run the demo; return 0 when every message was delivered exactly once (see the module docs).
 
     With ``analytics``, both journals are then exported and the delivery report is run on them
-    (:mod:`msh.demo_analytics`, skipped with a note where Spark cannot run); the report stays in a folder of
+    (:mod:`msh.demos.analytics`, skipped with a note where Spark cannot run); the report stays in a folder of
     its own. The work folder (stores, logs) is removed after a successful run unless ``keep``; after a
     failed one it is kept and named, for the logs. :class:`ConfigurationError` when a port it needs is in
     use."""
@@ -156,7 +156,7 @@ def _security_counts(store: Path) -> Counter[str]:
 
 def _analytics(work: Path) -> None:
     """Export both partners' journals and run the delivery report on them (kept in its own folder)."""
-    from msh.demo_analytics import report_on_demo
+    from msh.demos.analytics import report_on_demo
 
     report_on_demo([(CONFIG / f"party-{key}.toml", work / f"party-{key}.sqlite") for key in ("a", "b")])
 
