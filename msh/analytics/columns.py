@@ -1,5 +1,5 @@
-"""The journal as files: the Parquet columns every exported or generated journal has, and the event kinds
-the reports read.
+"""The journal as files: the Parquet columns every exported or generated journal has (its ``kind`` column holds
+the names of :class:`msh.store.events.EventKind`, the one list of event kinds).
 
 A journal folder is a Parquet dataset partitioned by day (``day=YYYY-MM-DD/part-….parquet``); each row is
 one event of the store's journal (:class:`msh.store.records.Event`) with ``source``, the PartyId of the
@@ -12,36 +12,7 @@ from typing import Final
 
 import pyarrow as pa
 
-__all__ = [
-    "APP_DELIVERED",
-    "DELIVERED",
-    "DUPLICATE",
-    "EXPIRED",
-    "FAILED",
-    "FORWARD",
-    "RECEIVED",
-    "SCHEMA",
-    "SENT",
-    "SUBMITTED",
-    "TRANSMISSION",
-    "day_of",
-]
-
-SUBMITTED: Final = "submitted"
-TRANSMISSION: Final = "transmission"
-DELIVERED: Final = "delivered"
-"""The end-to-end Acknowledgment came back (ebMS2 §6.3.2): the sender's 'delivered'."""
-SENT: Final = "sent"
-"""Handed to the next MSH, no acknowledgment by design (ebMS2 §6.6 rows 3, 4, 7, 8): the sender's 'sent'."""
-FAILED: Final = "failed"
-"""A DeliveryFailure told to the sending application, with its severity (ebMS2 §6.5.7)."""
-EXPIRED: Final = "expired"
-"""Beside a DeliveryFailure or a refusal: the message's TimeToLive is what ended it (ebMS2 §3.1.6.4)."""
-RECEIVED: Final = "received"
-DUPLICATE: Final = "duplicate"
-"""A duplicate eliminated by the receiver (ebMS2 §6.4.1)."""
-APP_DELIVERED: Final = "app-delivered"
-FORWARD: Final = "forward"
+__all__ = ["SCHEMA", "day_of"]
 
 _TIME = pa.timestamp("us", tz="UTC")
 

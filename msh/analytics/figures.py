@@ -28,6 +28,8 @@ from typing import Final
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
+from msh.store.events import EventKind
+
 __all__ = ["KEYS", "attempts", "failures", "messages", "prepare", "traffic"]
 
 KEYS: Final = ("source", "cpa_id", "partner", "service", "action", "day")
@@ -60,7 +62,7 @@ def prepare(journal: DataFrame) -> DataFrame:
     return journal.select(*_USED, partner.alias("partner"), day.alias("day"))
 
 
-def _at_of(kind: str) -> Column:
+def _at_of(kind: EventKind) -> Column:
     return F.min(F.when(F.col("kind") == kind, F.col("at")))
 
 
@@ -83,20 +85,20 @@ def messages(events: DataFrame) -> DataFrame:
     joined by broadcast: no per-message sort and no shuffle of text."""
     sent = events.filter(F.col("role") == "sender").filter(F.col("message_id").isNotNull())
     kind = F.col("kind")
-    submitted = kind == "submitted"
-    failed = kind == "failed"
-    transmission = kind == "transmission"
+    submitted = kind == EventKind.SUBMITTED
+    failed = kind == EventKind.FAILED
+    transmission = kind == EventKind.TRANSMISSION
     rank = F.when(failed & (F.col("severity") == "Error"), 2).when(failed & (F.col("severity") == "Warning"), 1)
     facts_key, cause_key = _fingerprint(*_FACTS), _fingerprint("cause")
     outcome = sent.groupBy("source", "message_id").agg(
-        _at_of("submitted").alias("submitted_at"),
-        _at_of("delivered").alias("delivered_at"),
-        _at_of("sent").alias("handed_over_at"),
-        _at_of("failed").alias("failed_at"),
+        _at_of(EventKind.SUBMITTED).alias("submitted_at"),
+        _at_of(EventKind.DELIVERED).alias("delivered_at"),
+        _at_of(EventKind.SENT).alias("handed_over_at"),
+        _at_of(EventKind.FAILED).alias("failed_at"),
         F.max(rank).alias("severity_rank"),
         F.coalesce(F.max(F.when(transmission, F.col("attempt"))), F.lit(0)).alias("attempts"),
         F.max(F.when(transmission & F.col("cause").isNull(), 1)).alias("reached_n"),
-        F.max(F.when(kind == "expired", 1)).alias("expired_n"),
+        F.max(F.when(kind == EventKind.EXPIRED, 1)).alias("expired_n"),
         F.max("deadline").alias("deadline"),
         F.min(F.when(submitted, facts_key)).alias("facts_key"),
         F.max(F.when(failed & F.col("cause").isNotNull(), cause_key)).alias("cause_key"),
@@ -162,9 +164,9 @@ def traffic(events: DataFrame, sent: DataFrame, as_of: datetime) -> DataFrame:
         events.filter(F.col("role").isin("receiver", "intermediary"))
         .groupBy(*KEYS)
         .agg(
-            _count_if((kind == "received") & (F.col("role") == "receiver")).alias("received"),
-            _count_if(kind == "duplicate").alias("duplicates"),
-            _count_if((kind == "forward") & (F.col("role") == "intermediary")).alias("forwarded"),
+            _count_if((kind == EventKind.RECEIVED) & (F.col("role") == "receiver")).alias("received"),
+            _count_if(kind == EventKind.DUPLICATE).alias("duplicates"),
+            _count_if((kind == EventKind.FORWARD) & (F.col("role") == "intermediary")).alias("forwarded"),
         )
     )
     counts = (
@@ -209,7 +211,7 @@ def traffic(events: DataFrame, sent: DataFrame, as_of: datetime) -> DataFrame:
 def failures(events: DataFrame) -> DataFrame:
     """DeliveryFailures told to the sending application, by severity and cause, per key and day."""
     return (
-        events.filter((F.col("kind") == "failed") & (F.col("role") == "sender"))
+        events.filter((F.col("kind") == EventKind.FAILED) & (F.col("role") == "sender"))
         .groupBy(*KEYS, "severity", "cause")
         .agg(F.count(F.lit(1)).alias("failures"))
     )

@@ -31,6 +31,7 @@ import pyarrow as pa
 from msh.analytics.columns import SCHEMA
 from msh.analytics.dataset import write_days
 from msh.errors import ConfigurationError
+from msh.store.events import EventKind
 
 __all__ = ["FAULT_CASES", "Generated", "generate_journal"]
 
@@ -80,7 +81,7 @@ class _Columns:
         self,
         source: str,
         at: datetime,
-        kind: str,
+        kind: EventKind,
         facts: tuple[Any, ...],
         role: str,
         direction: str,
@@ -221,7 +222,7 @@ def _message(
     sender, receiver = facts[2], facts[3]
     add = columns.add
     deadline = submitted + _WINDOW
-    add(sender, submitted, "submitted", facts, "sender", "outbound", deadline=deadline)
+    add(sender, submitted, EventKind.SUBMITTED, facts, "sender", "outbound", deadline=deadline)
     roll = rng.random()
     # How it ends, unless a fault is planted: delivered (most), sent without an acknowledgment by design (an
     # agreement that asks for none, ebMS2 §6.6 rows 4 and 8), failed without reaching the partner, pending.
@@ -241,38 +242,55 @@ def _message(
         last = attempt == attempts
         reached = last and outcome not in ("failed", "pending")
         if reached:
-            add(sender, at, "transmission", facts, "sender", "outbound", attempt=attempt)
+            add(sender, at, EventKind.TRANSMISSION, facts, "sender", "outbound", attempt=attempt)
             reached_at = at
         else:
             error = rng.choice(_TRANSPORT_ERRORS)
-            add(sender, at, "transmission", facts, "sender", "outbound", attempt=attempt, cause=error)
+            add(sender, at, EventKind.TRANSMISSION, facts, "sender", "outbound", attempt=attempt, cause=error)
         if not last:
             at = at + _RETRY + timedelta(milliseconds=rng.randrange(0, 300))
     if outcome == "failed":
-        add(sender, deadline, "failed", facts, "sender", "outbound", severity="Error", cause="DeliveryFailure")
+        add(sender, deadline, EventKind.FAILED, facts, "sender", "outbound", severity="Error", cause="DeliveryFailure")
         if rng.random() < 0.3:  # its TimeToLive is what ended it (ebMS2 §3.1.6.4)
-            add(sender, deadline, "expired", facts, "sender", "outbound", severity="Error", cause="TimeToLiveExpired")
+            add(
+                sender,
+                deadline,
+                EventKind.EXPIRED,
+                facts,
+                "sender",
+                "outbound",
+                severity="Error",
+                cause="TimeToLiveExpired",
+            )
         return
     if outcome == "pending" or reached_at is None:
         return
     if relayed:
-        add(RELAY, reached_at + timedelta(milliseconds=20), "forward", facts, "intermediary", "inbound")
+        add(RELAY, reached_at + timedelta(milliseconds=20), EventKind.FORWARD, facts, "intermediary", "inbound")
         add(
-            RELAY, reached_at + timedelta(milliseconds=40), "transmission", facts, "intermediary", "outbound", attempt=1
+            RELAY,
+            reached_at + timedelta(milliseconds=40),
+            EventKind.TRANSMISSION,
+            facts,
+            "intermediary",
+            "outbound",
+            attempt=1,
         )
     latency = timedelta(seconds=min(rng.lognormvariate(0, 0.9), _WINDOW.total_seconds() / 2))
     arrived = reached_at + latency / 2
     if outcome == "sent":
-        add(sender, reached_at + timedelta(milliseconds=10), "sent", facts, "sender", "outbound")
+        add(sender, reached_at + timedelta(milliseconds=10), EventKind.SENT, facts, "sender", "outbound")
     if outcome in ("delivered", "sent", "ack-lost", "failed-reached"):
         copies = 2 if fault == "received_twice" else 1
         for copy in range(copies):
-            add(receiver, arrived + timedelta(seconds=copy), "received", facts, "receiver", "inbound")
+            add(receiver, arrived + timedelta(seconds=copy), EventKind.RECEIVED, facts, "receiver", "inbound")
         if fault is None and rng.random() < 0.02:
-            add(receiver, arrived + _RETRY, "duplicate", facts, "receiver", "inbound")
-        add(receiver, arrived + timedelta(seconds=5), "app-delivered", facts, "receiver", "inbound")
-        add(receiver, arrived + timedelta(seconds=6), "app-taken", facts, "receiver", "inbound")
+            add(receiver, arrived + _RETRY, EventKind.DUPLICATE, facts, "receiver", "inbound")
+        add(receiver, arrived + timedelta(seconds=5), EventKind.APP_DELIVERED, facts, "receiver", "inbound")
+        add(receiver, arrived + timedelta(seconds=6), EventKind.APP_TAKEN, facts, "receiver", "inbound")
     if outcome in ("delivered", "ack-without-delivery"):
-        add(sender, reached_at + latency, "delivered", facts, "sender", "outbound")
+        add(sender, reached_at + latency, EventKind.DELIVERED, facts, "sender", "outbound")
     elif outcome == "failed-reached":
-        add(sender, deadline, "failed", facts, "sender", "outbound", severity="Warning", cause="DeliveryFailure")
+        add(
+            sender, deadline, EventKind.FAILED, facts, "sender", "outbound", severity="Warning", cause="DeliveryFailure"
+        )

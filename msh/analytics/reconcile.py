@@ -27,6 +27,8 @@ from __future__ import annotations
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
+from msh.store.events import EventKind
+
 __all__ = ["reconcile"]
 
 
@@ -39,9 +41,9 @@ def reconcile(events: DataFrame, sent: DataFrame) -> DataFrame:
     sender's facts, the receipts and
     the intermediaries' forwards, each looked up for those messages only (broadcast joins)."""
     kind = F.col("kind")
-    receipt = (kind == "received") & (F.col("role") == "receiver")
+    receipt = (kind == EventKind.RECEIVED) & (F.col("role") == "receiver")
     parties = (
-        events.filter(kind == "submitted")
+        events.filter(kind == EventKind.SUBMITTED)
         .select(F.col("from_party").alias("party"))
         .union(events.filter(receipt).select(F.col("to_party")))
         .where(F.col("party").isNotNull())
@@ -117,7 +119,7 @@ def reconcile(events: DataFrame, sent: DataFrame) -> DataFrame:
         .agg(*(F.min(name).alias(name) for name in names))
     )
     forwarded = (
-        events.filter((kind == "forward") & (F.col("role") == "intermediary"))
+        events.filter((kind == EventKind.FORWARD) & (F.col("role") == "intermediary"))
         .join(ids, "message_id")
         .groupBy("message_id")
         .agg(F.array_join(F.array_sort(F.collect_set("source")), ",").alias("forwarded_by"))

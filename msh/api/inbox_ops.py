@@ -19,7 +19,7 @@ from datetime import datetime, timedelta
 from typing import Final
 
 from msh.api.problems import Problem
-from msh.store.api import Direction, InboundMessage, InboxEntry, InboxState, Transaction
+from msh.store.api import Direction, EventKind, InboundMessage, InboxEntry, InboxState, Transaction
 from msh.store.app_records import InboxBatch, InboxClaim, InboxQuery, InboxView
 
 __all__ = [
@@ -165,7 +165,7 @@ def reject_unit(entry_id: int, application: str, now: datetime, reason: str) -> 
         tx.put_inbox_claim(InboxClaim(entry_id, application, None, None, now, reason, takes))
         tx.append_event(
             at=now,
-            kind="app-rejected",
+            kind=EventKind.APP_REJECTED,
             message_id=entry.message_id,
             direction=Direction.INBOUND,
             detail={"entry": entry_id, "application": application, "reason": reason},

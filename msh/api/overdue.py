@@ -10,7 +10,7 @@ import logging
 from datetime import timedelta
 
 from msh.api.context import ApiContext
-from msh.store.api import Direction, Transaction
+from msh.store.api import Direction, EventKind, Transaction
 from msh.store.app_records import AppInboxItem, InboxQuery
 
 __all__ = ["forget_old_requests", "overdue_now", "report_overdue"]
@@ -33,7 +33,7 @@ async def overdue_now(ctx: ApiContext, reported: set[int], *, limit: int = 1000)
         for item in items:
             tx.append_event(
                 at=now,
-                kind="inbox-overdue",
+                kind=EventKind.INBOX_OVERDUE,
                 message_id=item.entry.message_id,
                 direction=Direction.INBOUND,
                 detail={"entry": item.entry.id, "receivedAt": item.entry.received_at.isoformat()},

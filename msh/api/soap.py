@@ -44,7 +44,7 @@ from msh.runtime.attempts import attempts as attempts_of
 from msh.runtime.attempts import failure_despite_acknowledgment
 from msh.runtime.compose import Payload
 from msh.safexml import parse_xml
-from msh.store.api import InboxEntry, Transaction
+from msh.store.api import EventKind, InboxEntry, Transaction
 from msh.store.app_records import AppInboxItem, InboxQuery, InboxView
 from msh.transport.asgi import client_certificate
 
@@ -209,7 +209,7 @@ async def _status(ctx: ApiContext, app: str, op: etree._Element) -> etree._Eleme
     if reported is not None:
         # ebMS2 §6.5.7: the acknowledgment stands; what the To party reported besides is said.
         _add(out, "deliveryFailureAfterAcknowledgment", str(reported))
-    delivered = [e for e in events if e.kind == "delivered"]
+    delivered = [e for e in events if e.kind == EventKind.DELIVERED]
     if delivered:
         _add(out, "acknowledgedAt", delivered[-1].at)
     return out

@@ -22,7 +22,7 @@ from msh.api.models import SubmitRequest, Submitted
 from msh.api.problems import Problem
 from msh.errors import ConfigurationError
 from msh.runtime.compose import Payload, Submission
-from msh.store.api import Direction, Event, Transaction
+from msh.store.api import Direction, Event, EventKind, Transaction
 from msh.store.app_records import AppRequest
 from msh.store.errors import DuplicateKey
 
@@ -43,7 +43,7 @@ class Answer:
 def submitter(events: list[Event]) -> str | None:
     """The application that submitted a message through the interfaces (from its journal), or None."""
     for event in events:
-        if event.kind == "api-submitted":
+        if event.kind == EventKind.API_SUBMITTED:
             application = event.detail.get("application")
             return application if isinstance(application, str) else None
     return None
@@ -172,7 +172,7 @@ async def submit(
                 )
             tx.append_event(
                 at=now,
-                kind="api-submitted",
+                kind=EventKind.API_SUBMITTED,
                 message_id=message_id,
                 direction=Direction.OUTBOUND,
                 detail={"application": application, "requestId": pair.message_id if pair else None},

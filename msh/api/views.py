@@ -9,7 +9,7 @@ from msh.api.models import BatchMessage, InboxItem, MessageStatus, PayloadOut, T
 from msh.ebms.message import EbxmlMessage
 from msh.engine import explain_state
 from msh.runtime.attempts import Attempt, failure_despite_acknowledgment
-from msh.store.api import Event, InboxState, OutboundMessage
+from msh.store.api import Event, EventKind, InboxState, OutboundMessage
 from msh.store.app_records import AppInboxItem
 
 __all__ = ["batch_message", "header", "inbox_item", "message_status", "state_of"]
@@ -109,7 +109,7 @@ def message_status(stored: OutboundMessage, attempts: list[Attempt], events: lis
     """Where a sent message stands, with its transmissions, DeliveryFailure and receipt."""
     state = stored.state
     failure = state.failure
-    delivered = [e for e in events if e.kind == "delivered"]
+    delivered = [e for e in events if e.kind == EventKind.DELIVERED]
     reported = failure_despite_acknowledgment(state.status.value == "delivered", attempts)
     return MessageStatus(
         message_id=stored.message_id,

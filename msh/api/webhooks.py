@@ -38,7 +38,7 @@ import aiohttp
 from msh.api.context import ApiContext
 from msh.api.submitting import submitter
 from msh.runtime.config.api import webhooks
-from msh.store.api import Event, Transaction
+from msh.store.api import Event, EventKind, Transaction
 
 __all__ = ["Call", "Webhook", "Webhooks", "sign"]
 
@@ -57,7 +57,7 @@ _KINDS: Final = {
 }
 
 
-_RECEIVING: Final = frozenset({"received", "released", "abandoned"})
+_RECEIVING: Final = frozenset({EventKind.RECEIVED, EventKind.RELEASED, EventKind.ABANDONED})
 """Events about a received message: announced to every application with a webhook."""
 
 
@@ -110,23 +110,24 @@ def _document(event: Event, tx: Transaction) -> dict[str, object] | None:
         "messageId": event.message_id,
     }
     if event.kind in _RECEIVING:
-        if event.kind == "received" and event.detail.get("held"):
+        if event.kind == EventKind.RECEIVED and event.detail.get("held"):
             return None  # ebMS2 §9.1.1: not offered before its turn; announced when released
         record = tx.find_inbound(event.message_id)
         if record is None or tx.inbox_entry(record.id) is None:
             return None
         doc.update(entry=record.id, cpaId=record.cpaid, service=record.service, action=record.action)
-        if event.kind == "abandoned":
+        if event.kind == EventKind.ABANDONED:
             # ebMS2 §9: a message before it in its sequence never came: it is never offered.
             doc.update(sequenceNumber=event.detail.get("sequenceNumber"), reason=event.detail.get("reason"))
-    elif event.kind == "failed":
+    elif event.kind == EventKind.FAILED:
         keys = ("errorCode", "severity", "description")
         doc["deliveryFailure"] = {k: v for k, v in event.detail.items() if k in keys}
         # ebMS2 §6.5.7: Warning: transmitted, never acknowledged: it may have been delivered.
         doc["mayHaveBeenDelivered"] = event.detail.get("severity") == "Warning"
-    if event.kind in ("delivered", "sent", "failed") and isinstance(event.detail.get("evidence"), str):
+    ended = event.kind in (EventKind.DELIVERED, EventKind.SENT, EventKind.FAILED)
+    if ended and isinstance(event.detail.get("evidence"), str):
         doc["evidence"] = event.detail["evidence"]
-    if event.kind == "delivered" and isinstance(event.detail.get("receiptProblem"), str):
+    if event.kind == EventKind.DELIVERED and isinstance(event.detail.get("receiptProblem"), str):
         doc["receiptProblem"] = event.detail["receiptProblem"]
     return doc
 

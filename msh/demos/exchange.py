@@ -29,6 +29,7 @@ from msh.faults.outcome import inbox_census, journal, submit_orders, wait_final
 from msh.faults.pair import Partner
 from msh.faults.proxy import ProxyStats
 from msh.faults.workfolder import in_work_folder
+from msh.store.events import EventKind
 
 if TYPE_CHECKING:
     from msh.engine import OutboundStatus
@@ -150,7 +151,7 @@ def _security_counts(store: Path) -> Counter[str]:
     return Counter(
         f"{e.kind}-signed"
         for e in journal(store)
-        if e.kind in ("submitted", "received") and e.detail.get("signed") is True
+        if e.kind in (EventKind.SUBMITTED, EventKind.RECEIVED) and e.detail.get("signed") is True
     )
 
 

@@ -28,6 +28,7 @@ from msh.faults.chain import INTERMEDIARY, PARTY_C, Chain, Timings, make_chain
 from msh.faults.outcome import EventCounts, inbox_census, journal, submit_orders, wait_final, wait_states
 from msh.faults.pair import PARTY_A
 from msh.faults.workfolder import in_work_folder
+from msh.store.events import EventKind
 
 if TYPE_CHECKING:
     from msh.engine import OutboundStatus
@@ -84,7 +85,7 @@ def _explain_reconciliation(chain: Chain, reconciliation: dict[str, Any]) -> Non
     """Say whether the messages the reconciliation finds sent but never received are those A was told had
     failed (the messages sent after C stopped: I took them, C never did): the case counts are exact, the
     rows listed (at most 500) must all be among A's failures."""
-    failed = {e.message_id for e in journal(chain.a.store) if e.kind == "failed"}
+    failed = {e.message_id for e in journal(chain.a.store) if e.kind == EventKind.FAILED}
     counts: dict[str, int] = reconciliation["counts"]
     found = counts.get("sent_not_received", 0)
     listed = {r["message_id"] for r in reconciliation["rows"] if r["case"] == "sent_not_received"}

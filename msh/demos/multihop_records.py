@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from msh.faults.outcome import EventCounts
+from msh.store.events import EventKind as E  # short: the lines below name many kinds
 
 if TYPE_CHECKING:
     from msh.engine import OutboundState
@@ -38,24 +39,24 @@ def hop_lines(a: EventCounts, i: EventCounts, c: EventCounts) -> list[str]:
     forwarded_first = len(
         a.messages_with.get("hop-acknowledged", frozenset()) & a.messages_with.get("delivered", frozenset())
     )
-    copies, relayed = i.ours["forward"], i.others["forward"]
+    copies, relayed = i.ours[E.FORWARD], i.others[E.FORWARD]
     return [
-        f"party A (From party): {a.ours['submitted']} submitted, {a.ours['transmission']} transmissions to I "
-        f"({a.ours['resent']} of them resends); {a.count('hop-acknowledged')} forwarded (I's hop acknowledgment, "
-        f"actor nextMSH), {a.count('delivered')} delivered (C's end-to-end acknowledgment, actor toPartyMSH; "
-        f"{forwarded_first} of them forwarded first), {a.count('failed')} failed",
-        f"intermediary I:       {copies} copies of {i.count('forward')} messages from A stored and forwarded to C "
-        f"({copies - i.count('forward')} resent copies, forwarded again: no duplicate elimination at an "
-        f"intermediary), {i.ours['transmission']} transmissions to C ({i.ours['resent']} of them resends), "
-        f"{i.count('forward-delivered')} acknowledged by C's hop acknowledgment; {relayed} signals from C relayed "
-        f"to A ({i.others['resent']} resends), {i.ours['delivery-failure-queued']} DeliveryFailures for A queued "
-        f"({i.others['signal-sent']} taken by A, {i.ours['delivery-failure-unsent']} with no way to A)",
-        f"party C (To party):   {c.ours['received']} received and delivered to the inbox, {c.ours['duplicate']} "
-        f"duplicates eliminated, {c.ours['rejected']} refused; {c.others['transmission']} transmissions of "
-        f"end-to-end acknowledgments to I ({c.others['resent']} of them resends), {c.others['signal-sent']} "
+        f"party A (From party): {a.ours[E.SUBMITTED]} submitted, {a.ours[E.TRANSMISSION]} transmissions to I "
+        f"({a.ours[E.RESENT]} of them resends); {a.count(E.HOP_ACKNOWLEDGED)} forwarded (I's hop acknowledgment, "
+        f"actor nextMSH), {a.count(E.DELIVERED)} delivered (C's end-to-end acknowledgment, actor toPartyMSH; "
+        f"{forwarded_first} of them forwarded first), {a.count(E.FAILED)} failed",
+        f"intermediary I:       {copies} copies of {i.count(E.FORWARD)} messages from A stored and forwarded to C "
+        f"({copies - i.count(E.FORWARD)} resent copies, forwarded again: no duplicate elimination at an "
+        f"intermediary), {i.ours[E.TRANSMISSION]} transmissions to C ({i.ours[E.RESENT]} of them resends), "
+        f"{i.count(E.FORWARD_DELIVERED)} acknowledged by C's hop acknowledgment; {relayed} signals from C relayed "
+        f"to A ({i.others[E.RESENT]} resends), {i.ours[E.DELIVERY_FAILURE_QUEUED]} DeliveryFailures for A queued "
+        f"({i.others[E.SIGNAL_SENT]} taken by A, {i.ours[E.DELIVERY_FAILURE_UNSENT]} with no way to A)",
+        f"party C (To party):   {c.ours[E.RECEIVED]} received and delivered to the inbox, {c.ours[E.DUPLICATE]} "
+        f"duplicates eliminated, {c.ours[E.REJECTED]} refused; {c.others[E.TRANSMISSION]} transmissions of "
+        f"end-to-end acknowledgments to I ({c.others[E.RESENT]} of them resends), {c.others[E.SIGNAL_SENT]} "
         f"taken by I",
-        f"resends per hop: A->I {a.ours['resent']}, I->C {i.ours['resent']}, C->I {c.others['resent']} "
-        f"(acknowledgments), I->A {i.others['resent']} (acknowledgments and DeliveryFailures)",
+        f"resends per hop: A->I {a.ours[E.RESENT]}, I->C {i.ours[E.RESENT]}, C->I {c.others[E.RESENT]} "
+        f"(acknowledgments), I->A {i.others[E.RESENT]} (acknowledgments and DeliveryFailures)",
     ]
 
 
@@ -86,9 +87,9 @@ def delivery_failures(
     for event in a_events:
         if event.message_id not in received:
             continue
-        if event.kind == "hop-acknowledged":
+        if event.kind == E.HOP_ACKNOWLEDGED:
             forwarded.add(event.message_id)
-        elif event.kind == "error-received":
+        elif event.kind == E.ERROR_RECEIVED:
             errors = event.detail.get("errors")
             for error in errors if isinstance(errors, list) else []:
                 if isinstance(error, dict) and error.get("errorCode") == "DeliveryFailure":
@@ -96,9 +97,9 @@ def delivery_failures(
     queued: dict[str, tuple[str, str]] = {}  # the DeliveryFailure's MessageId -> (about, severity)
     taken: set[str] = set()
     for event in i_events:
-        if event.kind == "signal-sent" and event.message_id is not None:
+        if event.kind == E.SIGNAL_SENT and event.message_id is not None:
             taken.add(event.message_id)
-        elif event.message_id in received and event.kind == "delivery-failure-queued":
+        elif event.message_id in received and event.kind == E.DELIVERY_FAILURE_QUEUED:
             failure = event.detail.get("failureMessageId")
             if event.detail.get("to") == a_party and isinstance(failure, str):
                 queued[failure] = (event.message_id, str(event.detail.get("severity")))

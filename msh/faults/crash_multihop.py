@@ -19,6 +19,7 @@ from pathlib import Path
 from msh.faults.chain import PARTY_C, Timings, make_chain
 from msh.faults.killer import DeliveryOutcome, send_under_kills
 from msh.faults.outcome import EventCounts, inbox_census, journal, order_payload
+from msh.store.events import EventKind
 
 __all__ = ["CRASH_TIMINGS", "MultihopCrashReport", "run_multihop_crash_test"]
 
@@ -102,12 +103,12 @@ def run_multihop_crash_test(
         work,
         kills_i=run.kills[chain.i.name],
         kills_c=run.kills[chain.c.name],
-        duplicates_eliminated=c.ours["duplicate"],
+        duplicates_eliminated=c.ours[EventKind.DUPLICATE],
         resends={
-            "A->I": a.ours["resent"],
-            "I->C": i.ours["resent"],
-            "C->I": c.others["resent"],
-            "I->A": i.others["resent"],
+            "A->I": a.ours[EventKind.RESENT],
+            "I->C": i.ours[EventKind.RESENT],
+            "C->I": c.others[EventKind.RESENT],
+            "I->A": i.others[EventKind.RESENT],
         },
-        forwarded_copies=i.ours["forward"],
+        forwarded_copies=i.ours[EventKind.FORWARD],
     )

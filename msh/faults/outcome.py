@@ -22,6 +22,7 @@ if TYPE_CHECKING:
     from msh.engine import OutboundState, OutboundStatus
     from msh.runtime.msh import Msh
     from msh.store.api import Event
+    from msh.store.events import EventKind
 
 __all__ = [
     "EventCounts",
@@ -134,11 +135,11 @@ class EventCounts:
                 others[event.kind] += 1
         return cls(ours, others, {k: frozenset(v) for k, v in kinds.items()})
 
-    def with_kind(self, kind: str) -> frozenset[str]:
+    def with_kind(self, kind: EventKind) -> frozenset[str]:
         """The messages sent with at least one event of ``kind``."""
         return self.messages_with.get(kind, frozenset())
 
-    def count(self, kind: str) -> int:
+    def count(self, kind: EventKind) -> int:
         """How many of the messages sent have at least one event of ``kind``."""
         return len(self.with_kind(kind))
 

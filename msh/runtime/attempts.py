@@ -17,17 +17,12 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass, replace
 from datetime import datetime
-from typing import Final
 
 from msh.ebms.model import Envelope, ErrorList
 from msh.errors import Severity
-from msh.store.api import Event
+from msh.store.api import Event, EventKind
 
 __all__ = [
-    "ERROR_RECEIVED",
-    "STATUS_ANSWERED",
-    "STATUS_REQUESTED",
-    "TRANSMISSION",
     "Attempt",
     "ReceivedError",
     "answer_kind",
@@ -37,15 +32,6 @@ __all__ = [
     "received_errors",
     "transmission_detail",
 ]
-
-TRANSMISSION: Final = "transmission"
-"""Journal kind of the outcome of one transmission."""
-ERROR_RECEIVED: Final = "error-received"
-"""Journal kind of an ErrorList received about a sent message."""
-STATUS_REQUESTED: Final = "status-requested"
-"""Journal kind of a StatusRequest asked in place of a resend (ebMS2 §7)."""
-STATUS_ANSWERED: Final = "status-answered"
-"""Journal kind of the answer to a StatusRequest about a sent message (ebMS2 §7.3.3), or why none came."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -195,7 +181,7 @@ def attempts(events: Iterable[Event]) -> list[Attempt]:
         if number is None:
             continue
         asked = by_number.get(number)
-        if event.kind == TRANSMISSION:
+        if event.kind == EventKind.TRANSMISSION:
             by_number[number] = Attempt(
                 number,
                 event.at,
@@ -205,14 +191,16 @@ def attempts(events: Iterable[Event]) -> list[Attempt]:
                 _str(event.detail.get("answer")),
                 status_request=asked.status_request if asked is not None else None,
             )
-        elif event.kind == "resent" and (number not in by_number or by_number[number].status_request is not None):
+        elif event.kind == EventKind.RESENT and (
+            number not in by_number or by_number[number].status_request is not None
+        ):
             question = asked.status_request if asked is not None else None
             by_number[number] = Attempt(number, event.at, None, finished=False, status_request=question)
-        elif event.kind == STATUS_REQUESTED:
+        elif event.kind == EventKind.STATUS_REQUESTED:
             by_number[number] = Attempt(number, event.at, None, finished=False, status_request="asked", resent=False)
-        elif event.kind == STATUS_ANSWERED:
+        elif event.kind == EventKind.STATUS_ANSWERED:
             by_number[number] = _status_answered(number, event)
-        elif event.kind == ERROR_RECEIVED:
+        elif event.kind == EventKind.ERROR_RECEIVED:
             raw = event.detail.get("errors")
             for item in raw if isinstance(raw, list) else []:
                 if isinstance(item, dict):

@@ -72,19 +72,11 @@ from msh.runtime.security import ReceiptVerdict
 from msh.runtime.sequences import Sequences, sequence_of_header
 from msh.security.algorithms import DigestAlgorithm
 from msh.store.api import Direction, DuplicateMessage, OutboundKind, OutboundMessage, TimerKind, Transaction
+from msh.store.events import EventKind, ended, signal_received
 from msh.store.journal import MessageFacts, Role
 from msh.transport.port import SOAP_CONTENT_TYPE
 
-__all__ = ["RECEIPT", "STATUS_ANSWERED", "STATUS_REQUESTED", "AfterCommit", "Executor", "RaceLost"]
-
-RECEIPT = "receipt"
-"""The journal event of a signed receipt kept (its ``detail["blob"]`` holds the Acknowledgment message)."""
-STATUS_REQUESTED = attempts.STATUS_REQUESTED
-"""The journal event of a StatusRequest asked in place of a resend (ebMS2 §7; its answer: ``status-answered``)."""
-STATUS_ANSWERED = attempts.STATUS_ANSWERED
-"""The journal event of the answer to a StatusRequest about one of our messages, as its sending machine got it:
-``messageStatus`` (ebMS2 §7.3.3), or ``reason`` when no StatusResponse came; ``attempt`` the resend it stood
-in for (None: asked for another reason), ``requestMessageId`` the StatusRequest's MessageId."""
+__all__ = ["AfterCommit", "Executor", "RaceLost"]
 
 log = logging.getLogger("msh.runtime")
 
@@ -140,7 +132,7 @@ class Executor:
                     counters["resent"] += 1
                     tx.append_event(
                         at=now,
-                        kind="resent",
+                        kind=EventKind.RESENT,
                         message_id=message_id,
                         direction=Direction.OUTBOUND,
                         detail={"attempt": action.attempt},
@@ -150,14 +142,14 @@ class Executor:
                 after.status_requests.append((action.message_id, action.attempt))
                 tx.append_event(
                     at=now,
-                    kind=STATUS_REQUESTED,
+                    kind=EventKind.STATUS_REQUESTED,
                     message_id=message_id,
                     direction=Direction.OUTBOUND,
                     detail={"attempt": action.attempt},
                 )
             elif isinstance(action, NotifyDelivered):
-                label = "delivered" if own else f"{kind.value}-delivered"
-                counters["acknowledged" if own else label] += 1
+                label = ended(kind, "delivered")
+                counters["acknowledged" if own else label.value] += 1
                 detail: dict[str, object] = {"evidence": action.evidence.value}
                 if action.receipt_problem is not None:
                     # ebMS2 §6.3.2.5: delivered, but the signed receipt does not prove what was sent.
@@ -171,15 +163,15 @@ class Executor:
                 counters["hop-acknowledged"] += 1
                 tx.append_event(
                     at=now,
-                    kind="hop-acknowledged",
+                    kind=EventKind.HOP_ACKNOWLEDGED,
                     message_id=message_id,
                     direction=Direction.OUTBOUND,
                     detail={"evidence": Evidence.HOP_ACKNOWLEDGMENT.value},
                 )
             elif isinstance(action, NotifySent):
                 # ebMS2 §6.6 rows 3, 4, 7, 8: handed over; no acknowledgment will come, by design.
-                label = "sent" if own else f"{kind.value}-sent"
-                counters[label] += 1
+                label = ended(kind, "sent")
+                counters[label.value] += 1
                 tx.append_event(
                     at=now,
                     kind=label,
@@ -190,11 +182,11 @@ class Executor:
                 if own and callbacks.on_sent is not None:
                     after.notices.append(functools.partial(callbacks.on_sent, message_id))
             elif isinstance(action, NotifyFailed):
-                counters["failed" if own else f"{kind.value}-failed"] += 1
+                counters[ended(kind, "failed").value] += 1
                 issue = action.issue
                 tx.append_event(
                     at=now,
-                    kind="failed" if own else f"{kind.value}-failed",
+                    kind=ended(kind, "failed"),
                     message_id=message_id,
                     direction=Direction.OUTBOUND,
                     detail={
@@ -208,7 +200,7 @@ class Executor:
                     # ebMS2 §3.1.6.4: its TimeToLive ended it: journaled as such beside the DeliveryFailure.
                     tx.append_event(
                         at=now,
-                        kind="expired",
+                        kind=EventKind.EXPIRED,
                         message_id=message_id,
                         direction=Direction.OUTBOUND,
                         detail={"errorCode": ErrorCode.TIME_TO_LIVE_EXPIRED.value, "severity": issue.severity.value},
@@ -249,7 +241,7 @@ class Executor:
             # ebMS2 §4.2.4: the partner's ErrorList says why it refused the message: kept with the attempt.
             tx.append_event(
                 at=now,
-                kind=attempts.ERROR_RECEIVED,
+                kind=EventKind.ERROR_RECEIVED,
                 message_id=message_id,
                 direction=Direction.OUTBOUND,
                 detail=attempts.error_detail(state.attempts, event.error_list),
@@ -293,7 +285,7 @@ class Executor:
         tx.break_sequence(stored.cpaid, stored.conversation_id)
         tx.append_event(
             at=now,
-            kind="sequence-broken",
+            kind=EventKind.SEQUENCE_BROKEN,
             message_id=stored.message_id,
             direction=Direction.OUTBOUND,
             detail={"sequenceNumber": stored.sequence_number, "conversationId": stored.conversation_id},
@@ -335,7 +327,7 @@ class Executor:
             self.core.counters["receipts"] += 1
             tx.append_event(
                 at=now,
-                kind=RECEIPT,
+                kind=EventKind.RECEIPT,
                 message_id=message_id,
                 direction=Direction.OUTBOUND,
                 detail={"blob": blob, "references": verdict.references},
@@ -347,7 +339,7 @@ class Executor:
         log.warning("acknowledgment of %s refused as a receipt: %s", message_id, issue.description)
         tx.append_event(
             at=now,
-            kind="receipt-refused",
+            kind=EventKind.RECEIPT_REFUSED,
             message_id=message_id,
             direction=Direction.OUTBOUND,
             detail={"description": issue.description, "location": issue.location},
@@ -400,11 +392,11 @@ class Executor:
         self.step_outbound(tx, routed.message_id, event, now, after, stored)
 
     def record_status_answer(self, tx: Transaction, message_id: str, now: datetime, detail: dict[str, object]) -> None:
-        """Journal the answer to a StatusRequest about our message ``message_id`` (:data:`STATUS_ANSWERED`),
+        """Journal the answer to a StatusRequest about our message ``message_id`` (``status-answered``),
         in the transaction of the step it causes."""
-        self.core.counters[STATUS_ANSWERED] += 1
+        self.core.counters[EventKind.STATUS_ANSWERED.value] += 1
         tx.append_event(
-            at=now, kind=STATUS_ANSWERED, message_id=message_id, direction=Direction.OUTBOUND, detail=detail
+            at=now, kind=EventKind.STATUS_ANSWERED, message_id=message_id, direction=Direction.OUTBOUND, detail=detail
         )
 
     def _signal_received(
@@ -437,7 +429,7 @@ class Executor:
             detail["timestamp"] = response.timestamp.isoformat() if response.timestamp is not None else None
         tx.append_event(
             at=now,
-            kind=f"signal-{signal.action}",
+            kind=signal_received(signal.action),
             message_id=signal.ref_to_message_id,
             direction=Direction.INBOUND,
             detail=detail,
@@ -469,7 +461,7 @@ class Executor:
         of the step it causes: no commit of its own."""
         tx.append_event(
             at=self.core.clock(),
-            kind=attempts.TRANSMISSION,
+            kind=EventKind.TRANSMISSION,
             message_id=message_id,
             direction=Direction.OUTBOUND,
             detail=detail,
@@ -635,7 +627,7 @@ class Executor:
                 )
                 tx.append_event(
                     at=now,
-                    kind="delivery-failure-unsent",
+                    kind=EventKind.DELIVERY_FAILURE_UNSENT,
                     message_id=about,
                     direction=direction,
                     detail={**detail, "reason": why_not},
@@ -647,7 +639,7 @@ class Executor:
         self.core.counters["delivery-failures-queued"] += 1
         tx.append_event(
             at=now,
-            kind="delivery-failure-queued",
+            kind=EventKind.DELIVERY_FAILURE_QUEUED,
             message_id=about,
             direction=direction,
             detail=detail,
@@ -780,7 +772,7 @@ class Executor:
                     received |= {"sequenceNumber": action.sequence_number, "held": action.hold}
                 tx.append_event(
                     at=now,
-                    kind="received",
+                    kind=EventKind.RECEIVED,
                     message_id=action.message_id,
                     direction=Direction.INBOUND,
                     detail=received,
@@ -798,7 +790,7 @@ class Executor:
                 counters["duplicates"] += 1
                 tx.append_event(
                     at=now,
-                    kind="duplicate",
+                    kind=EventKind.DUPLICATE,
                     message_id=action.message_id,
                     direction=Direction.INBOUND,
                     detail={"count": count},
@@ -819,7 +811,7 @@ class Executor:
                 refused = None if header is None else self._refused_facts(header)
                 tx.append_event(
                     at=now,
-                    kind="rejected",
+                    kind=EventKind.REJECTED,
                     message_id=action.message_id,
                     direction=Direction.INBOUND,
                     detail={"issues": [str(i) for i in decision.issues]},
@@ -830,7 +822,7 @@ class Executor:
                     # ebMS2 §3.1.6.4: refused because its TimeToLive had passed: journaled as such too.
                     tx.append_event(
                         at=now,
-                        kind="expired",
+                        kind=EventKind.EXPIRED,
                         message_id=action.message_id,
                         direction=Direction.INBOUND,
                         detail={"errorCode": expired[0].error_code.value, "severity": expired[0].severity.value},
@@ -855,7 +847,7 @@ class Executor:
                 counters["conflicting-duplicates"] += 1
                 tx.append_event(
                     at=now,
-                    kind="conflicting-duplicate",
+                    kind=EventKind.CONFLICTING_DUPLICATE,
                     message_id=action.message_id,
                     direction=Direction.INBOUND,
                     detail={"storedDigest": action.stored_digest, "receivedDigest": action.received_digest},
@@ -889,7 +881,7 @@ class Executor:
                     counters["forwards"] += 1
                     tx.append_event(
                         at=now,
-                        kind="forward",
+                        kind=EventKind.FORWARD,
                         message_id=action.message_id,
                         direction=Direction.INBOUND,
                         detail={

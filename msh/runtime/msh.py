@@ -52,7 +52,7 @@ from msh.runtime.agreements import agreement_registry, load_agreements
 from msh.runtime.compose import Submission, new_message_id
 from msh.runtime.config import Settings
 from msh.runtime.core import Callbacks, Core, DeliveredCallback, FailedCallback, MessageCallback, SentCallback
-from msh.runtime.executor import RECEIPT, AfterCommit, Executor
+from msh.runtime.executor import AfterCommit, Executor
 from msh.runtime.inbound import InboundPipeline
 from msh.runtime.security import MessageSecurity
 from msh.runtime.sender import Sender
@@ -62,7 +62,7 @@ from msh.runtime.timerloop import TimerLoop
 from msh.security import check_agreement_security
 from msh.store import api as store_api
 from msh.store import open_store
-from msh.store.api import Direction, InboxEntry, InboxState, OutboundMessage, Store
+from msh.store.api import Direction, EventKind, InboxEntry, InboxState, OutboundMessage, Store
 from msh.store.writer import GroupCommitWriter, Writer
 from msh.transport.http import HttpTransport
 from msh.transport.port import HttpReply, Transport
@@ -310,7 +310,7 @@ class Msh:
         such message, no signed acknowledgment asked for, or none received yet)."""
         with self.core.store.transaction(readonly=True) as tx:
             events = tx.message_events(message_id, direction=Direction.OUTBOUND)
-        kept = [e for e in events if e.kind == RECEIPT and isinstance(e.detail.get("blob"), int)]
+        kept = [e for e in events if e.kind == EventKind.RECEIPT and isinstance(e.detail.get("blob"), int)]
         if not kept:
             return None
         blob_id = kept[-1].detail["blob"]

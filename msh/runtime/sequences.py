@@ -40,7 +40,7 @@ from msh.engine.signals import party_text
 from msh.errors import EbmsError, Issue
 from msh.runtime.aftercommit import AfterCommit
 from msh.runtime.core import Core
-from msh.store.api import Direction, InboxEntry, TimerKind, Transaction
+from msh.store.api import Direction, EventKind, InboxEntry, TimerKind, Transaction
 from msh.store.order_port import SequenceKey, sequence_key
 
 __all__ = ["Sequences", "sequence_of_header"]
@@ -108,7 +108,7 @@ class Sequences:
             self.core.counters["delivered-to-inbox"] += 1
             tx.append_event(
                 at=now,
-                kind="released",
+                kind=EventKind.RELEASED,
                 message_id=entry.message_id,
                 direction=Direction.INBOUND,
                 detail={"sequenceNumber": number},
@@ -145,7 +145,7 @@ class Sequences:
         self.core.counters["abandoned"] += 1
         tx.append_event(
             at=now,
-            kind="abandoned",
+            kind=EventKind.ABANDONED,
             message_id=entry.message_id,
             direction=Direction.INBOUND,
             detail={"sequenceNumber": number, "reason": reason},

@@ -91,6 +91,7 @@ from msh.runtime.forwarding import Forwarding
 from msh.runtime.inbound import Inbound, InboundPipeline
 from msh.runtime.questions import Answer, Question
 from msh.store.api import Direction, OutboundKind, OutboundMessage, StoreError, Transaction
+from msh.store.events import signal_received
 from msh.transport.port import SOAP_CONTENT_TYPE, Request, TransportFailure
 
 __all__ = ["DEFAULT_TIMEOUT", "AgreementChoice", "PingResult", "RemoteStatus", "Services", "client_context"]
@@ -521,7 +522,7 @@ class Services:
         with self.core.store.transaction(readonly=True) as tx:
             events = tx.message_events(question.request_id, direction=Direction.INBOUND, limit=20)
         for event in events:
-            if event.kind != f"signal-{question.expects}":
+            if event.kind != signal_received(question.expects):
                 continue
             about = event.detail.get("refToMessageId")
             if not question.answers(

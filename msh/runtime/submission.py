@@ -32,7 +32,7 @@ from msh.errors import ConfigurationError
 from msh.runtime.compose import Composed, Submission, compose, is_ordered
 from msh.runtime.core import Core
 from msh.runtime.executor import AfterCommit, Executor
-from msh.store.api import Direction, Transaction
+from msh.store.api import Direction, EventKind, Transaction
 
 __all__ = ["KEEP_FOR_FIRST_SEND", "Prepared", "Submissions"]
 
@@ -177,7 +177,7 @@ class Submissions:
                     body.close()
             tx.append_event(
                 at=now,
-                kind="submitted",
+                kind=EventKind.SUBMITTED,
                 message_id=message_id,
                 direction=Direction.OUTBOUND,
                 detail={

@@ -13,6 +13,7 @@ from collections.abc import Mapping
 from datetime import datetime
 
 from msh.store import journal, records, rules
+from msh.store.events import EventKind
 
 __all__ = ["JournalSteps"]
 
@@ -52,7 +53,7 @@ class JournalSteps(ABC):
         self,
         *,
         at: datetime,
-        kind: str,
+        kind: EventKind,
         message_id: str | None = None,
         direction: records.Direction | None = None,
         detail: Mapping[str, object] | None = None,
@@ -69,7 +70,7 @@ class JournalSteps(ABC):
         id it saw should leave out the newest events (e.g. those of the last minute) until the next run.
         """
         moment = rules.required_aware("at", at)
-        rules.text("kind", kind)
+        kind = rules.event_kind(kind)
         way = rules.direction(direction)
         kept = rules.detail(detail)
         self._writable()
@@ -94,7 +95,7 @@ class JournalSteps(ABC):
             attempt=journal.attempt_of(kept),
             severity=journal.severity_of(kept),
             cause=journal.cause_of(kept),
-            deadline=facts.deadline if kind == "submitted" else None,
+            deadline=facts.deadline if kind is EventKind.SUBMITTED else None,
         )
         return self._add_event(event)
 
@@ -141,7 +142,7 @@ class JournalSteps(ABC):
         self._live()
         return self._message_events(message_id, wanted, limit)
 
-    def _journal_entry(self, entry: records.InboxEntry, kind: str, at: datetime) -> None:
+    def _journal_entry(self, entry: records.InboxEntry, kind: EventKind, at: datetime) -> None:
         """Journal a move of an inbox entry, with the facts of its stored copy."""
         record = self._inbound(entry.id)
         facts = None

@@ -16,6 +16,7 @@ from datetime import UTC, datetime, timedelta
 from msh.engine import Evidence, OutboundState, OutboundStatus, Reliability
 from msh.errors import ERROR_CODE_CONTEXT, ConfigurationError, ErrorCode, Issue, Severity
 from msh.store.blobs import DEFAULT_CHUNK_SIZE, MAX_CHUNK_SIZE
+from msh.store.events import EventKind
 from msh.store.records import Direction, InboundMessage, InboxEntry, InboxState, OutboundKind, Timer, TimerKind
 
 __all__ = [
@@ -151,6 +152,15 @@ def direction(value: str | None) -> Direction | None:
         return Direction(value)
     except ValueError:
         raise ValueError(f"direction must be one of {[d.value for d in Direction]}, not {value!r}") from None
+
+
+def event_kind(value: str) -> EventKind:
+    """``value`` as an :class:`EventKind`; ``ValueError`` naming ``kind`` otherwise (the journal has one list of
+    names, :mod:`msh.store.events`)."""
+    try:
+        return EventKind(value)
+    except ValueError:
+        raise ValueError(f"kind must be a journal event kind (msh.store.events.EventKind), not {value!r}") from None
 
 
 def detail(value: Mapping[str, object] | None) -> dict[str, object]:

@@ -22,6 +22,7 @@ from msh.store import journal, records, rules
 from msh.store.app_port import AppPort
 from msh.store.blobs import open_chunks
 from msh.store.errors import DuplicateMessage, StoreError, UnknownBlob, UnknownMessage
+from msh.store.events import EventKind
 from msh.store.journal_steps import JournalSteps
 from msh.store.order_port import OrderPort
 
@@ -374,9 +375,9 @@ class Transaction(JournalSteps, AppPort, OrderPort):
             self._set_inbox_entry(moved)
             # The journal records the application's side too: given the message, then holding it.
             if entry.delivered_at is None and moved.delivered_at is not None:
-                self._journal_entry(moved, "app-delivered", moment)
+                self._journal_entry(moved, EventKind.APP_DELIVERED, moment)
             if moved.state is records.InboxState.ACKNOWLEDGED_BY_APP:
-                self._journal_entry(moved, "app-taken", moment)
+                self._journal_entry(moved, EventKind.APP_TAKEN, moment)
         return moved
 
     def inbox_mark_delivered(self, entry_id: int, at: datetime) -> records.InboxEntry:

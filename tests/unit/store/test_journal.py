@@ -91,10 +91,12 @@ def test_received_messages_and_the_applications_side_are_journaled(store: Store)
 
 def test_given_facts_win_and_unknown_messages_have_none(store: Store) -> None:
     with store.transaction() as tx:
-        tx.append_event(at=T0, kind="x", message_id="nobody@x", facts=MessageFacts(role=Role.INTERMEDIARY, cpa_id="c"))
-        tx.append_event(at=T0, kind="y", message_id="other@x")
-    assert _events(store, "nobody@x")["x"].role == "intermediary"
-    other = _events(store, "other@x")["y"]
+        tx.append_event(
+            at=T0, kind="forward", message_id="nobody@x", facts=MessageFacts(role=Role.INTERMEDIARY, cpa_id="c")
+        )
+        tx.append_event(at=T0, kind="received", message_id="other@x")
+    assert _events(store, "nobody@x")["forward"].role == "intermediary"
+    other = _events(store, "other@x")["received"]
     assert (other.role, other.cpa_id, other.size) == (None, None, None)
 
 

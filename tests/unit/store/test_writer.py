@@ -76,7 +76,7 @@ def test_max_batch_bounds_a_transaction(store: Store) -> None:
 def test_a_failing_unit_leaves_nothing_and_the_others_commit(store: Store, writer: GroupCommitWriter) -> None:
     def failing(tx: Transaction) -> None:
         add_outbound(tx, "b@x")
-        tx.append_event(at=T0, kind="from-the-failing-unit")
+        tx.append_event(at=T0, kind="submitted")
         raise Boom("the unit's own failure")
 
     release = _hold(writer)
