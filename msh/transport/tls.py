@@ -125,63 +125,54 @@ class ClientContexts:
         self._cache: dict[tuple[str, str], ssl.SSLContext] = {}
 
     def for_parameters(self, params: SendingParameters) -> ssl.SSLContext | None:
-        """The context for sending under ``params`` (None for a plain http:// endpoint)."""
+        """The context for sending under ``params`` (None for a plain http:// endpoint): it trusts the
+        agreement's server certificate and trust anchors and ``tls.trusted`` (the system CAs when none of
+        them names a certificate)."""
         if not params.endpoint_url.lower().startswith("https:"):
             return None
+        anchors = params.tls_server_trust.trust_anchors if params.tls_server_trust is not None else ()
+        if params.tls_server_certificate is not None:
+            anchors = (*anchors, params.tls_server_certificate)
+        anchors_pem = "".join(_certificates_pem(anchors))
         key = (params.cpaid, params.sending_channel_id)
-        context = self._cache.get(key)
-        if context is None:
-            context = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
-            context.minimum_version = ssl.TLSVersion.TLSv1_2
-            anchors = params.tls_server_trust.trust_anchors if params.tls_server_trust is not None else ()
-            anchors_pem = "".join(_certificates_pem(anchors))
-            if params.tls_server_certificate is not None:
-                anchors_pem += "".join(_certificates_pem((params.tls_server_certificate,)))
-            if anchors_pem:
-                context.load_verify_locations(cadata=anchors_pem)
-            _load_extra(context, self._trusted)
-            if not context.get_ca_certs():
-                context.load_default_certs()
-            # CPP/A 2.0 §8.4.26: ClientCertificateRef - we authenticate with our certificate.
-            if self._certificate is not None and self._private_key is not None:
-                _load_own(context, self._certificate, self._private_key, "TLS client authentication")
-            self._cache[key] = context
-        return context
+        return self._context(key, anchors_pem=anchors_pem, trusted=self._trusted, system_cas=None)
 
     def for_route(self, route: Route) -> ssl.SSLContext | None:
         """The context for sending to a route's next hop (None for a plain http:// one): it trusts the
-        route's ``trusted`` certificates (``tls.trusted`` and the system CAs when it names none) and
-        authenticates with our certificate."""
+        route's ``trusted`` certificates (``tls.trusted`` and the system CAs when it names none)."""
         if not route.next_hop.lower().startswith("https:"):
             return None
         key = ("route", f"{route.name}|{route.next_hop}")
-        context = self._cache.get(key)
-        if context is None:
-            context = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
-            context.minimum_version = ssl.TLSVersion.TLSv1_2
-            if route.trusted:
-                _load_extra(context, tuple(Path(p) for p in route.trusted))
-            else:
-                _load_extra(context, self._trusted)
-                context.load_default_certs()
-            if self._certificate is not None and self._private_key is not None:
-                _load_own(context, self._certificate, self._private_key, "TLS client authentication")
-            self._cache[key] = context
-        return context
+        if route.trusted:
+            return self._context(key, trusted=tuple(Path(p) for p in route.trusted), system_cas=False)
+        return self._context(key, trusted=self._trusted, system_cas=True)
 
     def for_url(self, url: str) -> ssl.SSLContext | None:
         """A context for ``url`` without an agreement at hand (trusts ``tls.trusted`` and system CAs)."""
         if not url.lower().startswith("https:"):
             return None
-        key = ("", url)
+        return self._context(("", url), trusted=self._trusted, system_cas=True)
+
+    def _context(
+        self, key: tuple[str, str], *, anchors_pem: str = "", trusted: Iterable[Path], system_cas: bool | None
+    ) -> ssl.SSLContext:
+        """The one way a client context is made, cached by ``key``: TLS 1.2 or newer; trusting
+        ``anchors_pem`` and the ``trusted`` files, and the system CAs (always when ``system_cas`` is True,
+        only when nothing else is trusted when it is None, never when False); authenticating with our
+        certificate when we have one (CPP/A 2.0 §8.4.26: ClientCertificateRef)."""
         context = self._cache.get(key)
-        if context is None:
-            context = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
-            _load_extra(context, self._trusted)
+        if context is not None:
+            return context
+        context = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+        context.minimum_version = ssl.TLSVersion.TLSv1_2
+        if anchors_pem:
+            context.load_verify_locations(cadata=anchors_pem)
+        _load_extra(context, trusted)
+        if system_cas or (system_cas is None and not context.get_ca_certs()):
             context.load_default_certs()
-            if self._certificate is not None and self._private_key is not None:
-                _load_own(context, self._certificate, self._private_key, "TLS client authentication")
-            self._cache[key] = context
+        if self._certificate is not None and self._private_key is not None:
+            _load_own(context, self._certificate, self._private_key, "TLS client authentication")
+        self._cache[key] = context
         return context
 
 
