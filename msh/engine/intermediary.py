@@ -293,16 +293,7 @@ def _forward(
     # ebMS2 §4.3, §10: SyncReply was aimed at this node and is reapplied for the next: the connection waits.
     reapplied = (sync_reply_element(),) if envelope.sync_reply is not None else ()
     insert = ((ack_requested_element(),) if ask_next else ()) + reapplied + (via_element((*path, own_id)),)
-    reliability = Reliability(
-        retries=route.retries,
-        retry_interval=route.retry_interval,
-        first_resend_timeout=route.retry_interval,
-        persist_duration=route.persist_duration,
-        time_to_live=ttl,
-        ack_requested=ask_next,
-        ack_actor=ACTOR_NEXT_MSH,
-        end_to_end=False,
-    )
+    reliability = Reliability.from_route(route, time_to_live=ttl, ack_next_msh=ask_next)
     relay = envelope.sync_reply is not None and sync
     store = StoreForward(header.message_id, route, reliability, insert, signal, now, sync_relay=relay)
     if not hop_asked:

@@ -10,7 +10,8 @@ from typing import Final
 
 from cpa.duration import XsDuration
 from cpa.resolve import SendingParameters
-from msh.ebms.namespaces import ACTOR_TO_PARTY_MSH
+from msh.ebms.namespaces import ACTOR_NEXT_MSH, ACTOR_TO_PARTY_MSH
+from msh.engine.routing import Route
 
 __all__ = ["DEFAULT_ACK_WAIT", "Reliability", "effective_actor"]
 
@@ -70,6 +71,23 @@ class Reliability:
                 raise ValueError(f"{name} must not be negative, got {value}")
         if self.time_to_live is not None and self.time_to_live.tzinfo is None:
             raise ValueError(f"time_to_live must be timezone-aware (UTC), got {self.time_to_live!r}")
+
+    @classmethod
+    def from_route(cls, route: Route, *, time_to_live: datetime | None, ack_next_msh: bool) -> Reliability:
+        """The reliability of one hop along ``route`` (ebMS2 §10.1): the route's retries, RetryInterval (the
+        first resend waits one interval too) and PersistDuration, the message's TimeToLive, an acknowledgment
+        asked of the next MSH only when ``ack_next_msh``; the promise ends at the next MSH (``end_to_end``
+        False)."""
+        return cls(
+            retries=route.retries,
+            retry_interval=route.retry_interval,
+            first_resend_timeout=route.retry_interval,
+            persist_duration=route.persist_duration,
+            time_to_live=time_to_live,
+            ack_requested=ack_next_msh,
+            ack_actor=ACTOR_NEXT_MSH,
+            end_to_end=False,
+        )
 
     @classmethod
     def from_parameters(

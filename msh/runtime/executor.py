@@ -548,15 +548,7 @@ class Executor:
         if route is None:
             return False
         # ebMS2 §6.3.1.4: a signal asks for no acknowledgment: resent until the next hop answers at all.
-        reliability = Reliability(
-            retries=route.retries,
-            retry_interval=route.retry_interval,
-            first_resend_timeout=route.retry_interval,
-            persist_duration=route.persist_duration,
-            time_to_live=header.message_data.time_to_live,
-            ack_requested=False,
-            end_to_end=False,
-        )
+        reliability = Reliability.from_route(route, time_to_live=header.message_data.time_to_live, ack_next_msh=False)
         started = self.start_job(
             tx, OutboundKind.SIGNAL, header, reliability, body, SOAP_CONTENT_TYPE, route.next_hop, now, after
         )

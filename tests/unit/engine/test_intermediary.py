@@ -12,7 +12,7 @@ from msh.ebms import model as m
 from msh.ebms.errorlist import error_message
 from msh.ebms.namespaces import ACTOR_NEXT_MSH, ACTOR_TO_PARTY_MSH, SERVICE_MSH
 from msh.ebms.via import ack_requested_element, read_via, via_element
-from msh.engine import Discard, InboundDecision, OutboundEvent, Reject, ReplySync, StoreForward
+from msh.engine import Discard, InboundDecision, OutboundEvent, Reject, Reliability, ReplySync, StoreForward
 from msh.engine.intermediary import delivery_failure, forward, hop_acknowledgment, hop_answer
 from msh.engine.replies import acknowledgment_message
 from msh.engine.routing import Route, find_route
@@ -239,3 +239,13 @@ def test_a_hop_acknowledgment_beside_an_end_to_end_one_is_taken_and_the_rest_for
     decision = decide(both)
     kinds = [type(a).__name__ for a in decision.actions]
     assert kinds == ["OutboundEvent", "StoreForward"]
+
+
+def test_one_hops_reliability_comes_from_its_route_and_ends_at_the_next_msh() -> None:
+    # ebMS2 §10.1: a hop is resent by the route's rules, asked of the next MSH only, never end to end.
+    route = replace(TO_C, persist_duration=XsDuration.from_timedelta(timedelta(days=2)))
+    r = Reliability.from_route(route, time_to_live=NOW + timedelta(hours=1), ack_next_msh=True)
+    assert (r.retries, r.retry_interval, r.first_resend_timeout) == (4, route.retry_interval, route.retry_interval)
+    assert (r.persist_duration, r.time_to_live) == (route.persist_duration, NOW + timedelta(hours=1))
+    assert (r.ack_requested, r.ack_actor, r.hop_ack, r.end_to_end) == (True, ACTOR_NEXT_MSH, False, False)
+    assert Reliability.from_route(route, time_to_live=None, ack_next_msh=False).ack_requested is False
