@@ -62,7 +62,7 @@ __all__ = [
     "PartyKey",
     "PartyRef",
     "RefusalReason",
-    "Route",
+    "AgreementRoute",
     "SendingParameters",
     "clear_cache",
     "in_force",
@@ -181,8 +181,9 @@ class AgreementRefused(ConfigurationError):
 
 
 @dataclass(frozen=True, slots=True)
-class Route:
-    """One way a message can travel under an agreement: From CanSend and To CanReceive the same
+class AgreementRoute:
+    """One way a message can travel under an agreement (not to be confused with a row of the routing table,
+    :class:`msh.engine.routing.Route`): From CanSend and To CanReceive the same
     (service, service type, action), with the channel each binding names first (CPP/A 2.0 §8.4.15)."""
 
     from_party: PartyInfo
@@ -213,10 +214,10 @@ def action_bindings(
     return out
 
 
-def routes(cpa: CollaborationProtocolAgreement) -> tuple[Route, ...]:
+def routes(cpa: CollaborationProtocolAgreement) -> tuple[AgreementRoute, ...]:
     """Every business route of ``cpa``: the first party's CanSend bindings, then the second's, each in
     document order (MSH signals, which use the default MSH channels, are not routes)."""
-    out: list[Route] = []
+    out: list[AgreementRoute] = []
     a, b = cpa.party_infos
     for sender, receiver in ((a, b), (b, a)):
         receives = action_bindings(receiver, receive=True)
@@ -224,7 +225,7 @@ def routes(cpa: CollaborationProtocolAgreement) -> tuple[Route, ...]:
             for from_role, sab in sends:
                 for to_role, rab in receives.get(key, ()):
                     out.append(
-                        Route(
+                        AgreementRoute(
                             sender,
                             receiver,
                             from_role,
@@ -314,7 +315,9 @@ class SendingParameters:
         return ((self.retries + 1) * self.retry_interval).add_to_or_latest(timestamp)
 
 
-def _parameters(cpa: CollaborationProtocolAgreement, route: Route, signal: bool) -> SendingParameters | _Refusal:
+def _parameters(
+    cpa: CollaborationProtocolAgreement, route: AgreementRoute, signal: bool
+) -> SendingParameters | _Refusal:
     sending, receiving = route.sending, route.receiving
     receiver = receiving.transport.receiver
     kind = _SIGNAL_ENDPOINT[route.action] if signal else EndpointType.REQUEST
@@ -385,7 +388,7 @@ def _parameters(cpa: CollaborationProtocolAgreement, route: Route, signal: bool)
     )
 
 
-def next_msh_channel(route: Route) -> DeliveryChannel | None:
+def next_msh_channel(route: AgreementRoute) -> DeliveryChannel | None:
     # CPP/A 2.0 §8.4.8: a binding may name several channels; one whose actor is nextMSH asks the next MSH
     # for an acknowledgment too (ebMS2 §10.1.3).
     if route.send_binding is None:
@@ -444,7 +447,7 @@ def _compute(
     sender, receiver = pairs[0]
     # CPP/A 2.0 §8.4.1: MSH signals travel on the parties' default MSH channels.
     if is_msh_signal(service, action):
-        route = Route(
+        route = AgreementRoute(
             sender,
             receiver,
             None,
@@ -498,7 +501,7 @@ def _compute(
             f"({', '.join(repr(t) for t in types)}); pass service_type= to choose one",
         )
     key, (send_role, sab), (recv_role, rab) = matched[0][0], matched[0][1][0], matched[0][2]
-    route = Route(
+    route = AgreementRoute(
         sender, receiver, send_role, recv_role, key[0], key[1], key[2], sab.channels[0], rab.channels[0], sab, rab
     )
     return _parameters(cpa, route, signal=False)
