@@ -18,6 +18,7 @@ from __future__ import annotations
 import functools
 import logging
 from collections import Counter
+from dataclasses import dataclass
 
 from cpa.resolve import AgreementRefused, SendingParameters
 from msh.engine import EndpointRef, ErrorReceived, Event, TransmitFailed, UnknownMessage
@@ -35,6 +36,19 @@ __all__ = ["Sender"]
 log = logging.getLogger("msh.runtime")
 
 
+@dataclass(frozen=True, slots=True)
+class FirstSend:
+    """The bytes of one transmission kept in memory since they were just committed (identical to the stored
+    ones), so transmission ``attempt`` need not read them back."""
+
+    content_type: str
+    endpoint_url: str
+    body: bytes
+    params: SendingParameters | None
+    kind: OutboundKind
+    attempt: int
+
+
 class Sender:
     """Transmits our messages and carries their outcomes into the store (see the module docs)."""
 
@@ -43,7 +57,7 @@ class Sender:
         self.executor = executor
         self.inbound = inbound
         self._routes: dict[tuple[str, str, str, str], SendingParameters] = {}
-        self._first_send: dict[str, tuple[str, str, bytes, SendingParameters | None, OutboundKind, int]] = {}
+        self._first_send: dict[str, FirstSend] = {}
         self._in_flight: Counter[str] = Counter()
         self.services = Services(core, executor, inbound, done=self.after_commit)
         """Pings and StatusRequests (ebMS2 §7, §8), and the status questions asked in place of resends."""
@@ -61,7 +75,7 @@ class Sender:
     ) -> None:
         """Transmission ``attempt`` of ``message_id`` (the first, or the one a new copy of a forward
         asked for) sends these bytes, identical to the stored ones, without reading them back."""
-        self._first_send[message_id] = (content_type, endpoint_url, body, params, kind, attempt)
+        self._first_send[message_id] = FirstSend(content_type, endpoint_url, body, params, kind, attempt)
 
     # -- after a commit
 
@@ -144,8 +158,14 @@ class Sender:
         core = self.core
         first = self._first_send.pop(message_id, None)
         params: SendingParameters | None
-        if first is not None and attempt == first[5]:
-            content_type, endpoint_url, body, params, kind, _ = first
+        if first is not None and attempt == first.attempt:
+            content_type, endpoint_url, body, params, kind = (
+                first.content_type,
+                first.endpoint_url,
+                first.body,
+                first.params,
+                first.kind,
+            )
         else:
             loaded = await core.off_loop(self._load_for_send, message_id)
             if loaded is None:
