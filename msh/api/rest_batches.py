@@ -48,16 +48,7 @@ def _messages(ctx: ApiContext, taken: list[inbox_ops.Taken], query: InboxQuery) 
     out = []
     for entry, claim, record in taken:
         priority = query.priority(record.cpaid, record.service, record.action)
-        item = AppInboxItem(
-            entry,
-            record.cpaid,
-            record.service,
-            record.action,
-            record.conversation_id,
-            record.from_party,
-            claim,
-            priority,
-        )
+        item = AppInboxItem.of(entry, record, claim, priority)
         with store.open_blob(record.body_blob_id) as blob:
             message = parse_message(blob, record.content_type, mode=ParseMode.LENIENT)
         try:

@@ -149,16 +149,7 @@ async def get_entry(
     if format == "json":
         priority = InboxQuery(now=now, priorities=ctx.rules).priority(record.cpaid, record.service, record.action)
         item = inbox_item(
-            AppInboxItem(
-                entry,
-                record.cpaid,
-                record.service,
-                record.action,
-                record.conversation_id,
-                record.from_party,
-                claim,
-                priority,
-            ),
+            AppInboxItem.of(entry, record, claim, priority),
             now,
             ctx.settings.inbox_ttl,
         )

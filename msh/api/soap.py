@@ -266,9 +266,7 @@ async def _fetch(ctx: ApiContext, app: str, op: etree._Element) -> etree._Elemen
     else:
         entry, claim, record = await ctx.write(inbox_ops.take_unit(entry_id, app, now, ctx.settings.lease))
     priority = InboxQuery(now=now, priorities=ctx.rules).priority(record.cpaid, record.service, record.action)
-    item = AppInboxItem(
-        entry, record.cpaid, record.service, record.action, record.conversation_id, record.from_party, claim, priority
-    )
+    item = AppInboxItem.of(entry, record, claim, priority)
     store = ctx.msh.store
 
     def build() -> etree._Element:

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from enum import StrEnum
 
-from msh.store.records import InboxEntry, InboxState
+from msh.store.records import InboundMessage, InboxEntry, InboxState
 
 __all__ = [
     "AppInboxItem",
@@ -136,6 +136,20 @@ class AppInboxItem:
     from_party: str
     claim: InboxClaim | None
     priority: int
+
+    @classmethod
+    def of(cls, entry: InboxEntry, record: InboundMessage, claim: InboxClaim | None, priority: int) -> AppInboxItem:
+        """The item of ``entry`` whose stored message is ``record``."""
+        return cls(
+            entry,
+            record.cpaid,
+            record.service,
+            record.action,
+            record.conversation_id,
+            record.from_party,
+            claim,
+            priority,
+        )
 
 
 def in_view(view: InboxView, entry: InboxEntry, claim: InboxClaim | None, now: datetime) -> bool:

@@ -395,18 +395,7 @@ class _MemoryTransaction(Transaction):
             if any(want is not None and want != have for want, have in wanted):
                 continue
             priority = query.priority(record.cpaid, record.service, record.action)
-            items.append(
-                app_records.AppInboxItem(
-                    entry,
-                    record.cpaid,
-                    record.service,
-                    record.action,
-                    record.conversation_id,
-                    record.from_party,
-                    claim,
-                    priority,
-                )
-            )
+            items.append(app_records.AppInboxItem.of(entry, record, claim, priority))
         items.sort(key=lambda i: (-i.priority, i.entry.received_at, i.entry.id))
         return items[: query.limit]
 
