@@ -60,6 +60,7 @@ from msh.engine import (
     step,
 )
 from msh.engine.intermediary import delivery_failure
+from msh.engine.reliability import effective_actor
 from msh.engine.routing import DEFAULT_ROUTE_RETRIES, DEFAULT_ROUTE_RETRY_INTERVAL
 from msh.engine.signals import foreign_signal, party_text
 from msh.errors import EbmsError, ErrorCode, Issue, Severity
@@ -313,11 +314,16 @@ class Executor:
         """The bytes of a signal the decision sends: signed when the agreement's channel for our signals
         signs, or as a signed receipt (ebMS2 §6.3.1.2), its ds:References derived from the message when it
         was not signed (§6.3.2.5)."""
-        receipt = decision.sign_reply and bool(envelope.acknowledgments)
+        # ebMS2 §6.3.1.2: a reply is a signed receipt when it carries an Acknowledgment asked for signed.
+        receipt = decision.signs(envelope)
         if receipt and decision.derive_references:
             references = self.core.security.derived_references(message, DigestAlgorithm.SHA256)
             envelope = replace(
-                envelope, acknowledgments=tuple(replace(a, references=references) for a in envelope.acknowledgments)
+                envelope,
+                acknowledgments=tuple(
+                    replace(a, references=references) if effective_actor(a.actor) in decision.signed_actors else a
+                    for a in envelope.acknowledgments
+                ),
             )
         body = serialise_envelope(envelope)
         signed = self.core.security.sign_signal(envelope, body, receipt=receipt, now=now)
