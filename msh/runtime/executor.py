@@ -21,6 +21,7 @@ from typing import BinaryIO
 
 from cpa.resolve import AgreementRefused
 from msh.ebms.envelope import serialise_envelope
+from msh.ebms.errorlist import ACTION_MESSAGE_ERROR
 from msh.ebms.message import EbxmlMessage, ParseMode, parse_message
 from msh.ebms.model import Envelope, MessageHeader, Party
 from msh.engine import (
@@ -275,7 +276,31 @@ class Executor:
             # ebMS2 §6.5.7: the intermediary that cannot deliver tells the From party (unless the next
             # hop's own error message, forwarded to it, already does).
             self.report_delivery_failure(tx, stored, new.failure, now, after)
+        if stored.kind is OutboundKind.SIGNAL and gave_up and stored.action == ACTION_MESSAGE_ERROR:
+            self._delivery_failure_lost(tx, stored, new.failure)
         return new.status
+
+    def _delivery_failure_lost(self, tx: Transaction, stored: OutboundMessage, failure: Issue | None) -> None:
+        """A DeliveryFailure of ours that could not be delivered: logged at error level, for the operator to
+        tell the From party by other means (ebMS2 §6.5.7); the journal's ``signal-failed`` records it."""
+        with tx.open_blob(stored.body_blob_id) as blob:
+            parsed = parse_message(blob, stored.content_type, mode=ParseMode.LENIENT)
+        try:
+            envelope = parsed.envelope
+        finally:
+            parsed.close()
+        header = envelope.message_header
+        errors = envelope.error_list.errors if envelope.error_list is not None else ()
+        if header is None or not any(e.code is ErrorCode.DELIVERY_FAILURE for e in errors):
+            return
+        # ebMS2 §6.5.7: the From party "MUST be informed of the problem by other means".
+        log.error(
+            "DeliveryFailure %s about %s for %s could not be delivered: %s; tell the From party by other means",
+            stored.message_id,
+            header.message_data.ref_to_message_id,
+            _party_text(header.to_party),
+            failure.description if failure is not None else "given up",
+        )
 
     def _sequence_after(
         self, tx: Transaction, stored: OutboundMessage, event: Event, gave_up: bool, now: datetime
