@@ -26,7 +26,7 @@ from cpa.model import CollaborationProtocolAgreement, MessageOrderSemantics, Par
 from msh.ebms import model as m
 from msh.ebms.envelope import read_envelope, serialise_envelope
 from msh.ebms.message import EbxmlMessage, ParseMode, parse_message
-from msh.ebms.namespaces import ACTOR_TO_PARTY_MSH, EB, SERVICE_MSH
+from msh.ebms.namespaces import ACTOR_TO_PARTY_MSH, SERVICE_MSH
 from msh.engine import Discard, Evidence, OutboundEvent, OutboundStatus, receive
 from msh.engine.ordering import LAST_SEQUENCE_NUMBER, SequenceCounter, SequenceNotReady, assign
 from msh.errors import ConfigurationError, EbmsError
@@ -588,3 +588,412 @@ def test_7_3_3_message_status_says_what_became_of_the_message() -> None:
         with pytest.raises(EbmsError) as refused:
             read_envelope(parse_xml(text))
         assert refused.value.location == "//Body/StatusResponse/@messageStatus", bad
+
+
+@clause(
+    "7.3.5",
+    (1885,),
+    "This element MUST NOT be present with the following elements: a Manifest element a StatusRequest element "
+    "an ErrorList element with a highestSeverity attribute set to Error",
+)
+def test_7_3_5_a_status_response_never_comes_with_a_manifest_status_request_or_error() -> None:
+    """Answering: B's StatusResponse message carries none of the three. Reading: a StatusResponse about our
+    message that comes with one of them is discarded, never taken as the message's status."""
+
+    async def scenario(net: TestNetwork, a: Msh, b: Msh) -> None:
+        _message_id, _request, response = await _status_exchange(net, a, b)
+        envelope = response.envelope
+        assert (envelope.manifest, envelope.status_request, envelope.error_list) == (None, None, None)
+
+    run_sample(scenario)
+    cpa = make_cpa()
+    status = m.StatusResponse("ours@b.example", m.MessageStatus.RECEIVED, NOW)
+    for extra in (
+        {"manifest": m.Manifest((m.Reference("https://example.com/catalogue.xml"),))},
+        {"status_request": m.StatusRequest("other@b.example")},
+        {"error_list": m.ErrorList((m.Error("Inconsistent", m.Severity.ERROR),), m.Severity.ERROR)},
+    ):
+        answer = msh_signal("StatusResponse", "r1@a.example", status_response=status, **extra)
+        decision = receive(
+            answer, check_result=check(answer, cpa, now=NOW), duplicate=None, now=NOW, new_message_id="n"
+        )
+        assert [type(action) for action in decision.actions] == [Discard], extra
+        assert not any(isinstance(action, OutboundEvent) for action in decision.actions)
+
+
+# --- §8 MSH Ping Service ----------------------------------------------------------------------------------
+
+
+@clause(
+    "8",
+    (1894,),
+    "If a Receiving MSH does not support the service requested, it SHOULD return an Error Message with an "
+    "errorCode of NotSupported and a highestSeverity attribute set to Error.",
+)
+def test_8_a_service_not_supported_is_answered_not_supported_the_ping_service_is_answered() -> None:
+    """This MSH supports the Ping service (a Ping gets a Pong, no error); a request for a service of the MSH
+    service it does not offer (here Action ``Echo``) gets an Error Message: NotSupported, highestSeverity
+    Error."""
+
+    async def scenario(net: TestNetwork, a: Msh, b: Msh, x: Msh) -> None:
+        (answer,) = await _unsupported_and_supported(b, "Echo", msh_signal("Ping", "ping-1@a.example"))
+        assert header_of(answer).action == "Pong"
+
+    run_plain(scenario)
+
+
+@clause("8.3", (1991,), "Parties who receive a MSH Ping message SHOULD always respond to the message.")
+def test_8_3_a_ping_is_answered_with_a_pong() -> None:
+    """A pings B: B responds with a Pong (§8.2: From B, To A, the MSH service, Action Pong, RefToMessageId
+    the Ping's MessageId), signed as the agreement signs signals; A's ping reports it."""
+
+    async def scenario(net: TestNetwork, a: Msh, b: Msh) -> None:
+        to_b, to_a = recorded(net, B_URL), recorded(net, A_URL)
+        result = await answered(net, a.ping("987654321"), advance=timedelta(seconds=1))
+        assert result.pong and result.problem is None
+        (ping,) = of_action(to_b, "Ping")
+        (pong,) = of_action(to_a, "Pong")
+        header = header_of(pong.envelope)
+        assert header.from_party.party_ids == (B_PARTY,) and header.to_party.party_ids == (A_PARTY,)
+        assert header.service.value == SERVICE_MSH and pong.payloads == ()
+        assert header.message_data.ref_to_message_id == header_of(ping.envelope).message_id == result.message_id
+        assert pong.envelope.signatures
+
+    run_sample(scenario)
+
+
+# --- §9 MessageOrder Module ------------------------------------------------------------------------------
+
+ORDERED = with_message_order()
+
+
+def run_ordered(scenario: Callable[[TestNetwork, Msh, Msh], Awaitable[None]], *, max_held: int | None = None) -> None:
+    """``scenario`` with A and B under the sample agreement with message order guaranteed."""
+    b = sample("b")
+    if max_held is not None:
+        b = dataclasses.replace(b, receiving=dataclasses.replace(b.receiving, max_held_messages=max_held))
+    run_sample(scenario, b=b, cpa=ORDERED)
+
+
+def numbered(n: int) -> Submission:
+    body = f"<order n='{n}'/>".encode()
+    return Submission(
+        (B_PARTY.value, B_PARTY.type), SERVICE, "NewOrder", (Payload(body, "application/xml"),), conversation_id="c-1"
+    )
+
+
+def wire(messages: list[EbxmlMessage], message_id: str) -> m.Envelope:
+    """The first transmission of ``message_id`` as it travelled."""
+    return next(msg.envelope for msg in messages if msg.envelope.message_id == message_id)
+
+
+def given_to_application(b: Msh) -> list[str]:
+    given: list[str] = []
+    b.on_message = lambda _entry, message_id: given.append(message_id)
+    return given
+
+
+def lost(message_id: str) -> Callable[[str, bytes], bool]:
+    marker = f">{message_id}<".encode()
+    return lambda _url, body: marker in body
+
+
+def ordered_cpa(**kw: Any) -> CollaborationProtocolAgreement:
+    """An agreement of cpa_factory whose A sends with message order guaranteed (``kw`` for A's channel)."""
+    settings: dict[str, Any] = {"message_order": MessageOrderSemantics.GUARANTEED, **kw}
+    return make_cpa(a_channel=channel("A", **settings))
+
+
+def delivered(a: Msh, ids: list[str]) -> Callable[[], bool]:
+    return lambda: all((s := a.status(i)) is not None and s.state.status is OutboundStatus.DELIVERED for i in ids)
+
+
+@clause("9", (1998,), "Reliable Messaging MUST be used when a MessageOrder element is present.")
+@clause(
+    "9",
+    (2000,),
+    "MessageOrder module MUST only be used in conjunction with the ebXML Reliable Messaging Module (section 6) "
+    "with a scheme of Once-And-Only-Once (sections 6.6).",
+)
+def test_9_message_order_travels_only_with_once_and_only_once_reliable_messaging() -> None:
+    """Sending: every message with MessageOrder asks for the To party's acknowledgment and carries
+    DuplicateElimination (§6.6 once-and-only-once), and is resent until acknowledged; a submission that
+    leaves either out under an agreement guaranteeing order is refused, and so is an agreement that
+    guarantees order without acknowledgments or duplicate elimination, when it is loaded."""
+
+    async def scenario(net: TestNetwork, a: Msh, b: Msh) -> None:
+        to_b = recorded(net, B_URL)
+        net.faults.lose_next_requests = 1
+        ids = [await a.submit_async(numbered(n)) for n in range(2)]
+        await net.run_until(delivered(a, ids))
+        for message_id in ids:
+            envelope = wire(to_b, message_id)
+            assert envelope.message_order is not None
+            assert [r.actor for r in envelope.ack_requested] == [ACTOR_TO_PARTY_MSH]
+            assert header_of(envelope).duplicate_elimination
+        assert len(a.attempts(ids[0])) == 2  # the first transmission was lost: resent until acknowledged
+        for leave_out in ({"ack_requested": False}, {"duplicate_elimination": False}):
+            with pytest.raises(ConfigurationError, match="guarantees message order"):
+                await a.submit_async(dataclasses.replace(numbered(9), **leave_out))
+
+    run_ordered(scenario)
+    assert interaction_problems(ordered_cpa()) == []
+    (no_acks,) = interaction_problems(ordered_cpa(ack_requested=PerMessage.NEVER))
+    assert "Reliable Messaging MUST be used" in no_acks
+    (no_de,) = interaction_problems(ordered_cpa(duplicate_elimination=PerMessage.NEVER))
+    assert "DuplicateElimination MUST also be present" in no_de
+    with pytest.raises(ConfigurationError, match="Reliable Messaging MUST be used"):
+        Msh(plain(A_ID, "a.example"), agreements=[ordered_cpa(ack_requested=PerMessage.NEVER)], keys=False)
+
+
+@clause(
+    "9.1",
+    (2012, 2013),
+    "When the MessageOrder element is present, DuplicateElimination MUST also be present and SyncReply MUST NOT "
+    "be present.",
+)
+def test_9_1_message_order_comes_with_duplicate_elimination_and_without_sync_reply() -> None:
+    """Sending: each ordered message carries DuplicateElimination and no SyncReply; an agreement that would
+    put SyncReply beside MessageOrder is refused when loaded. Receiving: MessageOrder without
+    DuplicateElimination, or with SyncReply, is refused (Inconsistent, Error): never stored or delivered."""
+
+    async def scenario(net: TestNetwork, a: Msh, b: Msh) -> None:
+        to_b = recorded(net, B_URL)
+        message_id = await a.submit_async(numbered(0))
+        await net.run_until(delivered(a, [message_id]))
+        envelope = wire(to_b, message_id)
+        assert envelope.message_order is not None
+        assert header_of(envelope).duplicate_elimination and envelope.sync_reply is None
+
+    run_ordered(scenario)
+    (problem,) = interaction_problems(ordered_cpa(sync_reply_mode=SyncReplyMode.MSH_SIGNALS_ONLY))
+    assert "SyncReply MUST NOT be present" in problem
+
+    async def receiving(net: TestNetwork, a: Msh, b: Msh, x: Msh) -> None:
+        for n, wrong in enumerate(({"duplicate_elimination": False}, {"sync_reply": True})):
+            envelope = make_envelope(message_order=True, **wrong)  # type: ignore[arg-type]
+            header = header_of(envelope)
+            data = dataclasses.replace(header.message_data, message_id=f"ordered-{n}@a.example")
+            envelope = dataclasses.replace(envelope, message_header=dataclasses.replace(header, message_data=data))
+            answer = replies(b, envelope)
+            assert ("Inconsistent", "Error", "//Header/MessageOrder") in errors_of(answer), wrong
+            with b.store.transaction(readonly=True) as tx:
+                assert tx.find_inbound(f"ordered-{n}@a.example") is None
+        assert b.inbox(None) == []
+
+    run_plain_ordered(receiving)
+
+
+def run_plain_ordered(scenario: Callable[[TestNetwork, Msh, Msh, Msh], Awaitable[None]]) -> None:
+    """``scenario`` on A, B and X, A and B under an agreement of cpa_factory that guarantees order with
+    duplicate elimination and acknowledgments left to each message (perMessage), no SyncReply."""
+
+    async def main() -> None:
+        per_message = {"duplicate_elimination": PerMessage.PER_MESSAGE, "ack_requested": PerMessage.PER_MESSAGE}
+        ab = make_cpa(
+            a_channel=channel("A", message_order=MessageOrderSemantics.GUARANTEED, **per_message),  # type: ignore[arg-type]
+            a_msh=channel("A", channel_id="A_msh", **BEST_EFFORT),
+        )
+        net = TestNetwork(seed=2)
+        a = net.add("a", plain(A_ID, "a.example"), agreements=(ab,))
+        b = net.add("b", plain(B_ID, "b.example"), agreements=(ab,))
+        x = net.add("x", plain(X_ID, "x.example"), agreements=())
+        await net.start()
+        try:
+            await scenario(net, a, b, x)
+        finally:
+            await net.close()
+
+    asyncio.run(main())
+
+
+@clause(
+    "9.1.1",
+    (2015,),
+    "The REQUIRED SequenceNumber element indicates the sequence a Receiving MSH MUST process messages.",
+)
+@clause(
+    "9.1.1",
+    (2020,),
+    "A MSH that receives a message with a SequenceNumber element MUST NOT pass the message to an application "
+    "until all the messages with a lower SequenceNumber have been passed to the application.",
+)
+def test_9_1_1_messages_reach_the_application_in_sequence_number_order() -> None:
+    """A sends 0, 1, 2, 3; 1 is lost on its first trips. B has 2 and 3 (it acknowledged them) but passes
+    neither to the application until 1 has been; then 1, 2, 3 in that order. Reading: a MessageOrder
+    without its SequenceNumber is refused."""
+
+    async def scenario(net: TestNetwork, a: Msh, b: Msh) -> None:
+        given = given_to_application(b)
+        first = await a.submit_async(numbered(0))
+        await net.settle()
+        missing = await a.submit_async(numbered(1))
+        net.faults.drop = lost(missing)
+        after = [await a.submit_async(numbered(n)) for n in (2, 3)]
+        await net.settle()
+        assert given == [first]
+        assert [e.message_id for e in b.inbox(InboxState.HELD, limit=10)] == after
+        assert [e.message_id for e in b.inbox(InboxState.NEW, limit=10)] == [first]
+        net.faults.drop = None
+        await net.run_until(delivered(a, [missing]))
+        assert given == [first, missing, *after]
+
+    run_ordered(scenario)
+    order_element = m.MessageOrder(3, m.SequenceStatus.CONTINUE)
+    xml = serialise_envelope(dataclasses.replace(make_envelope(), message_order=order_element))
+    bare = xml.replace(b'<eb:SequenceNumber eb:status="Continue">3</eb:SequenceNumber>', b"")
+    bare = bare.replace(b"<eb:SequenceNumber>3</eb:SequenceNumber>", b"")
+    assert bare != xml
+    with pytest.raises(EbmsError, match="SequenceNumber"):
+        read_envelope(parse_xml(bare))
+
+
+@clause(
+    "9.1.1",
+    (2023,),
+    "If the implementation defined limit for saved out-of-sequence messages is reached, then the Receiving MSH "
+    "MUST indicate a delivery failure to the Sending MSH with errorCode set to DeliveryFailure and severity set "
+    "to Error (see section 4.1.5).",
+)
+def test_9_1_1_past_the_limit_of_held_messages_a_delivery_failure_error() -> None:
+    """B keeps at most two messages waiting for a missing one (``receiving.max_held_messages``): the third
+    that would wait is answered with an ErrorList, DeliveryFailure, Error, and A records the message failed."""
+
+    async def scenario(net: TestNetwork, a: Msh, b: Msh) -> None:
+        given = given_to_application(b)
+        first = await a.submit_async(numbered(0))
+        await net.settle()
+        missing = await a.submit_async(numbered(1))
+        net.faults.drop = lost(missing)
+        held = [await a.submit_async(numbered(n)) for n in (2, 3)]
+        await net.settle()
+        over = await a.submit_async(numbered(4))
+        await net.run_until(lambda: (s := a.status(over)) is not None and s.state.status.final)
+        stored = a.status(over)
+        assert stored is not None and stored.state.status is OutboundStatus.FAILED
+        (refusal,) = [e for e in events(a, over) if e.kind == "error-received"]
+        (error,) = refusal.detail["errors"]  # type: ignore[index]
+        assert (error["errorCode"], error["severity"]) == ("DeliveryFailure", "Error")
+        assert [e.message_id for e in b.inbox(InboxState.HELD, limit=10)] == held
+        assert given == [first]
+
+    run_ordered(scenario, max_held=2)
+
+
+def events(msh: Msh, message_id: str) -> list[Any]:
+    with msh.store.transaction(readonly=True) as tx:
+        return list(tx.message_events(message_id, direction=Direction.OUTBOUND))
+
+
+@clause(
+    "9.1.1",
+    (2032, 2033),
+    "The SequenceNumber element has a single attribute, status. This attribute is an enumeration, which SHALL "
+    "have one of the following values:",
+)
+@clause(
+    "9.1.1",
+    (2036, 2037, 2038),
+    'When the SequenceNumber is set to "0" because of 1 or 2 above, the Sending MSH MUST set the status '
+    "attribute of the message to Reset. In all other cases, including 3 above, the status attribute MUST be set "
+    "to Continue.",
+)
+def test_9_1_1_reset_on_a_first_or_reset_zero_continue_otherwise() -> None:
+    """On the wire, the first message of a conversation is 0 with status Reset and the next ones 1, 2 with
+    Continue (read as sent; Continue is the attribute's default). The sending rule: after 99999999 comes
+    0 with Continue (case 3); the first message after the sequence was reset is 0 with Reset (case 2)."""
+
+    async def scenario(net: TestNetwork, a: Msh, b: Msh) -> None:
+        to_b = recorded(net, B_URL)
+        ids = [await a.submit_async(numbered(n)) for n in range(3)]
+        await net.run_until(delivered(a, ids))
+        orders = [wire(to_b, message_id).message_order for message_id in ids]
+        assert [(o.sequence_number, o.status) for o in orders if o is not None] == [
+            (0, m.SequenceStatus.RESET),
+            (1, m.SequenceStatus.CONTINUE),
+            (2, m.SequenceStatus.CONTINUE),
+        ]
+        # Continue may be written or left to the attribute's default ("The default value of the status
+        # attribute is Continue"); Reset is written on the first message only.
+        raw = [serialise_envelope(wire(to_b, i)) for i in ids]
+        assert [b'eb:status="Reset"' in r for r in raw] == [True, False, False]
+
+    run_ordered(scenario)
+    last, counter = assign(SequenceCounter(LAST_SEQUENCE_NUMBER), under_way=0, conversation_id="c")
+    assert (last.sequence_number, last.status) == (LAST_SEQUENCE_NUMBER, m.SequenceStatus.CONTINUE)
+    wrapped, _ = assign(counter, under_way=0, conversation_id="c")
+    assert (wrapped.sequence_number, wrapped.status) == (0, m.SequenceStatus.CONTINUE)
+    again, _ = assign(SequenceCounter(7, broken=True), under_way=0, conversation_id="c")
+    assert (again.sequence_number, again.status) == (0, m.SequenceStatus.RESET)
+
+
+@clause(
+    "9.1.1",
+    (2039,),
+    "A Sending MSH MUST wait before resetting the SequenceNumber of a conversation until it has received "
+    "confirmation of all the messages previously sent for the conversation.",
+)
+def test_9_1_1_the_sender_resets_only_once_every_message_sent_is_accounted_for() -> None:
+    """A's sequence breaks (a message fails); while an earlier message of the conversation is still under way
+    a new message is refused rather than sent as a reset 0; once all are final the next one is 0, Reset."""
+
+    async def scenario(net: TestNetwork, a: Msh, b: Msh) -> None:
+        first = await a.submit_async(numbered(0))
+        await net.settle()
+        missing = await a.submit_async(numbered(1))
+        net.faults.drop = lost(missing)
+        held = [await a.submit_async(numbered(n)) for n in (2, 3)]
+        await net.settle()
+        over = await a.submit_async(numbered(4))  # past B's limit: refused, the sequence breaks
+        await net.run_until(lambda: (s := a.status(over)) is not None and s.state.status.final)
+        assert a.status(missing).state.status.final is False  # type: ignore[union-attr]
+        with pytest.raises(ConfigurationError, match="still under way"):
+            await a.submit_async(numbered(5))
+        await net.run_until(lambda: (s := a.status(missing)) is not None and s.state.status.final)
+        to_b = recorded(net, B_URL)
+        again = await a.submit_async(numbered(5))
+        await net.run_until(delivered(a, [again]))
+        order_element = wire(to_b, again).message_order
+        assert order_element is not None
+        assert (order_element.sequence_number, order_element.status) == (0, m.SequenceStatus.RESET)
+        assert first and held
+
+    run_ordered(scenario, max_held=2)
+    with pytest.raises(SequenceNotReady):
+        assign(SequenceCounter(3, broken=True), under_way=1, conversation_id="c")
+
+
+@clause(
+    "9.2",
+    (2048,),
+    "For this version of the ebXML Messaging Specification, the MessageOrder element MUST NOT be present with "
+    "the SyncReply element.",
+)
+@clause(
+    "9.2",
+    (2050,),
+    "If these two elements are received in the same message, the Receiving MSH SHOULD report an error (see "
+    "section 4.1.5) with errorCode set to Inconsistent and severity set to Error.",
+)
+def test_9_2_message_order_with_sync_reply_is_reported_inconsistent_error() -> None:
+    """Sending: an agreement that guarantees order and asks for SyncReply is refused when loaded, so no
+    message carries both. Receiving: a message with both is answered with an ErrorList naming MessageOrder,
+    Inconsistent, severity Error; it is neither stored nor delivered."""
+    (problem,) = interaction_problems(ordered_cpa(sync_reply_mode=SyncReplyMode.MSH_SIGNALS_ONLY))
+    assert "SyncReply MUST NOT be present" in problem
+    with pytest.raises(ConfigurationError, match="SyncReply MUST NOT be present"):
+        Msh(
+            plain(A_ID, "a.example"),
+            agreements=[ordered_cpa(sync_reply_mode=SyncReplyMode.MSH_SIGNALS_ONLY)],
+            keys=False,
+        )
+
+    async def receiving(net: TestNetwork, a: Msh, b: Msh, x: Msh) -> None:
+        answer = replies(b, make_envelope(message_order=True, sync_reply=True))
+        errors = errors_of(answer)
+        assert ("Inconsistent", "Error", "//Header/MessageOrder") in errors
+        assert all(severity == "Error" for _code, severity, _location in errors)
+        with b.store.transaction(readonly=True) as tx:
+            assert tx.find_inbound("msg-1@a.example") is None
+
+    run_plain_ordered(receiving)
