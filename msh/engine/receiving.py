@@ -37,7 +37,9 @@ Decisions where the specifications leave room:
   Inconsistent, Error, at ``//Header/SyncReply/@actor`` / ``//Header/AckRequested/@actor``. So is a
   StatusRequest with a Manifest, a StatusResponse or an ErrorList (§7.2.3), at ``//Body/StatusRequest``,
   and a StatusResponse with a Manifest, a StatusRequest or an ErrorList of severity Error (§7.3.5), at
-  ``//Body/StatusResponse`` (being an answer, that one is discarded, never answered). The codec
+  ``//Body/StatusResponse`` (being an answer, that one is discarded, never answered); and a message of Action
+  StatusRequest without a StatusRequest element (§7.1.1; §7.1.3: it is answered, never ignored), at
+  ``//Header/MessageHeader/Action``. The codec
   reads any actor (the model holds the message as it came, and an intermediary would forward it);
   whether to take it is this module's decision. The envelope writer never writes such an element.
 * Without DuplicateElimination every copy is processed as new (stored without a duplicate-elimination
@@ -393,6 +395,12 @@ def _status_element_issues(envelope: Envelope) -> tuple[Issue, ...]:
             forbidden = f"{', '.join(names[:-1])} or {names[-1]}"
             text = f"{element} comes with {', '.join(found)}; ebMS2 {clause} forbids it with {forbidden}"
             out.append(Issue(ErrorCode.INCONSISTENT, Severity.ERROR, text, f"//Body/{element}"))
+    header = envelope.message_header
+    asks = header is not None and header.service.value == SERVICE_MSH and header.action == ACTION_STATUS_REQUEST
+    if asks and not request:
+        # ebMS2 §7.1.1, §7.1.3: a Message Status Request without its StatusRequest is answered, with an error.
+        text = "Action StatusRequest without a StatusRequest element (ebMS2 §7.1.1)"
+        out.append(Issue(ErrorCode.INCONSISTENT, Severity.ERROR, text, "//Header/MessageHeader/Action"))
     return tuple(out)
 
 

@@ -22,7 +22,9 @@ SCOPE = ("4.1", "6", "7", "8", "9", "10", "B")
 
 KEYWORD = re.compile(r"\b(MUST|SHALL|SHOULD|REQUIRED|RECOMMENDED)\b")
 _NUMBERED = re.compile(r"^(\d+)\s+(.*)$")
-_HEADING = re.compile(r"^\d+\s+((?:\d+(?:\.\d+)*)|(?:B\.\d+(?:\.\d+)*)|Appendix [A-C])\s+(\S.*)$")
+# A heading's number starts with a section of one or two digits: a body line that happens to begin with a
+# number ("2027   99999999 in the increment", "2542   500 \"Internal Server Error\"") is no heading.
+_HEADING = re.compile(r"^\d+\s+((?:\d{1,2}(?:\.\d+)*)|(?:B\.\d+(?:\.\d+)*)|Appendix [A-C])\s+(\S.*)$")
 _BODY_STARTS = "Part I. Core Functionality"  # the second occurrence: the first is the table of contents
 
 

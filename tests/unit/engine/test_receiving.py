@@ -610,6 +610,13 @@ def test_a_status_request_with_an_element_it_must_not_come_with_is_refused(extra
     assert ("Inconsistent", "Error", "//Body/StatusRequest") in errors
 
 
+def test_a_status_request_without_its_status_request_element_is_answered_with_an_error() -> None:
+    # ebMS2 §7.1.1: the Message Status Request message has "a StatusRequest element"; §7.1.3: "Parties who
+    # receive a Message Status Request message SHOULD always respond to the message": refused, not ignored.
+    _reject, errors = refusal(Receiver().get(signal("StatusRequest"), queried=queried()))
+    assert errors == [("Inconsistent", "Error", "//Header/MessageHeader/Action")]
+
+
 def test_a_status_response_with_an_element_it_must_not_come_with_is_discarded() -> None:
     # ebMS2 §7.3.5: StatusResponse "MUST NOT be present with ... a Manifest element, a StatusRequest element, an
     # ErrorList element with a highestSeverity attribute set to Error"; an answer is never answered (§4.2.4.1).
