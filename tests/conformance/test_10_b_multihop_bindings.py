@@ -536,6 +536,7 @@ def test_10_1_4_a_signed_hop_acknowledgment_is_a_message_of_its_own() -> None:
         [hop] = NEXT_MSH_ACK_REQUESTED.findall(first.body)
         asked = renamed(first.body, "signed-hop@testnet").replace(hop, hop.replace(b'"false"', b'"true"'), 1)
         reply = await p.hops[0].handle_http(asked, first.content_type)
+        await net.settle()
         assert reply.content_type is not None and reply.content_type.startswith("text/xml")  # no payloads
         root = soap_of(reply.body, reply.content_type)
         names = [etree.QName(e).localname for e in header_children(root)]
@@ -875,6 +876,7 @@ def test_b_2_3_2xx_when_the_post_was_received_and_rfc_2616_codes_otherwise() -> 
         # RFC 2616 §10.4.6: a method the resource does not allow is 405 with an Allow header.
         code, head, _ = await asgi(endpoint, "PUT", b"", None)
         assert code == 405 and head.get("allow") == "POST"
+        await pair.net.settle()
 
     with_pair(SyncReplyMode.NONE, scenario)
 
