@@ -41,6 +41,16 @@ class SpecLine:
         return KEYWORD.search(self.text) is not None
 
 
+def _follows(current: str, name: str) -> bool:
+    """Whether ``name`` can be the heading after section ``current``: a chapter number (no dot) only as the next
+    chapter. A numbered line that merely starts with a number (a list item "1    Look for ...", "500
+    "Internal Server Error" response", "99999999 in the increment") is body text, not a heading."""
+    if "." in name or name.startswith("Appendix"):
+        return True
+    top = current.split(".")[0]
+    return current == "" or (top.isdigit() and int(name) == int(top) + 1)
+
+
 def in_scope(section: str) -> bool:
     """Whether a section number falls under :data:`SCOPE` (``4.1.3`` does, ``4.2`` does not)."""
     return any(section == top or section.startswith(top + ".") for top in SCOPE)
@@ -55,7 +65,7 @@ def spec_lines() -> dict[int, SpecLine]:
     section = ""
     for line in raw[starts[0] :]:
         heading = _HEADING.match(line)
-        if heading is not None and "....." not in line:
+        if heading is not None and "....." not in line and _follows(section, heading.group(1)):
             name = heading.group(1)
             section = name.split()[1] if name.startswith("Appendix") else name
         numbered = _NUMBERED.match(line)
