@@ -37,7 +37,7 @@ TITLES = {
     "8": "Message Service Handler Ping Service",
     "9": "MessageOrder Module",
     "10": "Multi-Hop Module",
-    "B": "Appendix B, Communications Protocol Bindings",
+    "B": "Communications Protocol Bindings",
 }
 
 
@@ -86,11 +86,9 @@ def render(citations: list[Citation], exemptions: list[Exemption], outcomes: dic
         verdict = "fail" if "failed" in results else ("pass" if "passed" in results else "skipped")
         names = "<br>".join(f"`{t.test.split('::')[1]}`" for t in sorted(tests, key=lambda t: t.test))
         rows[section].append((lines, f"| {section} | {_lines(lines)} | {_cell(sentence)} | {names} | {verdict} |"))
-    lines_total = {n for c in citations for n in c.lines}
-    passed = {
-        n for key, tests in by_sentence.items() for n in key[1] if any(outcomes.get(t.test) == "passed" for t in tests)
-    }
-    exempt_lines = {n for e in exemptions for n in e.lines} - lines_total
+    passing = [key for key, tests in by_sentence.items() if any(outcomes.get(t.test) == "passed" for t in tests)]
+    cited = {n for c in citations for n in c.lines}
+    exempt = [e for e in exemptions if not set(e.lines) <= cited]
     out = [
         "# ebMS 2.0 conformance",
         "",
@@ -102,13 +100,14 @@ def render(citations: list[Citation], exemptions: list[Exemption], outcomes: dic
         "Appendix B is either checked here or listed below with the reason, and that each quotation is the",
         "specification's text at the lines it names.",
         "",
-        f"- Normative lines checked by tests: **{len(lines_total)}**, passing: **{len(passed)}**",
-        f"- Normative lines not checked, with the reason: **{len(exempt_lines)}** ({_kinds(exemptions, lines_total)})",
-        f"- Tests: **{len({c.test for c in citations})}**",
+        f"- Sentences checked by tests: **{len(by_sentence)}**, passing: **{len(passing)}** "
+        f"({len({c.test for c in citations})} tests)",
+        f"- Sentences not checked, with the reason: **{len(exempt)}** ({_kinds(exempt)})",
         "",
     ]
     for top in sorted({_top(s) for s in rows} | {_top(e.section) for e in exemptions}, key=section_key):
-        out += [f"## §{top} {TITLES.get(top, '')}".rstrip(), ""]
+        heading = f"Appendix {top}" if top.isalpha() else f"§{top}"
+        out += [f"## {heading} {TITLES.get(top, '')}".rstrip(), ""]
         mine = [r for s in rows if _top(s) == top for r in rows[s]]
         ordered = sorted(mine, key=lambda r: r[0])
         if ordered:
@@ -135,11 +134,11 @@ def _lines(lines: tuple[int, ...]) -> str:
     return ", ".join(str(n) for n in lines)
 
 
-def _kinds(exemptions: list[Exemption], cited: set[int]) -> str:
-    counts: dict[str, set[int]] = defaultdict(set)
+def _kinds(exemptions: list[Exemption]) -> str:
+    counts: dict[str, int] = defaultdict(int)
     for e in exemptions:
-        counts[e.kind.value].update(n for n in e.lines if n not in cited)
-    return "; ".join(f"{kind}: {len(lines)}" for kind, lines in sorted(counts.items())) or "none"
+        counts[e.kind.value] += 1
+    return "; ".join(f"{kind}: {n}" for kind, n in sorted(counts.items())) or "none"
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -942,6 +942,76 @@ def test_6_5_6_the_recipient_never_hands_a_duplicate_to_the_application_again() 
     assert receiver.delivered[MID] == 1
 
 
+# === §6.5.2 Receiving Message Behavior ======================================================================
+
+
+@clause(
+    "6.5.2",
+    1669,
+    "The Receiving MSH MUST NOT deliver the message to the application interface.",
+)
+def test_6_5_2_a_duplicate_that_asks_for_an_acknowledgment_is_not_delivered_again() -> None:
+    # Step 1 of "If an AckRequested element is present": a duplicate is acknowledged (§6.5.3), never delivered.
+    async def scenario(net: TestNetwork, a: Msh, b: Msh) -> None:
+        handed: list[str] = []
+        b.on_message = lambda entry_id, message_id: handed.append(message_id)
+        net.faults.lose_answers = 1.0  # every copy reaches B; A resends each one
+        message_id = await a.submit_async(order(1))
+        await net.run_until(final(a, message_id))
+        copy = envelope_of(stored_body(a, message_id))
+        assert copy.ack_requested and copy.message_header is not None and copy.message_header.duplicate_elimination
+        assert b.counters["duplicates"] == RETRIES  # each resend was a duplicate, acknowledged
+        assert handed == [message_id] and inbox(b) == {message_id: 1}
+
+    run(scenario)
+
+
+@clause(
+    "6.5.2",
+    1676,
+    "The Receiving MSH MUST NOT send an Acknowledgment Message until the message has been safely stored in "
+    "persistent storage or delivered to the application interface.",
+)
+def test_6_5_2_no_acknowledgment_leaves_before_the_message_is_stored(monkeypatch: pytest.MonkeyPatch) -> None:
+    # B's store refuses to keep the message for a while: while it does, no Acknowledgment may reach A (A keeps
+    # resending); once B can store it, the acknowledgment comes and the message is delivered once.
+    from msh.store.memory import _MemoryTransaction
+
+    failing = {"on": True}
+    insert = _MemoryTransaction.insert_inbound
+
+    def refusing(self: _MemoryTransaction, **kw: object) -> int:
+        if failing["on"]:
+            raise OSError("disk full (a store that cannot keep the message)")
+        return insert(self, **kw)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(_MemoryTransaction, "insert_inbound", refusing)
+
+    async def scenario(net: TestNetwork, a: Msh, b: Msh) -> None:
+        message_id = await a.submit_async(order(1))
+        await net.advance(RETRY_INTERVAL * 2 + SEC)  # the first send and two resends, none stored by B
+        assert status(a, message_id) is OutboundStatus.AWAITING_ACK
+        assert a.attempts(message_id)[-1].number >= 3 and inbox(b) == {}
+        failing["on"] = False
+        await net.run_until(final(a, message_id))
+        assert status(a, message_id) is OutboundStatus.DELIVERED and inbox(b) == {message_id: 1}
+
+    run(scenario)
+
+
+@clause(
+    "6.5.2",
+    1685,
+    "However, it MUST NOT filter out perceived duplicate messages from their normal processing at that node.",
+)
+def test_6_5_2_an_intermediary_processes_every_copy_it_receives() -> None:
+    # The §10.1 check shows it: two copies of one MessageId (with DuplicateElimination) reach an intermediary;
+    # both are forwarded and acknowledged as the next MSH, none is eliminated.
+    from tests.conformance import test_10_b_multihop_bindings as multihop_tests
+
+    multihop_tests.test_10_1_an_intermediary_forwards_every_copy_of_a_message_it_has_seen_before()
+
+
 # === §6.5.7 Failed Message Delivery =========================================================================
 
 
