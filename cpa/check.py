@@ -237,11 +237,12 @@ def _channels(
     service, stype, action = header.service.value, header.service.type, header.action
     if service == SERVICE_MSH:
         if action not in MSH_SIGNAL_ACTIONS:
+            # ebMS2 §7, §8: a service of the MSH this MSH does not support is answered NotSupported, Error.
             issues.append(
                 Issue(
-                    ErrorCode.VALUE_NOT_RECOGNIZED,
+                    ErrorCode.NOT_SUPPORTED,
                     Severity.ERROR,
-                    f"Action {action!r} is not an action of the MSH service (one of: "
+                    f"Action {action!r} is a service of the MSH not supported here (the MSH service's actions: "
                     f"{', '.join(sorted(MSH_SIGNAL_ACTIONS))})",
                     ACTION,
                 )

@@ -56,7 +56,7 @@ class Actor(StrEnum):
 
 
 class MessageStatus(StrEnum):
-    """ebMS2 §7.2.3.2: values of StatusResponse@messageStatus."""
+    """ebMS2 §7.3.3: values of StatusResponse@messageStatus."""
 
     UN_AUTHORIZED = "UnAuthorized"
     NOT_RECOGNIZED = "NotRecognized"
@@ -370,7 +370,7 @@ class MessageOrder:
 
 @dataclass(frozen=True, slots=True)
 class StatusRequest:
-    """ebMS2 §7.2.2: asks for the status of the message named by RefToMessageId."""
+    """ebMS2 §7.2: asks for the status of the message named by RefToMessageId."""
 
     ref_to_message_id: str
     id: str | None = None
@@ -383,7 +383,7 @@ class StatusRequest:
 
 @dataclass(frozen=True, slots=True)
 class StatusResponse:
-    """ebMS2 §7.2.3: the status of the message named by RefToMessageId."""
+    """ebMS2 §7.3: the status of the message named by RefToMessageId."""
 
     ref_to_message_id: str
     message_status: MessageStatus

@@ -17,7 +17,7 @@ from typing import Final, TypeAlias
 from cpa.duration import XsDuration
 from msh.ebms.model import Envelope, MessageStatus, Party
 from msh.engine.ordering import OrderPosition
-from msh.engine.reliability import Reliability
+from msh.engine.reliability import Reliability, effective_actor
 from msh.engine.routing import Route
 from msh.engine.sending import AcknowledgmentReceived, ErrorReceived, StatusReported
 from msh.errors import Issue
@@ -330,15 +330,26 @@ InboundAction: TypeAlias = (
 @dataclass(frozen=True, slots=True)
 class InboundDecision:
     """What to do with one inbound message: ``actions`` in order, the check's ``issues`` (for the journal),
-    whether it was a ``duplicate`` (a MessageId already stored, under DuplicateElimination), whether the
-    reply must be signed (``sign_reply``) and whether its ds:Reference elements must be derived from the
-    message by the signing adapter (``derive_references``)."""
+    whether it was a ``duplicate`` (a MessageId already stored, under DuplicateElimination), the actors
+    whose Acknowledgment must be signed (``signed_actors``: each as its own AckRequested asks, ebMS2
+    §6.3.1.2; a reply carrying one of them is signed) and whether their ds:Reference elements must be
+    derived from the message by the signing adapter (``derive_references``)."""
 
     actions: tuple[InboundAction, ...]
     issues: tuple[Issue, ...] = ()
     duplicate: bool = False
-    sign_reply: bool = False
+    signed_actors: frozenset[str] = frozenset()
     derive_references: bool = False
+
+    @property
+    def sign_reply(self) -> bool:
+        """True when some acknowledgment this decision sends must be signed (ebMS2 §6.3.1.2)."""
+        return bool(self.signed_actors)
+
+    def signs(self, reply: Envelope) -> bool:
+        """Whether ``reply`` is a signed acknowledgment: it carries an Acknowledgment for an actor whose
+        AckRequested asked for a signed one (ebMS2 §6.3.1.2)."""
+        return any(effective_actor(a.actor) in self.signed_actors for a in reply.acknowledgments)
 
     @property
     def delivers(self) -> bool:

@@ -305,7 +305,8 @@ def _forward(
     # ebMS2 §10.1.3: acknowledge to the previous hop once stored (the runtime commits before it answers).
     ack = hop_acknowledgment(envelope, own_party=own_party, message_id=new_message_id, now=now, references=references)
     reply = ReplySync(ack) if sync else SendAsync(ack, EndpointRef.of(ack))
-    return InboundDecision((store, reply), sign_reply=signed, derive_references=signed and not references)
+    signed_actors = frozenset({ACTOR_NEXT_MSH}) if signed else frozenset()
+    return InboundDecision((store, reply), signed_actors=signed_actors, derive_references=signed and not references)
 
 
 def _relayable(envelope: Envelope) -> bool:

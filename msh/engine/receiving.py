@@ -37,7 +37,9 @@ Decisions where the specifications leave room:
   Inconsistent, Error, at ``//Header/SyncReply/@actor`` / ``//Header/AckRequested/@actor``. So is a
   StatusRequest with a Manifest, a StatusResponse or an ErrorList (§7.2.3), at ``//Body/StatusRequest``,
   and a StatusResponse with a Manifest, a StatusRequest or an ErrorList of severity Error (§7.3.5), at
-  ``//Body/StatusResponse`` (being an answer, that one is discarded, never answered). The codec
+  ``//Body/StatusResponse`` (being an answer, that one is discarded, never answered); and a message of Action
+  StatusRequest without a StatusRequest element (§7.1.1; §7.1.3: it is answered, never ignored), at
+  ``//Header/MessageHeader/Action``. The codec
   reads any actor (the model holds the message as it came, and an intermediary would forward it);
   whether to take it is this module's decision. The envelope writer never writes such an element.
 * Without DuplicateElimination every copy is processed as new (stored without a duplicate-elimination
@@ -71,8 +73,13 @@ Decisions where the specifications leave room:
   sequence (:func:`msh.engine.ordering.place`): delivered when its turn has come (with its held successors,
   :class:`KeepOrder`), else stored, acknowledged and held; one it refuses is answered like any refusal. A
   duplicate is a duplicate first: answered from the store, never placed again.
-* Signing is the signing adapter's: :attr:`InboundDecision.sign_reply` says the acknowledgment must be
-  signed (AckRequested@signed, §6.3.1.2). The message's own ds:Reference elements are copied into it when
+* Signing is the signing adapter's: :attr:`InboundDecision.signed_actors` says which acknowledgments must
+  be signed, each as its own AckRequested@signed asks (§6.3.1.2; for the actor the agreement's channel
+  names, as the agreement settles it). A signed one aimed at the next MSH goes by itself, never bundled
+  with the end-to-end one (§10.1.4). When ``can_sign`` is False (no signing key and certificate), a signed
+  acknowledgment asked for is reported as Inconsistent, Warning (§6.3.1.2: "Warning if not supported") in
+  the acknowledgment's ErrorList, and the acknowledgment goes unsigned; one that contradicts the agreement
+  is the check's Inconsistent Error. The message's own ds:Reference elements are copied into it when
   it was signed (§6.3.2.5); when it was not, :attr:`InboundDecision.derive_references` asks the adapter to
   derive them.
 * Warnings found in a Ping or StatusRequest are kept in :attr:`InboundDecision.issues` only; the Pong or
@@ -388,6 +395,12 @@ def _status_element_issues(envelope: Envelope) -> tuple[Issue, ...]:
             forbidden = f"{', '.join(names[:-1])} or {names[-1]}"
             text = f"{element} comes with {', '.join(found)}; ebMS2 {clause} forbids it with {forbidden}"
             out.append(Issue(ErrorCode.INCONSISTENT, Severity.ERROR, text, f"//Body/{element}"))
+    header = envelope.message_header
+    asks = header is not None and header.service.value == SERVICE_MSH and header.action == ACTION_STATUS_REQUEST
+    if asks and not request:
+        # ebMS2 §7.1.1, §7.1.3: a Message Status Request without its StatusRequest is answered, with an error.
+        text = "Action StatusRequest without a StatusRequest element (ebMS2 §7.1.1)"
+        out.append(Issue(ErrorCode.INCONSISTENT, Severity.ERROR, text, "//Header/MessageHeader/Action"))
     return tuple(out)
 
 
@@ -413,6 +426,7 @@ def receive(
     next_id: Callable[[], str] | None = None,
     relayed: bool = False,
     ordered: SequenceState = NO_SEQUENCE,
+    can_sign: bool = True,
 ) -> InboundDecision:
     """Decide what to do with the received ``envelope`` (see the module docs).
 
@@ -426,7 +440,8 @@ def receive(
     end-to-end one); ``relayed``: the message comes from a trusted intermediary on the path of the messages
     it reports on (its acknowledgments and errors are routed as :attr:`OutboundEvent.relay`); ``ordered``:
     what the store holds for the sequence of a message with a SequenceNumber (ebMS2 §9,
-    :mod:`msh.engine.ordering`).
+    :mod:`msh.engine.ordering`); ``can_sign``: this MSH has a signing key and certificate, so it can
+    produce a signed Acknowledgment Message (ebMS2 §6.3.1.2).
     """
     if now.tzinfo is None:
         raise ValueError(f"now must be timezone-aware (UTC), got {now!r}")
@@ -466,6 +481,7 @@ def receive(
         digest,
         next_id,
         ordered,
+        can_sign,
     )
 
 
@@ -539,6 +555,7 @@ def _business(
     digest: str | None,
     next_id: Callable[[], str] | None,
     ordered: SequenceState,
+    can_sign: bool,
 ) -> InboundDecision:
     de = _effective(check_result, Parameter.DUPLICATE_ELIMINATION, header.duplicate_elimination)
     asked = _effective(check_result, Parameter.ACK_REQUESTED, bool(envelope.ack_requested))
@@ -546,30 +563,62 @@ def _business(
     channel = _sending_channel(check_result)
     if channel is not None and channel.messaging_characteristics.actor == ACTOR_NEXT_MSH:
         # ebMS2 §6.6 rows 3 and 7: the agreement asks only the next MSH (this MSH) for an acknowledgment.
-        end_to_end, hop = False, asked
+        end_to_end, hop, primary = False, asked, ACTOR_NEXT_MSH
     else:
         # ebMS2 §10.1.3: the To Party MSH acknowledges end to end, and as the next MSH when asked to.
-        end_to_end, hop = asked, ACTOR_NEXT_MSH in present
+        end_to_end, hop, primary = asked, ACTOR_NEXT_MSH in present, ACTOR_TO_PARTY_MSH
     ack_wanted = end_to_end or hop
-    signed = ack_wanted and _effective(
-        check_result, Parameter.ACK_SIGNATURE_REQUESTED, any(a.signed for a in envelope.ack_requested)
-    )
+    # ebMS2 §6.3.1.2: each Acknowledgment is signed as its own AckRequested asks (the agreement's answer for
+    # the actor its channel names; the header's signed attribute for the other, §10.1.3).
+    asked_signed = {effective_actor(a.actor): a.signed for a in envelope.ack_requested}
+    wanted_signed = {
+        actor
+        for actor, wanted in ((ACTOR_TO_PARTY_MSH, end_to_end), (ACTOR_NEXT_MSH, hop))
+        if wanted
+        and (
+            _effective(check_result, Parameter.ACK_SIGNATURE_REQUESTED, asked_signed.get(actor, False))
+            if actor == primary
+            else asked_signed.get(actor, False)
+        )
+    }
+    issues = check_result.issues
+    if wanted_signed and not can_sign:
+        # ebMS2 §6.3.1.2: a signed Acknowledgment this MSH cannot produce is reported to the Sending MSH as
+        # Inconsistent, severity Warning ("not supported"); the acknowledgment goes unsigned.
+        unsupported = Issue(
+            ErrorCode.INCONSISTENT,
+            Severity.WARNING,
+            "a signed Acknowledgment Message is requested and this MSH has no signing key and certificate to "
+            "sign it with; the Acknowledgment is sent unsigned (ebMS2 §6.3.1.2)",
+            "//Header/AckRequested/@signed",
+        )
+        issues = (*issues, unsupported)
+        wanted_signed = set()
+    signed_actors = frozenset(wanted_signed)
+    hop_signed = ACTOR_NEXT_MSH in signed_actors and end_to_end
     seen = de and duplicate is not None
     # ebMS2 §6.5.6: the same MessageId is a duplicate; other content under it is recorded as a conflict.
     conflict = _conflict(duplicate, digest) if seen else ()
     outcome = BUSINESS_RULES[(de, ack_wanted, seen)]
-    warnings = _warnings(check_result.issues)
-    references = signed_references(envelope) if signed else ()
-    derive = signed and not references
+    warnings = _warnings(issues)
+    references = signed_references(envelope) if signed_actors else ()
+    derive = bool(signed_actors) and not references
 
     # ebMS2 §10.1.1: the next MSH's acknowledgment goes back on the connection (see the module docs).
     hop_sync = override is not False
-    apart = hop and end_to_end and not (sync and hop_sync)
+    # ebMS2 §10.1.4: a signed acknowledgment aimed at the next MSH is sent by itself, never bundled.
+    apart = hop and end_to_end and (not (sync and hop_sync) or hop_signed)
 
     def ack_message(actors: tuple[str, ...], message_id: str) -> Envelope:
         # ebMS2 §6.3.2.1, §10.1.3: each Acknowledgment carries the actor of the AckRequested it answers.
         return acknowledgment_message(
-            envelope, message_id=message_id, now=now, actors=actors, references=references, warnings=warnings
+            envelope,
+            message_id=message_id,
+            now=now,
+            actors=actors,
+            references=references,
+            warnings=warnings,
+            referenced=signed_actors,
         )
 
     def first_ack() -> Envelope:
@@ -578,7 +627,9 @@ def _business(
         return ack_message(actors, new_message_id)
 
     def first_sync() -> bool:
-        return sync if end_to_end else hop_sync
+        # Apart and both due on the connection (a signed hop acknowledgment goes by itself): the hop one
+        # takes the connection, the end-to-end one goes asynchronously.
+        return (sync and not (apart and hop_sync)) if end_to_end else hop_sync
 
     def hop_reply() -> tuple[InboundAction, ...]:
         if not apart:
@@ -587,10 +638,11 @@ def _business(
             raise ValueError("two acknowledgment messages are due: receive() needs next_id for the second MessageId")
         return (_reply(ack_message((ACTOR_NEXT_MSH,), next_id()), hop_sync),)
 
-    def decided(*more: InboundAction, reply_signed: bool = signed) -> InboundDecision:
-        return InboundDecision(
-            (*conflict, *more, *actions), check_result.issues, seen, reply_signed, reply_signed and derive
-        )
+    def decided(*more: InboundAction, signing: frozenset[str] = signed_actors) -> InboundDecision:
+        return InboundDecision((*conflict, *more, *actions), issues, seen, signing, bool(signing) and derive)
+
+    hop_only = frozenset({ACTOR_NEXT_MSH}) & signed_actors if apart else frozenset()
+    unsigned: frozenset[str] = frozenset()
 
     if outcome is InboundOutcome.IGNORE:
         # ebMS2 §6.5.2: DuplicateElimination, no AckRequested, a duplicate: do nothing.
@@ -599,7 +651,7 @@ def _business(
         if duplicate.acknowledgment is not None:
             # ebMS2 §6.5.6 2: the acknowledgment identical to the first response, never a second delivery.
             again = ResendStoredAck(header.message_id, duplicate.acknowledgment, first_sync(), _ack_endpoint(header))
-            return decided(again, *hop_reply(), reply_signed=False)
+            return decided(again, *hop_reply(), signing=hop_only)
         # ebMS2 §6.5.5 (2): no response in the store: generate one (and keep it as the first response).
         first = first_ack()
         return decided(RecordAcknowledgment(header.message_id, first), _reply(first, first_sync()), *hop_reply())
@@ -650,11 +702,11 @@ def _business(
         store_and_order: tuple[InboundAction, ...] = (store, *ordering)
         if ack is not None:
             return decided(*store_and_order, _reply(ack, first_sync()), *hop_reply())
-        return decided(*store_and_order, reply_signed=False)
+        return decided(*store_and_order, signing=unsigned)
     if ack is not None:
         return decided(store, _reply(ack, first_sync()), *hop_reply())
     if warnings:
         # ebMS2 §4.2.4.1, §4.2.4.3: report Warnings in an independent MessageError message.
         report = error_message(warnings, in_reply_to=header, message_id=new_message_id, timestamp=now)
-        return decided(store, _reply(report, sync), reply_signed=False)
-    return decided(store, reply_signed=False)
+        return decided(store, _reply(report, sync), signing=unsigned)
+    return decided(store, signing=unsigned)

@@ -43,6 +43,7 @@ from msh.ebms.model import (
 )
 from msh.ebms.namespaces import ACTOR_TO_PARTY_MSH, SERVICE_MSH, XMLDSIG
 from msh.engine.inbound import Held, QueriedMessage, StatusAnswer
+from msh.engine.reliability import effective_actor
 from msh.engine.signals import party_text
 from msh.errors import Issue, MshError, Severity
 from msh.safexml import parse_xml
@@ -102,13 +103,15 @@ def acknowledgment_message(
     actors: tuple[str | None, ...] = (ACTOR_TO_PARTY_MSH,),
     references: tuple[str, ...] = (),
     warnings: tuple[Issue, ...] = (),
+    referenced: frozenset[str] | None = None,
 ) -> Envelope:
     """The Acknowledgment message for the received ``envelope`` (ebMS2 §6.3.2, §6.5.3).
 
     Service is the MSH service and Action ``Acknowledgment`` (§6.3.2.7); From is the received To and To the
     received From, with all their children (§6.5.3); one Acknowledgment element per actor, each with
     Timestamp ``now`` (when the message was received, §6.3.2.2), RefToMessageId, From (our party,
-    §6.3.2.4) and ``references``. ``warnings`` travel in an ErrorList of highestSeverity Warning.
+    §6.3.2.4) and ``references`` (only the elements whose actor is in ``referenced``, when it is given:
+    the signed ones, §6.3.2.5). ``warnings`` travel in an ErrorList of highestSeverity Warning.
     """
     header = envelope.message_header
     if header is None:
@@ -120,7 +123,8 @@ def acknowledgment_message(
             timestamp=now,
             ref_to_message_id=header.message_id,
             from_party=header.to_party,
-            references=references,
+            # ebMS2 §6.3.2.5: the Reference list is REQUIRED where the AckRequested asked for a signed one.
+            references=references if referenced is None or effective_actor(actor) in referenced else (),
             actor=actor,
         )
         for actor in actors

@@ -21,6 +21,7 @@ from typing import BinaryIO
 
 from cpa.resolve import AgreementRefused
 from msh.ebms.envelope import serialise_envelope
+from msh.ebms.errorlist import ACTION_MESSAGE_ERROR
 from msh.ebms.message import EbxmlMessage, ParseMode, parse_message
 from msh.ebms.model import Envelope, MessageHeader, Party
 from msh.engine import (
@@ -60,6 +61,7 @@ from msh.engine import (
     step,
 )
 from msh.engine.intermediary import delivery_failure
+from msh.engine.reliability import effective_actor
 from msh.engine.routing import DEFAULT_ROUTE_RETRIES, DEFAULT_ROUTE_RETRY_INTERVAL
 from msh.engine.signals import foreign_signal, party_text
 from msh.errors import EbmsError, ErrorCode, Issue, Severity
@@ -266,7 +268,31 @@ class Executor:
             # ebMS2 §6.5.7: the intermediary that cannot deliver tells the From party (unless the next
             # hop's own error message, forwarded to it, already does).
             self.report_delivery_failure(tx, stored, new.failure, now, after)
+        if stored.kind is OutboundKind.SIGNAL and gave_up and stored.action == ACTION_MESSAGE_ERROR:
+            self._delivery_failure_lost(tx, stored, new.failure)
         return new.status
+
+    def _delivery_failure_lost(self, tx: Transaction, stored: OutboundMessage, failure: Issue | None) -> None:
+        """A DeliveryFailure of ours that could not be delivered: logged at error level, for the operator to
+        tell the From party by other means (ebMS2 §6.5.7); the journal's ``signal-failed`` records it."""
+        with tx.open_blob(stored.body_blob_id) as blob:
+            parsed = parse_message(blob, stored.content_type, mode=ParseMode.LENIENT)
+        try:
+            envelope = parsed.envelope
+        finally:
+            parsed.close()
+        header = envelope.message_header
+        errors = envelope.error_list.errors if envelope.error_list is not None else ()
+        if header is None or not any(e.code is ErrorCode.DELIVERY_FAILURE for e in errors):
+            return
+        # ebMS2 §6.5.7: the From party "MUST be informed of the problem by other means".
+        log.error(
+            "DeliveryFailure %s about %s for %s could not be delivered: %s; tell the From party by other means",
+            stored.message_id,
+            header.message_data.ref_to_message_id,
+            _party_text(header.to_party),
+            failure.description if failure is not None else "given up",
+        )
 
     def _sequence_after(
         self, tx: Transaction, stored: OutboundMessage, event: Event, gave_up: bool, now: datetime
@@ -305,11 +331,16 @@ class Executor:
         """The bytes of a signal the decision sends: signed when the agreement's channel for our signals
         signs, or as a signed receipt (ebMS2 §6.3.1.2), its ds:References derived from the message when it
         was not signed (§6.3.2.5)."""
-        receipt = decision.sign_reply and bool(envelope.acknowledgments)
+        # ebMS2 §6.3.1.2: a reply is a signed receipt when it carries an Acknowledgment asked for signed.
+        receipt = decision.signs(envelope)
         if receipt and decision.derive_references:
             references = self.core.security.derived_references(message, DigestAlgorithm.SHA256)
             envelope = replace(
-                envelope, acknowledgments=tuple(replace(a, references=references) for a in envelope.acknowledgments)
+                envelope,
+                acknowledgments=tuple(
+                    replace(a, references=references) if effective_actor(a.actor) in decision.signed_actors else a
+                    for a in envelope.acknowledgments
+                ),
             )
         body = serialise_envelope(envelope)
         signed = self.core.security.sign_signal(envelope, body, receipt=receipt, now=now)

@@ -203,10 +203,6 @@ class InboundPipeline:
         security = core.security
         header = message.envelope.message_header
         assert header is not None
-        issue = security.signed_ack_issue(message)
-        if issue is not None:
-            log.warning("message %s refused: %s", header.message_id, issue.description)
-            return message, raw, replace(result, issues=(*result.issues, issue)), False
         try:
             opened = security.open(message, result, at=now)
         except SecurityError as exc:
@@ -340,6 +336,7 @@ class InboundPipeline:
                 next_id=self.core.ids,
                 relayed=inbound.relayed,
                 ordered=ordered,
+                can_sign=self.core.security.can_sign,
             )
 
         def unit(tx: Transaction) -> tuple[InboundDecision, bytes | None, AfterCommit]:

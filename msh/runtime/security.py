@@ -315,17 +315,11 @@ class MessageSecurity:
             self._encrypting, cpa, result.sending_channel_id, result.receiving_channel_id, encryption_policy
         )
 
-    def signed_ack_issue(self, message: EbxmlMessage) -> Issue | None:
-        """ebMS2 §6.3.1.2: a signed acknowledgment asked of an MSH that has no signing key is refused
-        (Inconsistent), rather than answered unsigned."""
-        if self.keys.signing_key is not None or not any(a.signed for a in message.envelope.ack_requested):
-            return None
-        return Issue(
-            ErrorCode.INCONSISTENT,
-            Severity.ERROR,
-            "a signed Acknowledgment is requested and this MSH has no signing key to sign it with (ebMS2 §6.3.1.2)",
-            "//Header/AckRequested/@signed",
-        )
+    @property
+    def can_sign(self) -> bool:
+        """Whether this MSH can produce a signed Acknowledgment Message: the settings give its signing key and
+        certificate (ebMS2 §6.3.1.2; when it cannot, the engine reports a Warning and acknowledges unsigned)."""
+        return self.with_keys and self.keys.signing_key is not None and self.keys.certificate is not None
 
     def open(self, message: EbxmlMessage, result: CheckResult, *, at: datetime) -> Opened:
         """Decrypt the payloads (when the agreement encrypts them), then verify the signature (when the

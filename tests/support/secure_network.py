@@ -132,3 +132,14 @@ def unsigned_messages(cpa: bytes = DEMO_CPA) -> bytes:
     assert element is not None
     binding.remove(element)
     return etree.tostring(root, xml_declaration=True, encoding="UTF-8")
+
+
+def nobody_signs(cpa: bytes = DEMO_CPA) -> bytes:
+    """The agreement with no SenderNonRepudiation anywhere: neither party signs what it sends (so a party
+    without a signing key can load it)."""
+    root = etree.fromstring(cpa)
+    for element in root.findall(f".//{{{TP}}}SenderNonRepudiation"):
+        parent = element.getparent()
+        assert parent is not None
+        parent.remove(element)
+    return etree.tostring(root, xml_declaration=True, encoding="UTF-8")

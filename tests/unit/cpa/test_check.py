@@ -342,7 +342,9 @@ def test_msh_signals_use_the_default_msh_channels(action: str) -> None:
 def test_msh_signal_checks() -> None:
     # The default MSH channel says ackRequested=never: an AckRequested on a signal is Inconsistent.
     assert found(run(signal("Acknowledgment", ack_requested=True))) == [(INC, ERR, "//Header/AckRequested")]
-    assert found(run(signal("Dance"))) == [(VNR, ERR, "//Header/MessageHeader/Action")]
+    # ebMS2 §7, §8: "If a Receiving MSH does not support the service requested, it SHOULD return an Error Message
+    # with an errorCode of NotSupported and a highestSeverity attribute set to Error."
+    assert found(run(signal("Dance"))) == [(NSUP, ERR, "//Header/MessageHeader/Action")]
     assert found(run(signal("Pong", from_role="Buyer"))) == [(VNR, ERR, "//Header/MessageHeader/From/Role")]
     assert run(signal("Pong", from_role="Seller")).issues == ()
     # "always" on a default MSH channel does not oblige a signal to request an ack or a sync reply.

@@ -371,6 +371,63 @@ def test_a_signed_acknowledgment_of_an_unsigned_message_asks_for_derived_referen
     assert Receiver().get(message()).sign_reply is False
 
 
+def test_a_signed_acknowledgment_this_msh_cannot_sign_is_reported_inconsistent_warning_and_sent_unsigned() -> None:
+    # ebMS2 §6.3.1.2: "cannot return an Acknowledgment Message as requested": errorCode Inconsistent, severity
+    # Warning (not supported); the message is still taken and acknowledged, the acknowledgment unsigned.
+    receiver = Receiver()
+    decision = receiver.get(message(ack_signed=True), can_sign=False)
+    assert decision.delivers and not decision.sign_reply and not decision.derive_references
+    [ack] = acknowledgments_sent(decision)
+    assert ack.acknowledgments[0].references == ()
+    assert ack.error_list is not None and ack.error_list.highest_severity is Severity.WARNING
+    [error] = ack.error_list.errors
+    assert (error.code, error.severity, error.location) == (
+        ErrorCode.INCONSISTENT,
+        Severity.WARNING,
+        "//Header/AckRequested/@signed",
+    )
+    assert [i.error_code for i in decision.issues] == [ErrorCode.INCONSISTENT]
+    # An unsigned acknowledgment asked for needs no key: nothing to report.
+    plain = Receiver().get(message(), can_sign=False)
+    [unsigned] = acknowledgments_sent(plain)
+    assert unsigned.error_list is None and plain.issues == ()
+
+
+def _two_asks(to_party_signed: bool, next_signed: bool) -> m.Envelope:
+    env = message(ack_signed=to_party_signed)
+    hop = m.AckRequested(signed=next_signed, actor=ACTOR_NEXT_MSH)
+    return replace(env, ack_requested=(*env.ack_requested, hop), signatures=(m.Signature(SIGNATURE),))
+
+
+@pytest.mark.parametrize(("to_party_signed", "next_signed"), [(True, False), (False, True), (True, True)])
+def test_each_acknowledgment_is_signed_as_its_own_ack_requested_asks(to_party_signed: bool, next_signed: bool) -> None:
+    # ebMS2 §6.3.1.2, §10.1.3: two AckRequested elements, each answered by its own Acknowledgment, signed as
+    # that element asks; §10.1.4: a signed one aimed at the next MSH goes by itself.
+    receiver = Receiver()
+    decision = receiver.get(_two_asks(to_party_signed, next_signed), next_id=lambda: "hop@b.example")
+    asked = {ACTOR_TO_PARTY_MSH: to_party_signed, ACTOR_NEXT_MSH: next_signed}
+    assert decision.signed_actors == {actor for actor, signed in asked.items() if signed}
+    acks = acknowledgments_sent(decision)
+    assert sorted(a.actor or ACTOR_TO_PARTY_MSH for e in acks for a in e.acknowledgments) == sorted(asked)
+    for reply in acks:
+        for element in reply.acknowledgments:
+            signed = asked[element.actor or ACTOR_TO_PARTY_MSH]
+            # §6.3.2.5: the Reference list is REQUIRED for the signed one (copied from the message's signature).
+            assert (len(element.references) == 2) is signed
+        if next_signed:
+            assert [a.actor for a in reply.acknowledgments] in ([ACTOR_NEXT_MSH], [ACTOR_TO_PARTY_MSH])
+        # The reply is signed exactly when it carries an Acknowledgment asked for signed.
+        assert decision.signs(reply) is any(asked[a.actor or ACTOR_TO_PARTY_MSH] for a in reply.acknowledgments)
+
+
+def test_two_signed_acknowledgments_asked_of_an_msh_that_cannot_sign_are_both_reported_and_unsigned() -> None:
+    decision = Receiver().get(_two_asks(True, True), next_id=lambda: "hop@b.example", can_sign=False)
+    assert decision.signed_actors == frozenset()
+    acks = acknowledgments_sent(decision)
+    assert acks and all(a.error_list is not None for a in acks)
+    assert all(e.references == () for a in acks for e in a.acknowledgments)
+
+
 # --- signals ------------------------------------------------------------------------------------------
 
 
@@ -551,6 +608,13 @@ def test_a_status_request_with_an_element_it_must_not_come_with_is_refused(extra
     request = signal("StatusRequest", status_request=m.StatusRequest(MID), **extra)
     _reject, errors = refusal(Receiver().get(request, queried=queried()))
     assert ("Inconsistent", "Error", "//Body/StatusRequest") in errors
+
+
+def test_a_status_request_without_its_status_request_element_is_answered_with_an_error() -> None:
+    # ebMS2 §7.1.1: the Message Status Request message has "a StatusRequest element"; §7.1.3: "Parties who
+    # receive a Message Status Request message SHOULD always respond to the message": refused, not ignored.
+    _reject, errors = refusal(Receiver().get(signal("StatusRequest"), queried=queried()))
+    assert errors == [("Inconsistent", "Error", "//Header/MessageHeader/Action")]
 
 
 def test_a_status_response_with_an_element_it_must_not_come_with_is_discarded() -> None:

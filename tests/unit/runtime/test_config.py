@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import dataclasses
 import os
-import tomllib
 import typing
 from datetime import timedelta
 from pathlib import Path
@@ -28,6 +27,7 @@ from msh.runtime.config import (
     load_settings,
     settings_from_mapping,
 )
+from tests.support.samples import shown_settings
 
 SAMPLES = Path(__file__).resolve().parents[3] / "samples"
 CONFIG = SAMPLES / "config"
@@ -94,7 +94,7 @@ def test_the_sample_files_load_with_paths_read_from_their_folder() -> None:
 
 def test_the_samples_set_every_setting() -> None:
     for name in ("party-a.toml", "party-b.toml"):
-        data = tomllib.loads((CONFIG / name).read_text(encoding="utf-8"))
+        data = shown_settings(CONFIG / name)  # one left off on purpose is shown commented out
         written = [f"{section}.{key}" for section, table in data.items() for key in table]
         assert written == [d.name for d in config.SETTINGS], name
 

@@ -8,6 +8,7 @@ told (delivered, forwarded, failed with which severity) and how often C's applic
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections import Counter
 from collections.abc import Awaitable, Callable
 from datetime import timedelta
@@ -349,6 +350,30 @@ def test_a_forwarded_message_is_resent_end_to_end_until_the_to_partys_acknowledg
         assert received(p.c) == {message_id: 1}  # C eliminated the duplicates (§6.5.6)
 
     run(scenario)
+
+
+def test_a_delivery_failure_that_cannot_reach_the_from_party_is_logged_at_error(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    # ebMS2 §6.5.7: when the DeliveryFailure itself cannot be delivered, the From party "MUST be informed of the
+    # problem by other means": the operator is told at error level (a failed signal of another kind stays a warning).
+    async def scenario(net: TestNetwork) -> None:
+        p = multihop(net, routed_cpa(**ROW_1), hop_retries=1)
+        await net.start()
+        net.faults.down.add(C_URL)
+        message_id = await p.a.submit_async(order(1))
+        await net.settle()
+        net.faults.down.add("http://a.example/msh")
+        await net.run_until(lambda: p.hops[0].counters["signal-failed"] > 0)
+        assert "delivery-failure-queued" in events(p.hops[0], message_id)
+        assert "signal-failed" in [k for k in events(p.hops[0], "i1-2@testnet")]
+
+    with caplog.at_level(logging.WARNING, logger="msh"):
+        run(scenario)
+    errors = [r.getMessage() for r in caplog.records if r.levelno >= logging.ERROR]
+    assert len(errors) == 1, errors
+    assert errors[0].startswith("DeliveryFailure i1-2@testnet about a-1@testnet for ")
+    assert errors[0].endswith("tell the From party by other means")
 
 
 # --- refusals --------------------------------------------------------------------------------------------

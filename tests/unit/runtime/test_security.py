@@ -52,6 +52,7 @@ from tests.support.secure_network import (
     agreement,
     encrypted,
     events,
+    nobody_signs,
     order,
     run_pair,
     settings,
@@ -649,3 +650,34 @@ def test_commands_that_only_read_the_store_need_no_key_passphrase(
             asyncio.run(reader.start())
     finally:
         reader.close()
+
+
+def test_a_signed_acknowledgment_asked_of_an_msh_without_a_signing_key_is_reported_as_a_warning() -> None:
+    # ebMS2 §6.3.1.2: "If the Receiving MSH cannot return an Acknowledgment Message as requested it MUST report
+    # the error to the Sending MSH using an errorCode of Inconsistent and a severity of ... Warning if not
+    # supported": B takes the message and says so, rather than refusing it or answering unsigned in silence.
+    async def scenario(net: TestNetwork, a: Msh, b: Msh) -> None:
+        message_id = await a.submit_async(order(1))
+        await net.run_until(lambda: a.status(message_id).state.status.final)  # type: ignore[union-attr]
+        assert _delivered(b) == [message_id]
+        stored = a.status(message_id)
+        assert stored is not None and stored.state.status is OutboundStatus.DELIVERED
+        # A was told: the Warning came with the (unsigned) acknowledgment, and no receipt proves the content.
+        found = {e.kind: e.detail for e in events(a, message_id, Direction.OUTBOUND)}
+        [error] = found["error-received"]["errors"]  # type: ignore[misc]
+        assert (error["errorCode"], error["severity"], error["location"]) == (
+            "Inconsistent",
+            "Warning",
+            "//Header/AckRequested/@signed",
+        )
+        assert found["transmission"]["answer"] == "Acknowledgment, ErrorList"
+        problem = stored.state.receipt_problem
+        assert problem is not None and "not signed" in problem
+        assert a.receipt(message_id) is None
+        assert b.counters["signals-signed"] == 0
+
+    run_pair(
+        scenario,
+        cpa=signed_acks(nobody_signs()),
+        b=settings("b", signing_key=None, signing_certificate=None),
+    )

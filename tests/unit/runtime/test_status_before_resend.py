@@ -42,7 +42,7 @@ def settings(name: str, status_before_resend: str | None = None) -> Settings:
     path = CONFIG / f"party-{name}.toml"
     data = tomllib.loads(path.read_text(encoding="utf-8"))
     data["store"] = {"url": "memory:"}
-    data["sending"].pop("status_before_resend")
+    data["sending"].pop("status_before_resend", None)
     if status_before_resend is not None:
         data["sending"]["status_before_resend"] = status_before_resend
     return settings_from_mapping(data, base_dir=CONFIG, source=str(path), env={})
