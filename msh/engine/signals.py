@@ -18,7 +18,7 @@ from msh.engine.inbound import OutboundEvent
 from msh.engine.reliability import effective_actor
 from msh.engine.sending import AcknowledgmentReceived
 
-__all__ = ["foreign_signal", "party_text"]
+__all__ = ["foreign_signal", "party_text", "party_text_of"]
 
 
 def party_text(value: str, type_: str | None) -> str:
@@ -26,7 +26,8 @@ def party_text(value: str, type_: str | None) -> str:
     return f"{type_}:{value}" if type_ else value
 
 
-def _first(party: Party) -> str:
+def party_text_of(party: Party) -> str:
+    """A party's first PartyId as one string (:func:`party_text`): how the store and the journal name it."""
     first = party.party_ids[0]
     return party_text(first.value, first.type)
 
@@ -36,8 +37,8 @@ def foreign_signal(signal: OutboundEvent, *, sent_to: str, sent_under: str) -> s
     the agreement ``sent_under`` does not count; None when it counts."""
     # ebMS2 §6.3.2.4: the acknowledgment's sender is the party that acknowledges; DESIGN.md §7: only the
     # party the message went to may acknowledge it or report on it.
-    if signal.from_party is not None and _first(signal.from_party) != sent_to:
-        sender = _first(signal.from_party)
+    if signal.from_party is not None and party_text_of(signal.from_party) != sent_to:
+        sender = party_text_of(signal.from_party)
         if not signal.relay:
             return f"it comes from {sender}, but the message went to {sent_to}"
         event = signal.event

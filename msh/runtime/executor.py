@@ -23,73 +23,46 @@ from cpa.resolve import AgreementRefused
 from msh.ebms.envelope import serialise_envelope
 from msh.ebms.errorlist import ACTION_MESSAGE_ERROR
 from msh.ebms.message import EbxmlMessage, ParseMode, parse_message
-from msh.ebms.model import Envelope, MessageHeader, Party
+from msh.ebms.model import Envelope, MessageHeader
 from msh.engine import (
     AcknowledgmentReceived,
-    CancelTimer,
-    ConflictingDuplicate,
-    Discard,
     EndpointRef,
     ErrorReceived,
     Event,
-    Evidence,
     InboundDecision,
-    KeepOrder,
-    NotifyDelivered,
-    NotifyFailed,
-    NotifyForwarded,
-    NotifySent,
     OutboundEvent,
     OutboundStatus,
-    RecordAcknowledgment,
-    Reject,
     Reliability,
-    ReplySync,
-    RequestStatus,
-    ResendStoredAck,
-    ScheduleTimer,
     SendAgain,
-    SendAsync,
     SignalReceived,
     StatusReported,
     StoredAck,
-    StoreForward,
-    StoreInbound,
     Submit,
-    Transmit,
     UnknownMessage,
     step,
 )
 from msh.engine.intermediary import delivery_failure
 from msh.engine.reliability import effective_actor
 from msh.engine.routing import DEFAULT_ROUTE_RETRIES, DEFAULT_ROUTE_RETRY_INTERVAL
-from msh.engine.signals import foreign_signal, party_text
+from msh.engine.signals import foreign_signal, party_text_of
 from msh.errors import EbmsError, ErrorCode, Issue, Severity
-from msh.runtime import attempts
+from msh.runtime import attempts, inbound_actions, sending_actions
 from msh.runtime.aftercommit import AfterCommit
 from msh.runtime.core import Core
 from msh.runtime.forwarding import Forwarding
+from msh.runtime.inbound_actions import RaceLost
 from msh.runtime.questions import Answer, Question
 from msh.runtime.security import ReceiptVerdict
-from msh.runtime.sequences import Sequences, sequence_of_header
+from msh.runtime.sequences import Sequences
 from msh.security.algorithms import DigestAlgorithm
-from msh.store.api import Direction, DuplicateMessage, OutboundKind, OutboundMessage, TimerKind, Transaction
-from msh.store.events import EventKind, ended, signal_received
+from msh.store.api import Direction, OutboundKind, OutboundMessage, Transaction
+from msh.store.events import EventKind, signal_received
 from msh.store.journal import MessageFacts, Role
 from msh.transport.port import SOAP_CONTENT_TYPE
 
 __all__ = ["AfterCommit", "Executor", "RaceLost"]
 
 log = logging.getLogger("msh.runtime")
-
-
-class RaceLost(Exception):
-    """The unit lost a race (a concurrent copy of the same MessageId committed first): run it again."""
-
-
-def _party_text(party: Party) -> str:
-    first = party.party_ids[0]
-    return party_text(first.value, first.type)
 
 
 class Executor:
@@ -117,108 +90,19 @@ class Executor:
         """Execute the sending machine's actions in ``tx`` (``fresh``: a new message, which has no timers;
         ``queue_transmit``: another process serves this store, so a transmission becomes a timer row;
         ``kind``: a forward or a routed signal of ours notifies no application, it is journaled)."""
-        counters, callbacks = self.core.counters, self.core.callbacks
-        own = kind is OutboundKind.OWN
-        for action in actions:
-            if isinstance(action, ScheduleTimer):
-                tx.schedule_timer(message_id, TimerKind.RETRY, action.due_at, replace_existing=not fresh)
-            elif isinstance(action, CancelTimer):
-                tx.cancel_timers(message_id)
-            elif isinstance(action, Transmit):
-                if queue_transmit:
-                    # Another process serves this store: its timer loop transmits (DESIGN.md §5.1).
-                    tx.schedule_timer(message_id, TimerKind.TRANSMIT, now, replace_existing=not fresh)
-                else:
-                    after.transmits.append((action.message_id, action.attempt))
-                if action.attempt > 1:
-                    counters["resent"] += 1
-                    tx.append_event(
-                        at=now,
-                        kind=EventKind.RESENT,
-                        message_id=message_id,
-                        direction=Direction.OUTBOUND,
-                        detail={"attempt": action.attempt},
-                    )
-            elif isinstance(action, RequestStatus):
-                # ebMS2 §7: ask the partner before resending (the status question stands in for the resend).
-                after.status_requests.append((action.message_id, action.attempt))
-                tx.append_event(
-                    at=now,
-                    kind=EventKind.STATUS_REQUESTED,
-                    message_id=message_id,
-                    direction=Direction.OUTBOUND,
-                    detail={"attempt": action.attempt},
-                )
-            elif isinstance(action, NotifyDelivered):
-                label = ended(kind, "delivered")
-                counters["acknowledged" if own else label.value] += 1
-                detail: dict[str, object] = {"evidence": action.evidence.value}
-                if action.receipt_problem is not None:
-                    # ebMS2 §6.3.2.5: delivered, but the signed receipt does not prove what was sent.
-                    detail["receiptProblem"] = action.receipt_problem
-                    counters["receipts-invalid"] += 1
-                tx.append_event(at=now, kind=label, message_id=message_id, direction=Direction.OUTBOUND, detail=detail)
-                if own and callbacks.on_delivered is not None:
-                    after.notices.append(functools.partial(callbacks.on_delivered, message_id))
-            elif isinstance(action, NotifyForwarded):
-                # ebMS2 §10.1.3: the next MSH has it; the end-to-end acknowledgment is still to come.
-                counters["hop-acknowledged"] += 1
-                tx.append_event(
-                    at=now,
-                    kind=EventKind.HOP_ACKNOWLEDGED,
-                    message_id=message_id,
-                    direction=Direction.OUTBOUND,
-                    detail={"evidence": Evidence.HOP_ACKNOWLEDGMENT.value},
-                )
-            elif isinstance(action, NotifySent):
-                # ebMS2 §6.6 rows 3, 4, 7, 8: handed over; no acknowledgment will come, by design.
-                label = ended(kind, "sent")
-                counters[label.value] += 1
-                tx.append_event(
-                    at=now,
-                    kind=label,
-                    message_id=message_id,
-                    direction=Direction.OUTBOUND,
-                    detail={"evidence": action.evidence.value},
-                )
-                if own and callbacks.on_sent is not None:
-                    after.notices.append(functools.partial(callbacks.on_sent, message_id))
-            elif isinstance(action, NotifyFailed):
-                counters[ended(kind, "failed").value] += 1
-                issue = action.issue
-                tx.append_event(
-                    at=now,
-                    kind=ended(kind, "failed"),
-                    message_id=message_id,
-                    direction=Direction.OUTBOUND,
-                    detail={
-                        "errorCode": issue.error_code.value,
-                        "severity": issue.severity.value,
-                        "description": issue.description,
-                        "evidence": action.evidence.value,
-                    },
-                )
-                if action.expired:
-                    # ebMS2 §3.1.6.4: its TimeToLive ended it: journaled as such beside the DeliveryFailure.
-                    tx.append_event(
-                        at=now,
-                        kind=EventKind.EXPIRED,
-                        message_id=message_id,
-                        direction=Direction.OUTBOUND,
-                        detail={"errorCode": ErrorCode.TIME_TO_LIVE_EXPIRED.value, "severity": issue.severity.value},
-                    )
-                log.warning("%s %s failed: %s", "message" if own else kind.value, message_id, issue)
-                if own and callbacks.on_failed is not None:
-                    after.notices.append(functools.partial(callbacks.on_failed, message_id, issue))
+        run = sending_actions.SendingRun(
+            self.core, tx, message_id, now, after, queue_transmit=queue_transmit, fresh=fresh, kind=kind
+        )
+        sending_actions.apply(run, list(actions))
 
-    def _refused_facts(self, header: MessageHeader) -> MessageFacts:
+    def refused_facts(self, header: MessageHeader) -> MessageFacts:
         """The journal's facts of a refused message, from its header: this MSH is its To Party MSH when the
         message is addressed here, else the intermediary it came through (ebMS2 §10)."""
         return MessageFacts(
             role=Role.RECEIVER if self.forwarding.addressed_here(header) else Role.INTERMEDIARY,
             cpa_id=header.cpa_id,
-            from_party=_party_text(header.from_party),
-            to_party=_party_text(header.to_party),
+            from_party=party_text_of(header.from_party),
+            to_party=party_text_of(header.to_party),
             service=header.service.value,
             action=header.action,
             conversation_id=header.conversation_id,
@@ -290,7 +174,7 @@ class Executor:
             "DeliveryFailure %s about %s for %s could not be delivered: %s; tell the From party by other means",
             stored.message_id,
             header.message_data.ref_to_message_id,
-            _party_text(header.to_party),
+            party_text_of(header.to_party),
             failure.description if failure is not None else "given up",
         )
 
@@ -325,7 +209,7 @@ class Executor:
             "failed" if gave_up else "could not be presented by the To party",
         )
 
-    def _signal_bytes(
+    def signal_bytes(
         self, envelope: Envelope, message: EbxmlMessage, decision: InboundDecision, now: datetime
     ) -> bytes:
         """The bytes of a signal the decision sends: signed when the agreement's channel for our signals
@@ -430,7 +314,7 @@ class Executor:
             at=now, kind=EventKind.STATUS_ANSWERED, message_id=message_id, direction=Direction.OUTBOUND, detail=detail
         )
 
-    def _signal_received(
+    def record_signal(
         self, tx: Transaction, signal: SignalReceived, now: datetime, after: AfterCommit
     ) -> Question | None:
         """Journal a Pong or StatusResponse answering a request of ours (ebMS2 §8.2, §7.1.2) under the
@@ -443,12 +327,12 @@ class Executor:
         detail: dict[str, object] = {}
         facts = None
         if header is not None:
-            sender = _party_text(header.from_party)
+            sender = party_text_of(header.from_party)
             detail = {"messageId": header.message_id, "from": sender}
             facts = MessageFacts(
                 cpa_id=header.cpa_id,
                 from_party=sender,
-                to_party=_party_text(header.to_party),
+                to_party=party_text_of(header.to_party),
                 service=header.service.value,
                 action=header.action,
                 conversation_id=header.conversation_id,
@@ -542,8 +426,8 @@ class Executor:
                 conversation_id=header.conversation_id,
                 service=header.service.value,
                 action=header.action,
-                from_party=_party_text(header.from_party),
-                to_party=_party_text(header.to_party),
+                from_party=party_text_of(header.from_party),
+                to_party=party_text_of(header.to_party),
                 endpoint_url=endpoint_url,
                 content_type=content_type,
                 body_blob_id=blob,
@@ -631,7 +515,7 @@ class Executor:
         assert header is not None and failure.error_list is not None
         error = failure.error_list.errors[0]
         detail: dict[str, object] = {
-            "to": _party_text(header.to_party),
+            "to": party_text_of(header.to_party),
             "severity": error.severity.value,
             "description": error.description.text if error.description is not None else None,
             "failureMessageId": header.message_id,
@@ -672,7 +556,7 @@ class Executor:
         """The endpoint the agreement gives for a signal of ours with ``header``, and how it is resent (the
         agreement's retries; ebMS2 §6.3.1.4: a signal asks for no acknowledgment); else None and why not."""
         if self.core.registry.get(header.cpa_id) is None:
-            why = f"no route to {_party_text(header.to_party)} and agreement {header.cpa_id} is not loaded here"
+            why = f"no route to {party_text_of(header.to_party)} and agreement {header.cpa_id} is not loaded here"
             return None, why
         try:
             params = self.core.registry.resolve(
@@ -684,7 +568,7 @@ class Executor:
                 now=self.core.clock(),
             )
         except AgreementRefused as exc:
-            return None, f"no route to {_party_text(header.to_party)} and the agreement gives no endpoint: {exc}"
+            return None, f"no route to {party_text_of(header.to_party)} and the agreement gives no endpoint: {exc}"
         interval = params.retry_interval or DEFAULT_ROUTE_RETRY_INTERVAL
         reliability = Reliability(
             retries=params.retries if params.retry_interval is not None else DEFAULT_ROUTE_RETRIES,
@@ -707,7 +591,7 @@ class Executor:
         parsed.close()
         return parsed.envelope
 
-    def _reply_async(
+    def reply_async(
         self, tx: Transaction, stored: StoredAck, body: bytes, ref: EndpointRef, now: datetime, after: AfterCommit
     ) -> None:
         envelope = self._envelope_of(stored) if self.forwarding.routes else None
@@ -734,193 +618,16 @@ class Executor:
         and its Content-Type, for a decision that forwards the message (:class:`StoreForward`);
         ``verified``: its signature was verified; ``receipts``: the checks of the signed acknowledgments
         it carries (:meth:`route_to_outbound`)."""
-        header = message.envelope.message_header
-        counters, callbacks = self.core.counters, self.core.callbacks
-        serialised: dict[int, bytes] = {}
-        by_message = {r.message_id: r for r in receipts}
-
-        def wire(stored: bytes | Envelope) -> bytes:
-            if isinstance(stored, bytes):
-                return stored
-            key = id(stored)
-            if key not in serialised:
-                serialised[key] = self._signal_bytes(stored, message, decision, now)
-            return serialised[key]
-
-        sync_reply: bytes | None = None
-        asked: dict[str | None, Question] = {}  # the questions the answers in this message answer
-        for action in decision.actions:
-            if isinstance(action, StoreInbound):
-                assert header is not None
-                ack = wire(action.record_ack) if action.record_ack is not None else None
-                if not isinstance(raw, bytes):
-                    raw.seek(0)  # the body as received, streamed to the store (again after a lost race)
-                blob = tx.put_blob(raw)
-                try:
-                    record = tx.insert_inbound(
-                        message_id=action.message_id,
-                        from_party=_party_text(header.from_party),
-                        to_party=_party_text(header.to_party),
-                        cpaid=header.cpa_id,
-                        conversation_id=header.conversation_id,
-                        service=header.service.value,
-                        action=header.action,
-                        received_at=action.received_at or now,
-                        content_type=message.content_type,
-                        body_blob_id=blob,
-                        ack_envelope=ack,
-                        deliver=action.deliver,
-                        duplicate_elimination=action.duplicate_elimination,
-                        content_digest=action.digest,
-                        hold=action.hold,
-                        sequence_number=action.sequence_number,
-                        offered_at=action.offered_at,
-                    )
-                except DuplicateMessage:
-                    raise RaceLost() from None
-                counters["received"] += 1
-                if action.deliver:
-                    counters["delivered-to-inbox"] += 1
-                if action.hold:
-                    counters["held"] += 1
-                received: dict[str, object] = {
-                    "cpaid": header.cpa_id,
-                    "action": header.action,
-                    "acknowledged": ack is not None,
-                    "signed": verified,
-                    "issues": [str(i) for i in decision.issues],
-                }
-                if action.sequence_number is not None:
-                    # ebMS2 §9.1.1: its place in its sequence, and whether it waits for a lower number.
-                    received |= {"sequenceNumber": action.sequence_number, "held": action.hold}
-                tx.append_event(
-                    at=now,
-                    kind=EventKind.RECEIVED,
-                    message_id=action.message_id,
-                    direction=Direction.INBOUND,
-                    detail=received,
-                )
-                if callbacks.on_message is not None and action.deliver:
-                    after.notices.append(functools.partial(callbacks.on_message, record.id, record.message_id))
-            elif isinstance(action, KeepOrder):
-                assert header is not None
-                # ebMS2 §9.1.1: the sequence's record, and the held messages whose turn has come.
-                self.sequences.keep(tx, sequence_of_header(header), action, now, after)
-            elif isinstance(action, RecordAcknowledgment):
-                tx.record_acknowledgment(action.message_id, wire(action.acknowledgment))
-            elif isinstance(action, ResendStoredAck):
-                count = tx.increment_duplicate(action.message_id, now)
-                counters["duplicates"] += 1
-                tx.append_event(
-                    at=now,
-                    kind=EventKind.DUPLICATE,
-                    message_id=action.message_id,
-                    direction=Direction.INBOUND,
-                    detail={"count": count},
-                )
-                if action.sync:
-                    sync_reply = wire(action.acknowledgment)
-                else:
-                    self._reply_async(
-                        tx, action.acknowledgment, wire(action.acknowledgment), action.to_endpoint, now, after
-                    )
-            elif isinstance(action, ReplySync):
-                sync_reply = wire(action.envelope)
-            elif isinstance(action, SendAsync):
-                self._reply_async(tx, action.envelope, wire(action.envelope), action.to_endpoint, now, after)
-            elif isinstance(action, Reject):
-                counters["rejected"] += 1
-                # The refused message is not stored: its facts for the journal come from its header.
-                refused = None if header is None else self._refused_facts(header)
-                tx.append_event(
-                    at=now,
-                    kind=EventKind.REJECTED,
-                    message_id=action.message_id,
-                    direction=Direction.INBOUND,
-                    detail={"issues": [str(i) for i in decision.issues]},
-                    facts=refused,
-                )
-                expired = [i for i in decision.issues if i.error_code is ErrorCode.TIME_TO_LIVE_EXPIRED]
-                if expired:
-                    # ebMS2 §3.1.6.4: refused because its TimeToLive had passed: journaled as such too.
-                    tx.append_event(
-                        at=now,
-                        kind=EventKind.EXPIRED,
-                        message_id=action.message_id,
-                        direction=Direction.INBOUND,
-                        detail={"errorCode": expired[0].error_code.value, "severity": expired[0].severity.value},
-                        facts=refused,
-                    )
-                log.info("message %s refused: %s", action.message_id, "; ".join(str(i) for i in decision.issues))
-                if action.sync:
-                    sync_reply = wire(action.error_message)
-                elif action.to_endpoint is not None:
-                    body = wire(action.error_message)
-                    self._reply_async(tx, action.error_message, body, action.to_endpoint, now, after)
-            elif isinstance(action, OutboundEvent):
-                question = asked.get(action.in_reply_to) if action.in_reply_to is not None else None
-                attempt = question.attempt if question is not None else None
-                self.route_to_outbound(tx, action, now, after, by_message.get(action.message_id), attempt=attempt)
-            elif isinstance(action, SignalReceived):
-                counters[f"signal-{action.action}"] += 1
-                question = self._signal_received(tx, action, now, after)
-                if question is not None:
-                    asked[action.ref_to_message_id] = question
-            elif isinstance(action, ConflictingDuplicate):
-                counters["conflicting-duplicates"] += 1
-                tx.append_event(
-                    at=now,
-                    kind=EventKind.CONFLICTING_DUPLICATE,
-                    message_id=action.message_id,
-                    direction=Direction.INBOUND,
-                    detail={"storedDigest": action.stored_digest, "receivedDigest": action.received_digest},
-                )
-                log.warning(
-                    "message %s came again with other content (other payloads or addressing: %s, first copy %s): "
-                    "a duplicate by its MessageId, not delivered; the sender may have reused the MessageId for "
-                    "another message",
-                    action.message_id,
-                    action.received_digest,
-                    action.stored_digest,
-                )
-            elif isinstance(action, StoreForward):
-                assert header is not None
-                if forwarded is None:
-                    raise ValueError("a decision to forward needs the forwarded body (apply_inbound(forwarded=))")
-                forward_body, forward_type = forwarded
-                route = action.route
-                job = self.start_job(
-                    tx,
-                    OutboundKind.FORWARD,
-                    header,
-                    action.reliability,
-                    forward_body,
-                    forward_type,
-                    route.next_hop,
-                    now,
-                    after,
-                )
-                if job is not None:
-                    counters["forwards"] += 1
-                    tx.append_event(
-                        at=now,
-                        kind=EventKind.FORWARD,
-                        message_id=action.message_id,
-                        direction=Direction.INBOUND,
-                        detail={
-                            "route": route.name,
-                            "next_hop": route.next_hop,
-                            "from": _party_text(header.from_party),
-                            "to": _party_text(header.to_party),
-                            "cpaid": header.cpa_id,
-                            "action": header.action,
-                            "hop_ack": action.reliability.ack_requested,
-                        },
-                    )
-            elif isinstance(action, Discard):
-                if decision.duplicate:
-                    counters["duplicates"] += 1
-                    assert header is not None
-                    tx.increment_duplicate(header.message_id, now)
-                log.info("discarded: %s", action.reason)
-        return sync_reply
+        run = inbound_actions.InboundRun(
+            self,
+            tx,
+            message,
+            raw,
+            decision,
+            now,
+            after,
+            forwarded=forwarded,
+            verified=verified,
+            receipts={r.message_id: r for r in receipts},
+        )
+        return inbound_actions.apply(run, decision.actions)
