@@ -11,6 +11,14 @@ parameters, the runtime executes the actions.
 
 from __future__ import annotations
 
+from msh.engine.failures import (
+    DeliveryFailureLost,
+    FollowUp,
+    OutboundKind,
+    ReportDeliveryFailure,
+    RestartSequence,
+    after_step,
+)
 from msh.engine.inbound import (
     ConflictingDuplicate,
     Discard,
@@ -71,6 +79,12 @@ from msh.engine.sending import (
 from msh.engine.timers import GiveUp, nominal_schedule
 
 __all__ = [
+    "DeliveryFailureLost",
+    "FollowUp",
+    "OutboundKind",
+    "ReportDeliveryFailure",
+    "RestartSequence",
+    "after_step",
     "BUSINESS_RULES",
     "DEFAULT_ACK_WAIT",
     "STATUSES",

@@ -7,7 +7,10 @@ transaction has committed (:class:`AfterCommit`: transmissions to start, replies
 callbacks to call), so that nothing leaves the MSH on the strength of a change that could still be lost.
 
 Decisions here are the runtime's bookkeeping only; the protocol decisions are the engine's
-(:func:`msh.engine.step`, :func:`msh.engine.receive`, :func:`msh.engine.signals.foreign_signal`).
+(:func:`msh.engine.step`, :func:`msh.engine.receive`, :func:`msh.engine.signals.foreign_signal`, and
+:func:`msh.engine.after_step` for what follows a failure: a DeliveryFailure to report, one that was lost, a
+sequence to start again). The actions are carried out by two tables, :mod:`msh.runtime.sending_actions` and
+:mod:`msh.runtime.inbound_actions` (action type -> handler).
 """
 
 from __future__ import annotations
@@ -33,19 +36,22 @@ from msh.engine import (
     OutboundEvent,
     OutboundStatus,
     Reliability,
+    ReportDeliveryFailure,
+    RestartSequence,
     SendAgain,
     SignalReceived,
     StatusReported,
     StoredAck,
     Submit,
     UnknownMessage,
+    after_step,
     step,
 )
 from msh.engine.intermediary import delivery_failure
 from msh.engine.reliability import effective_actor
 from msh.engine.routing import DEFAULT_ROUTE_RETRIES, DEFAULT_ROUTE_RETRY_INTERVAL
 from msh.engine.signals import foreign_signal, party_text_of
-from msh.errors import EbmsError, ErrorCode, Issue, Severity
+from msh.errors import EbmsError, ErrorCode, Issue
 from msh.runtime import attempts, inbound_actions, sending_actions
 from msh.runtime.aftercommit import AfterCommit
 from msh.runtime.core import Core
@@ -144,16 +150,15 @@ class Executor:
             stored = replace(stored, state=new)
         after.rows[message_id] = stored
         self.apply_sending_actions(tx, message_id, actions, now, after, kind=stored.kind)
-        gave_up = new.status is OutboundStatus.FAILED and state.status is not OutboundStatus.FAILED
-        relayed_error = isinstance(event, ErrorReceived) and not event.fault
-        if stored.kind is OutboundKind.OWN and stored.sequence_number is not None:
-            self._sequence_after(tx, stored, event, gave_up, now)
-        if stored.kind is OutboundKind.FORWARD and gave_up and new.failure is not None and not relayed_error:
-            # ebMS2 §6.5.7: the intermediary that cannot deliver tells the From party (unless the next
-            # hop's own error message, forwarded to it, already does).
-            self.report_delivery_failure(tx, stored, new.failure, now, after)
-        if stored.kind is OutboundKind.SIGNAL and gave_up and stored.action == ACTION_MESSAGE_ERROR:
-            self._delivery_failure_lost(tx, stored, new.failure)
+        ordered = stored.sequence_number is not None
+        message_error = stored.action == ACTION_MESSAGE_ERROR
+        for follow in after_step(stored.kind, state, new, event, ordered=ordered, message_error=message_error):
+            if isinstance(follow, RestartSequence):
+                self._restart_sequence(tx, stored, follow.gave_up, now)
+            elif isinstance(follow, ReportDeliveryFailure):
+                self.report_delivery_failure(tx, stored, follow.issue, now, after)
+            else:
+                self._delivery_failure_lost(tx, stored, follow.issue)
         return new.status
 
     def _delivery_failure_lost(self, tx: Transaction, stored: OutboundMessage, failure: Issue | None) -> None:
@@ -178,17 +183,9 @@ class Executor:
             failure.description if failure is not None else "given up",
         )
 
-    def _sequence_after(
-        self, tx: Transaction, stored: OutboundMessage, event: Event, gave_up: bool, now: datetime
-    ) -> None:
-        """A message of ours in order failed, or the To party says it could not present it (its
-        DeliveryFailure, e.g. for a gap that never filled): the To party can present no later message of the
-        sequence (ebMS2 §9), so the next message starts it again (§9.1.1; :func:`msh.engine.ordering.assign`)."""
-        refused = isinstance(event, ErrorReceived) and any(
-            e.code is ErrorCode.DELIVERY_FAILURE and e.severity is Severity.ERROR for e in event.error_list.errors
-        )
-        if not (gave_up or refused):
-            return
+    def _restart_sequence(self, tx: Transaction, stored: OutboundMessage, gave_up: bool, now: datetime) -> None:
+        """The next message of ``stored``'s conversation starts its sequence again (ebMS2 §9.1.1, decided by
+        :func:`msh.engine.after_step`): the sequence is marked broken, once, and journaled."""
         counter = tx.sequence_counter(stored.cpaid, stored.conversation_id)
         if counter is None or counter.broken:
             return

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from enum import StrEnum
 
+from msh.engine import OutboundKind as OutboundKind
 from msh.engine import OutboundState
 
 __all__ = [
@@ -76,22 +77,6 @@ class TimerKind(StrEnum):
     ORDER_GAP = "order-gap"
     """A received sequence with held messages whose gap may not stay open longer (ebMS2 §9.1.1); its
     ``message_id`` names the sequence (:func:`msh.store.order_port.sequence_key`)."""
-
-
-class OutboundKind(StrEnum):
-    """Why this MSH sends an outbound message: whose it is, and so what may be done to its row."""
-
-    OWN = "own"
-    """A message our application submitted: this MSH is its From Party's MSH."""
-
-    FORWARD = "forward"
-    """A message received for another party, stored and forwarded to the next hop by this MSH acting as an
-    intermediary (ebMS2 §10); another copy received later replaces it (ebMS2 §10.1: no duplicate
-    elimination at an intermediary)."""
-
-    SIGNAL = "signal"
-    """An MSH signal of ours (an Acknowledgment, an error message, a DeliveryFailure) sent hop by hop along a
-    route, stored so that it is resent until the next hop takes it."""
 
 
 @dataclass(frozen=True, slots=True)
