@@ -100,7 +100,8 @@ def nominal_schedule(
 
 
 def end_to_end_deadline(reliability: Reliability, first_sent_at: datetime) -> datetime:
-    """How long a message the next MSH acknowledged waits for the To Party MSH's acknowledgment: until the
-    time its retry schedule would have given up had no acknowledgment come at all (ebMS2 §10.1.3: the
+    """When a message's retry window ends: the time its retry schedule gives up had no acknowledgment come
+    at all. The journal's ``deadline`` of a submitted message (what "overdue" is measured against), and how
+    long a message the next MSH acknowledged waits for the To Party MSH's acknowledgment (ebMS2 §10.1.3: the
     intermediary resends on its hop; the sender's promise to the application keeps its length)."""
     return nominal_schedule(reliability, first_sent_at)[1]

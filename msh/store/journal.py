@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from enum import StrEnum
 
-from msh.engine import Reliability
+from msh.engine.timers import end_to_end_deadline
 from msh.store.records import InboundMessage, OutboundKind, OutboundMessage
 
 __all__ = [
@@ -29,7 +29,6 @@ __all__ = [
     "cause_of",
     "facts_of_inbound",
     "facts_of_outbound",
-    "retry_window_end",
     "severity_of",
 ]
 
@@ -58,20 +57,6 @@ class MessageFacts:
     deadline: datetime | None = None
 
 
-def retry_window_end(reliability: Reliability, start: datetime) -> datetime:
-    """When the sender stops trying (ebMS2 §6.4.3, §6.4.4): the first resend after ``first_resend_timeout``,
-    then ``retries`` more intervals, but never past ``persist_duration`` since ``start`` nor the
-    TimeToLive."""
-    end = reliability.first_resend_timeout.add_to_or_latest(start)
-    if reliability.retries:
-        end = (reliability.retry_interval * reliability.retries).add_to_or_latest(end)
-    if reliability.persist_duration is not None:
-        end = min(end, reliability.persist_duration.add_to_or_latest(start))
-    if reliability.time_to_live is not None:
-        end = min(end, reliability.time_to_live)
-    return end
-
-
 def facts_of_outbound(record: OutboundMessage, size: int | None) -> MessageFacts:
     """The facts of a sent message (``size``: its stored body's bytes): this MSH sends its own messages and
     signals, and forwards the others as an intermediary."""
@@ -85,7 +70,7 @@ def facts_of_outbound(record: OutboundMessage, size: int | None) -> MessageFacts
         action=record.action,
         conversation_id=record.conversation_id,
         size=size,
-        deadline=retry_window_end(record.state.reliability, record.created_at),
+        deadline=end_to_end_deadline(record.state.reliability, record.created_at),
     )
 
 

@@ -9,8 +9,9 @@ from datetime import timedelta
 import pytest
 from sqlalchemy import Engine, create_engine, text
 
+from msh.engine.timers import end_to_end_deadline
 from msh.store import Direction, Store, migrations
-from msh.store.journal import MessageFacts, Role, cause_of, retry_window_end, severity_of
+from msh.store.journal import MessageFacts, Role, cause_of, severity_of
 from msh.store.records import Event
 from msh.store.sql import resolve_url
 from tests.support.store import RELIABILITY, T0, add_outbound
@@ -55,7 +56,7 @@ def test_events_of_a_sent_message_carry_its_facts(store: Store) -> None:
         10,
     )
     # PT1M first resend, then 3 retries of PT30S (tests.support.store.RELIABILITY).
-    assert submitted.deadline == retry_window_end(RELIABILITY, T0) == T0 + timedelta(minutes=2, seconds=30)
+    assert submitted.deadline == end_to_end_deadline(RELIABILITY, T0) == T0 + timedelta(minutes=2, seconds=30)
     transmission = events["transmission"]
     assert (transmission.attempt, transmission.cause, transmission.size) == (2, "connection refused", 10)
     assert transmission.deadline is None
