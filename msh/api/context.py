@@ -84,8 +84,8 @@ class ApiContext:
             with store.transaction(readonly=True) as tx:
                 return fn(tx)
 
-        return await self.msh.core.off_loop(run)
+        return await self.msh.off_loop(run)
 
     async def write(self, unit: Callable[[Transaction], _T]) -> _T:
         """``unit`` through the MSH's store writer (committed before this returns)."""
-        return await self.msh.core.writer.run(unit)
+        return await self.msh.writer.run(unit)

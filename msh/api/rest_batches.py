@@ -86,7 +86,7 @@ async def fetch_batch(
     prior = _confirmation(previous) if previous is not None else None
     if batch is None:
         return BatchDocument(batch_id=None, state="empty", lease_until=None, entries=[], previous=prior)
-    messages = await ctx.msh.core.off_loop(_messages, ctx, taken, query)
+    messages = await ctx.msh.off_loop(_messages, ctx, taken, query)
     return _document(batch, now, messages, prior)
 
 

@@ -162,7 +162,7 @@ async def get_entry(
             finally:
                 message.close()
 
-        body = await ctx.msh.core.off_loop(document)
+        body = await ctx.msh.off_loop(document)
         return Response(body, media_type="application/json", headers=headers)
 
     def chunks() -> Iterator[bytes]:

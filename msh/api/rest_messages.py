@@ -204,5 +204,5 @@ async def get_message(message_id: str, ctx: Context, app: Application) -> Messag
     events = await ctx.read(lambda tx: tx.message_events(message_id, limit=1000))
     if stored is None or not visible_to(app, events):
         raise Problem(404, "no-such-message", "No such message", f"no message {message_id!r} was sent from here")
-    attempts = await ctx.msh.core.off_loop(ctx.msh.attempts, message_id)
+    attempts = await ctx.msh.off_loop(ctx.msh.attempts, message_id)
     return message_status(stored, attempts, events)

@@ -115,7 +115,7 @@ async def get_remote_status(
         raise _refused(exc) from None
     after = await ctx.read(lambda tx: tx.get_outbound(message_id))
     assert after is not None
-    attempts = await ctx.msh.core.off_loop(ctx.msh.attempts, message_id)
+    attempts = await ctx.msh.off_loop(ctx.msh.attempts, message_id)
     events = await ctx.read(lambda tx: tx.message_events(message_id, limit=1000))
     return RemoteStatusDocument(
         message_id=result.message_id,

@@ -287,7 +287,7 @@ async def _fetch(ctx: ApiContext, app: str, op: etree._Element) -> etree._Elemen
         finally:
             message.close()
 
-    return await ctx.msh.core.off_loop(build)
+    return await ctx.msh.off_loop(build)
 
 
 async def _confirm(ctx: ApiContext, app: str, op: etree._Element) -> etree._Element:

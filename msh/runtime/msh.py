@@ -37,7 +37,7 @@ from collections import Counter
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from datetime import datetime
-from typing import BinaryIO, Final
+from typing import Any, BinaryIO, Final, TypeVar
 
 from cpa.interactions import interaction_problems
 from cpa.model import CollaborationProtocolAgreement
@@ -71,6 +71,7 @@ from msh.transport.tls import ClientContexts
 __all__ = ["AlsoCommit", "HttpReply", "Msh", "PingResult", "ReceivedMessage", "RemoteStatus", "load_agreements"]
 
 log = logging.getLogger("msh.runtime")
+_T = TypeVar("_T")
 
 _GROUP_COMMIT: Final = 64  # units of work (message steps) at most in one store transaction
 
@@ -228,6 +229,11 @@ class Msh:
     @property
     def running(self) -> bool:
         return self.core.running
+
+    async def off_loop(self, fn: Callable[..., _T], *args: Any) -> _T:
+        """``fn(*args)`` on the MSH's work pool (reads of the store, parsing), not on the event loop: how the
+        application interfaces do blocking work without reaching into the runtime's parts."""
+        return await self.core.off_loop(fn, *args)
 
     on_delivered = property(
         lambda self: self.core.callbacks.on_delivered,
