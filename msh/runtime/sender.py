@@ -27,7 +27,8 @@ from msh.runtime import attempts
 from msh.runtime.core import PARSE_ON_LOOP, Core
 from msh.runtime.executor import AfterCommit, Executor
 from msh.runtime.inbound import InboundPipeline
-from msh.runtime.services import Services, client_context, sent_parameters
+from msh.runtime.service_targets import client_context, sent_parameters
+from msh.runtime.services import Services
 from msh.store.api import OutboundKind, OutboundMessage, StoreError, Transaction
 from msh.transport.port import SOAP_CONTENT_TYPE, HttpReply, Request, TransportFailure
 
@@ -126,7 +127,7 @@ class Sender:
 
     def _params_of(self, stored: OutboundMessage, body: bytes) -> SendingParameters | None:
         """The sending parameters of a stored message's route (resolved once per route, not per message, unless
-        they depend on the message: :func:`~msh.runtime.services.sent_parameters`): of our own messages and of
+        they depend on the message: :func:`~msh.runtime.service_targets.sent_parameters`): of our own messages and of
         our signals sent to an agreement's endpoint, not of forwards."""
         if stored.kind is OutboundKind.FORWARD:
             return None

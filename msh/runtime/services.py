@@ -50,21 +50,13 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import ssl
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from typing import Final
 
-from cpa.model import SyncReplyMode
 from cpa.resolve import (
-    AgreementRefused,
     PartyKey,
-    RefusalReason,
-    SendingParameters,
-    in_force,
-    matching_parties,
-    party_keys,
 )
 from msh.ebms.envelope import serialise_envelope
 from msh.ebms.message import EbxmlMessage, ParseMode, parse_message
@@ -73,8 +65,6 @@ from msh.ebms.model import (
     MessageData,
     MessageHeader,
     MessageStatus,
-    Party,
-    PartyId,
     Service,
     StatusRequest,
     SyncReply,
@@ -82,38 +72,23 @@ from msh.ebms.model import (
 from msh.ebms.namespaces import SERVICE_MSH
 from msh.engine import Discard, Event, StatusReported, StatusUnavailable, UnknownMessage
 from msh.engine.replies import ACTION_PING, ACTION_PONG, ACTION_STATUS_REQUEST, ACTION_STATUS_RESPONSE
-from msh.engine.signals import party_text
 from msh.errors import ConfigurationError, EbmsError, Severity
 from msh.runtime.attempts import ReceivedError, answer_kind, received_errors
 from msh.runtime.core import PARSE_ON_LOOP, Core
 from msh.runtime.executor import AfterCommit, Executor
-from msh.runtime.forwarding import Forwarding
 from msh.runtime.inbound import Inbound, InboundPipeline
 from msh.runtime.questions import Answer, Question
-from msh.store.api import Direction, OutboundKind, OutboundMessage, StoreError, Transaction
+from msh.runtime.service_targets import AgreementChoice, Target, ping_target, status_target
+from msh.store.api import Direction, OutboundKind, OutboundMessage, Transaction
 from msh.store.events import signal_received
 from msh.transport.port import SOAP_CONTENT_TYPE, Request, TransportFailure
 
-__all__ = ["DEFAULT_TIMEOUT", "AgreementChoice", "PingResult", "RemoteStatus", "Services", "client_context"]
+__all__ = ["DEFAULT_TIMEOUT", "AgreementChoice", "PingResult", "RemoteStatus", "Services"]
 
 log = logging.getLogger("msh.runtime")
 
 DEFAULT_TIMEOUT: Final = 10.0
 """Seconds a Ping or StatusRequest of the application waits for its answer, unless told otherwise."""
-
-# CPP/A 2.0 §8.4.8.1: the syncReplyMode values under which MSH signals come back on the connection.
-_SIGNALS_ON_CONNECTION: Final = frozenset(
-    {SyncReplyMode.MSH_SIGNALS_ONLY, SyncReplyMode.SIGNALS_ONLY, SyncReplyMode.SIGNALS_AND_RESPONSE}
-)
-
-
-class AgreementChoice(ConfigurationError):
-    """The partner is a party of several agreements in force with us: the caller must name one
-    (``candidates``: their CPAIds)."""
-
-    def __init__(self, message: str, candidates: tuple[str, ...]) -> None:
-        super().__init__(message)
-        self.candidates = candidates
 
 
 @dataclass(frozen=True, slots=True)
@@ -174,29 +149,6 @@ class RemoteStatus:
 
 
 @dataclass(frozen=True, slots=True)
-class _Target:
-    """Where a request goes and how: the header's parties and agreement, the URL and TLS context,
-    whether it carries SyncReply, and whether the answer is expected on the connection."""
-
-    cpa_id: str
-    from_party: Party
-    to_party: Party
-    partner: str
-    url: str
-    tls: ssl.SSLContext | None
-    mode: SyncReplyMode
-
-    @property
-    def sync_reply(self) -> bool:
-        # ebMS2 §6.4.7: a syncReplyMode other than none requires SyncReply in the message.
-        return self.mode is not SyncReplyMode.NONE
-
-    @property
-    def on_connection(self) -> bool:
-        return self.mode in _SIGNALS_ON_CONNECTION
-
-
-@dataclass(frozen=True, slots=True)
 class _Sent:
     """What came of sending a request: when, the answer on the connection (its status, what it carried,
     the Action of the ebXML message in it), or why none came; ``problem`` when nothing more can come of it."""
@@ -220,79 +172,6 @@ class _Outcome:
     owned: bool
 
 
-def sent_parameters(
-    core: Core, stored: OutboundMessage, body: Callable[[], bytes]
-) -> tuple[SendingParameters | None, bool]:
-    """The sending parameters a stored message of ours went under (its agreement's channel, endpoint and
-    TLS), and whether they depend on the message itself (then they are not the same for every message of
-    its route); (None, False) when the agreement no longer allows it.
-
-    The row keeps the Service, not its type: when the agreement binds the service and action under several
-    service types (ebMS2 §3.1.4.1, CPP/A 2.0 §8.4.11-§8.4.15: the Service's type tells those bindings
-    apart), the type is read from the stored message's header (``body`` gives its bytes) and the binding it
-    was sent under is resolved, not a refusal that would leave the transmission without the agreement's TLS
-    trust."""
-    cpa = core.registry.get(stored.cpaid)
-    if cpa is None:
-        return None, False
-    to_keys = [k for info in cpa.party_infos for k in party_keys(info) if party_text(*k) == stored.to_party]
-    if not to_keys:
-        return None, False
-    to_party, now = to_keys[0], core.clock()
-
-    def under(service_type: str | None) -> SendingParameters:
-        return core.registry.resolve(
-            stored.cpaid,
-            from_party=core.party,
-            to_party=to_party,
-            service=stored.service,
-            service_type=service_type,
-            action=stored.action,
-            now=now,
-        )
-
-    try:
-        return under(None), False
-    except AgreementRefused as exc:
-        if exc.reason is not RefusalReason.AMBIGUOUS:
-            return None, False
-    try:
-        message = parse_message(body(), stored.content_type, mode=ParseMode.LENIENT)
-    except (EbmsError, OSError, StoreError):
-        return None, False
-    message.close()
-    header = message.envelope.message_header
-    if header is None:
-        return None, False
-    try:
-        params = under(header.service.type)
-    except AgreementRefused:
-        return None, False
-    return params, True
-
-
-def client_context(
-    core: Core, forwarding: Forwarding, url: str, params: SendingParameters | None
-) -> ssl.SSLContext | None:
-    """The TLS client context for a transmission to ``url``: the route's trust when it is a route's next hop
-    (ebMS2 §10), else the agreement's (``params``), else the settings' trust anchors (DESIGN.md §7)."""
-    route = forwarding.route_for_url(url)
-    if route is not None:
-        return core.tls.for_route(route)
-    if params is not None:
-        return core.tls.for_parameters(params)
-    return core.tls.for_url(url)
-
-
-def _header_party(ids: tuple[object, ...]) -> Party:
-    return Party(tuple(PartyId(str(getattr(p, "value")), getattr(p, "type", None)) for p in ids))  # noqa: B009
-
-
-def _label(key: PartyKey) -> str:
-    value, type_ = key
-    return f"{value} (type {type_})" if type_ else value
-
-
 class Services:
     """Sends Pings and StatusRequests and waits for their answers (see the module docs); ``done`` does the
     work of a committed unit (:meth:`msh.runtime.sender.Sender.after_commit`)."""
@@ -305,117 +184,8 @@ class Services:
         self.inbound = inbound
         self.done = done
 
-    # -- whom, where, how
-
-    def partner_agreements(self, partner: PartyKey | str, now: datetime) -> tuple[list[tuple[str, PartyKey]], str]:
-        """The agreements in force between us and ``partner`` (a (value, type) pair, or a PartyId value
-        whose type the agreements give), as (CPAId, the partner's PartyId); and the partners there are,
-        in words (for a refusal)."""
-        value, type_ = (partner, None) if isinstance(partner, str) else partner
-        found: list[tuple[str, PartyKey]] = []
-        known: dict[PartyKey, list[str]] = {}
-        for cpa in self.core.registry:
-            if not matching_parties(cpa, (self.core.party,)):
-                continue
-            live = in_force(cpa, now)
-            for info in cpa.party_infos:
-                keys = party_keys(info)
-                if self.core.party in keys:
-                    continue
-                for key in keys:
-                    known.setdefault(key, []).append(cpa.cpaid if live else f"{cpa.cpaid} (not in force)")
-                    if live and key[0] == value and (type_ is None or key[1] == type_):
-                        found.append((cpa.cpaid, key))
-        described = "; ".join(f"{_label(k)} in {', '.join(c)}" for k, c in sorted(known.items(), key=str))
-        return found, described or "none"
-
-    def ping_target(self, partner: PartyKey | str, cpa_id: str | None = None) -> _Target:
-        """Where a Ping to ``partner`` goes, under ``cpa_id`` or the only agreement in force between us."""
-        core = self.core
-        now = core.clock()
-        found, known = self.partner_agreements(partner, now)
-        name = partner if isinstance(partner, str) else _label(partner)
-        if cpa_id is not None:
-            found = [f for f in found if f[0] == cpa_id]
-            if not found:
-                raise ConfigurationError(
-                    f"partner {name}: agreement {cpa_id} is not one in force between us and that partner; the "
-                    f"agreements loaded here know: {known}"
-                )
-        if not found:
-            raise ConfigurationError(
-                f"partner {name}: no agreement in force between us and a party with that PartyId; the partners "
-                f"are: {known} (agreements.paths names the agreements)"
-            )
-        types = sorted({key[1] or "" for _, key in found})
-        if len(types) > 1:
-            raise ConfigurationError(
-                f"partner {name}: the agreements know it with several PartyId types ({', '.join(types)}); name the type"
-            )
-        cpaids = tuple(dict.fromkeys(c for c, _ in found))
-        if len(cpaids) > 1:
-            raise AgreementChoice(
-                f"partner {name} is a party of {len(cpaids)} agreements in force with us: {', '.join(cpaids)}; "
-                "name the one to ping under (msh ping --cpa-id, cpaId, cpa_id=)",
-                cpaids,
-            )
-        cpaid, key = found[0]
-        # ebMS2 §8.1: "The message is then sent to the To Party": to its MSH signals' endpoint (CPP/A 2.0 §8.4.1).
-        params = core.registry.resolve(
-            cpaid, from_party=core.party, to_party=key, service=SERVICE_MSH, action=ACTION_PING, now=now
-        )
-        to_party = _header_party(params.to_party_ids)
-        forwarding = self.inbound.forwarding
-        route = forwarding.route(to_party, cpaid, SERVICE_MSH, ACTION_PING)
-        url = route.next_hop if route is not None else params.endpoint_url
-        return _Target(
-            cpaid,
-            _header_party(params.from_party_ids),
-            to_party,
-            party_text(*key),
-            url,
-            client_context(core, forwarding, url, params),
-            params.sync_reply_mode,
-        )
-
-    def status_target(self, stored: OutboundMessage) -> _Target:
-        """Where a StatusRequest about ``stored`` goes: the message's own endpoint, with its TLS; the
-        header as the agreement's MSH channels give it (ebMS2 §7.1.1: "sent to the To Party")."""
-        core = self.core
-        now = core.clock()
-        cpa = core.registry.get(stored.cpaid)
-        if cpa is None:
-            raise ConfigurationError(
-                f"message {stored.message_id} went under agreement {stored.cpaid}, which is not loaded here; "
-                "load it (agreements.paths) to ask its To party"
-            )
-        to_keys = [k for info in cpa.party_infos for k in party_keys(info) if party_text(*k) == stored.to_party]
-        if not to_keys:
-            raise ConfigurationError(
-                f"message {stored.message_id} went to {stored.to_party}, which agreement {stored.cpaid} does not name"
-            )
-        params = core.registry.resolve(
-            stored.cpaid,
-            from_party=core.party,
-            to_party=to_keys[0],
-            service=SERVICE_MSH,
-            action=ACTION_STATUS_REQUEST,
-            now=now,
-        )
-        sent_under, _ = sent_parameters(core, stored, lambda: self._stored_body(stored))
-        url = stored.endpoint_url
-        return _Target(
-            stored.cpaid,
-            _header_party(params.from_party_ids),
-            _header_party(params.to_party_ids),
-            stored.to_party,
-            url,
-            client_context(core, self.inbound.forwarding, url, sent_under),
-            params.sync_reply_mode,
-        )
-
     async def _request(
-        self, target: _Target, action: str, conversation_id: str, status_request: StatusRequest | None = None
+        self, target: Target, action: str, conversation_id: str, status_request: StatusRequest | None = None
     ) -> tuple[str, bytes]:
         """The MessageId and the (signed) bytes of a Ping or StatusRequest to ``target``."""
         core = self.core
@@ -462,7 +232,7 @@ class Services:
             message.close()
             raise
 
-    async def _exchange(self, target: _Target, body: bytes) -> _Sent:
+    async def _exchange(self, target: Target, body: bytes) -> _Sent:
         """Send a request to ``target``; commit what came back on the connection (the inbound pipeline:
         a Pong or StatusResponse there answers its question in that unit)."""
         core = self.core
@@ -576,7 +346,7 @@ class Services:
                 await asyncio.wait_for(question.wake.wait(), timeout=max(end - loop.time(), 0))
         return _Outcome(question.answer, owned=False)
 
-    async def _ask(self, question: Question, target: _Target, body: bytes) -> tuple[_Sent, _Outcome]:
+    async def _ask(self, question: Question, target: Target, body: bytes) -> tuple[_Sent, _Outcome]:
         """Send a request whose question is registered; wait for the answer unless the exchange already
         settled it (an answer on the connection, or a failure after which none can come)."""
         sent = await self._exchange(target, body)
@@ -590,7 +360,7 @@ class Services:
             return sent, _Outcome(None, owned=True)  # nothing more will come of it
         return sent, await self.await_answer(question)
 
-    def _no_answer(self, target: _Target, sent: _Sent, what: str, timeout: float) -> str:
+    def _no_answer(self, target: Target, sent: _Sent, what: str, timeout: float) -> str:
         """Why no answer came, in words."""
         if sent.problem is not None:
             return sent.problem
@@ -615,7 +385,7 @@ class Services:
         self,
         request_id: str,
         expects: str,
-        target: _Target,
+        target: Target,
         timeout: float,
         *,
         message_id: str | None = None,
@@ -639,7 +409,7 @@ class Services:
         """Send an MSH Ping to ``partner`` (ebMS2 §8.1) and wait up to ``timeout`` seconds for its Pong (§8.2)."""
         if timeout <= 0:
             raise ConfigurationError(f"timeout {timeout!r}: give a number of seconds above 0")
-        target = self.ping_target(partner, cpa_id)
+        target = ping_target(self.core, self.inbound.forwarding, partner, cpa_id)
         message_id, body = await self._request(target, ACTION_PING, self.core.ids())
         question = self._question(message_id, ACTION_PONG, target, timeout)
         try:
@@ -701,7 +471,7 @@ class Services:
         if timeout <= 0:
             raise ConfigurationError(f"timeout {timeout!r}: give a number of seconds above 0")
         stored = await self.core.off_loop(self._own_message, message_id)
-        target = self.status_target(stored)
+        target = status_target(self.core, self.inbound.forwarding, stored, lambda: self._stored_body(stored))
         request_id, body = await self._request(
             target, ACTION_STATUS_REQUEST, stored.conversation_id, StatusRequest(message_id)
         )
@@ -741,7 +511,7 @@ class Services:
         if stored is None:
             return  # settled meanwhile, or a later attempt is under way
         try:
-            target = self.status_target(stored)
+            target = status_target(self.core, self.inbound.forwarding, stored, lambda: self._stored_body(stored))
         except ConfigurationError as exc:
             # Nothing to ask with: the resend goes as if the partner had not answered.
             await self._feed(

@@ -22,6 +22,7 @@ from lxml import etree
 from msh.engine import OutboundStatus
 from msh.runtime.compose import Payload, Submission
 from msh.runtime.config import Settings, settings_from_mapping
+from msh.runtime.service_targets import status_target
 from msh.testing.network import TestNetwork
 from msh.transport.memory import MemoryTransport
 from msh.transport.port import Request, Response
@@ -100,7 +101,10 @@ def test_a_resend_under_one_of_several_service_types_goes_with_the_agreements_tl
             # ebMS2 §7.1.1: a StatusRequest about it goes where it went, with the same TLS.
             with a.store.transaction(readonly=True) as tx:
                 row = tx.get_outbound(message_id)
-            assert row is not None and trusts_b(a.sender.services.status_target(row).tls)
+            assert row is not None
+            with a.store.open_blob(row.body_blob_id) as blob:
+                body = blob.read()
+            assert trusts_b(status_target(a.core, a.inbound.forwarding, row, lambda: body).tls)
         finally:
             await net.close()
 
