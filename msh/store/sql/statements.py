@@ -69,25 +69,8 @@ STATE_UPDATE_KEYS: Final = (*OUTBOUND_STATE_COLUMNS[1:], "updated_at")
 REPLACE_KEYS: Final = (*STATE_UPDATE_KEYS, "body_blob_id", "content_type", "endpoint_url")
 INBOX_UPDATE_KEYS: Final = ("state", "received_at", "delivered_at", "acknowledged_at")
 TIMER_KEYS: Final = ("message_id", "kind", "due_at", "created_at")
-EVENT_KEYS: Final = (
-    "at",
-    "kind",
-    "message_id",
-    "direction",
-    "detail",
-    "role",
-    "cpa_id",
-    "from_party",
-    "to_party",
-    "service",
-    "action",
-    "conversation_id",
-    "size",
-    "attempt",
-    "severity",
-    "cause",
-    "deadline",
-)
+EVENT_KEYS: Final = tuple(c.name for c in events.columns if c.name != "id")
+"""The columns of a new journal entry, as the table declares them (its ``id`` is the database's)."""
 
 STATEMENTS: Final[dict[str, Build]] = {
     # blobs
