@@ -154,12 +154,12 @@ class InboundRun:
         )
 
     def reply(self, envelope: StoredAck, sync: bool, to_endpoint: EndpointRef | None) -> None:
-        """Answer on the connection, or send asynchronously to ``to_endpoint`` after the commit."""
-        body = self.wire(envelope)
+        """Answer on the connection, or send asynchronously to ``to_endpoint`` after the commit (with neither,
+        the signal is not even made)."""
         if sync:
-            self.sync_reply = body
+            self.sync_reply = self.wire(envelope)
         elif to_endpoint is not None:
-            self.executor.reply_async(self.tx, envelope, body, to_endpoint, self.now, self.after)
+            self.executor.reply_async(self.tx, envelope, self.wire(envelope), to_endpoint, self.now, self.after)
 
 
 def store_inbound(run: InboundRun, action: StoreInbound) -> None:
