@@ -63,40 +63,17 @@ def _owner() -> str:
     return f"{socket.gethostname()}-{os.getpid()}-{os.urandom(4).hex()}"
 
 
-@dataclass
-class Core:
-    """The MSH's shared parts (see the module docs); ``offload`` False runs parsing and reads on the event
-        loop instead of the work pool (the deterministic test network); ``routes`` is the routing table
-        (:mod:`msh.engine.routing`); ``security`` applies the MSH's keys where the agreements ask
-    (:mod:`msh.runtime.security`); ``questions`` are the Pings and StatusRequests this process awaits an
-    answer to (:mod:`msh.runtime.questions`)."""
+@dataclass(slots=True)
+class Lifecycle:
+    """What changes while an MSH runs: the event loop it runs on, the work pool, whether it is running, the
+    tasks it started. ``offload`` False runs parsing and reads on the event loop instead of the work pool (the
+    deterministic test network)."""
 
-    settings: Settings
-    clock: Callable[[], datetime]
-    ids: Callable[[], str]
-    party: PartyKey
-    registry: CpaRegistry
-    store: Store
-    writer: Writer
-    transport: Transport
-    tls: ClientContexts
-    callbacks: Callbacks
-    security: MessageSecurity
     offload: bool = True
-    routes: tuple[Route, ...] = ()
-    counters: Counter[str] = field(default_factory=Counter)
-    owner: str = field(default_factory=_owner)
     loop: asyncio.AbstractEventLoop | None = None
     pool: ThreadPoolExecutor | None = None
     running: bool = False
     tasks: set[asyncio.Task[Any]] = field(default_factory=set)
-    relays: SyncRelays = field(default_factory=SyncRelays)
-    """Connections waiting for the answer to a forward (an intermediary relaying SyncReply, ebMS2 §4.3)."""
-    questions: Questions = field(default_factory=Questions)
-
-    def party_label(self) -> str:
-        value, type_ = self.party
-        return f"{value!r}" + (f" (type {type_})" if type_ else "")
 
     def begin(self) -> None:
         """The runtime starts on the running event loop."""
@@ -104,6 +81,10 @@ class Core:
         if self.offload:
             self.pool = ThreadPoolExecutor(max_workers=_POOL_THREADS, thread_name_prefix="msh-work")
         self.running = True
+
+    def stop(self) -> None:
+        """The runtime is stopping: nothing new is started."""
+        self.running = False
 
     def end(self) -> None:
         """The runtime has stopped: the work pool goes."""
@@ -136,3 +117,59 @@ class Core:
             start()
         else:
             loop.call_soon_threadsafe(start)
+
+
+@dataclass(frozen=True)
+class Core:
+    """The MSH's shared parts, wired once (see the module docs): ``routes`` is the routing table
+    (:mod:`msh.engine.routing`); ``security`` applies the MSH's keys where the agreements ask
+    (:mod:`msh.runtime.security`); ``questions`` are the Pings and StatusRequests this process awaits an
+    answer to (:mod:`msh.runtime.questions`); ``life`` is what changes while it runs (:class:`Lifecycle`).
+    ``counters`` is the one mutable value here: the counts the parts add to."""
+
+    settings: Settings
+    clock: Callable[[], datetime]
+    ids: Callable[[], str]
+    party: PartyKey
+    registry: CpaRegistry
+    store: Store
+    writer: Writer
+    transport: Transport
+    tls: ClientContexts
+    callbacks: Callbacks
+    security: MessageSecurity
+    life: Lifecycle = field(default_factory=Lifecycle)
+    routes: tuple[Route, ...] = ()
+    counters: Counter[str] = field(default_factory=Counter)
+    owner: str = field(default_factory=_owner)
+    relays: SyncRelays = field(default_factory=SyncRelays)
+    """Connections waiting for the answer to a forward (an intermediary relaying SyncReply, ebMS2 §4.3)."""
+    questions: Questions = field(default_factory=Questions)
+
+    def party_label(self) -> str:
+        value, type_ = self.party
+        return f"{value!r}" + (f" (type {type_})" if type_ else "")
+
+    @property
+    def running(self) -> bool:
+        return self.life.running
+
+    @property
+    def offload(self) -> bool:
+        return self.life.offload
+
+    @property
+    def loop(self) -> asyncio.AbstractEventLoop | None:
+        return self.life.loop
+
+    @property
+    def tasks(self) -> set[asyncio.Task[Any]]:
+        return self.life.tasks
+
+    async def off_loop(self, fn: Callable[..., _T], *args: Any) -> _T:
+        """Run ``fn`` on the work pool (:meth:`Lifecycle.off_loop`)."""
+        return await self.life.off_loop(fn, *args)
+
+    def spawn(self, make: Callable[[], Awaitable[None]]) -> None:
+        """Start ``make()`` as a task on the runtime's loop (:meth:`Lifecycle.spawn`)."""
+        self.life.spawn(make)

@@ -51,7 +51,15 @@ from msh.runtime import attempts as attempts_
 from msh.runtime.agreements import agreement_registry, load_agreements
 from msh.runtime.compose import Submission, new_message_id
 from msh.runtime.config import Settings
-from msh.runtime.core import Callbacks, Core, DeliveredCallback, FailedCallback, MessageCallback, SentCallback
+from msh.runtime.core import (
+    Callbacks,
+    Core,
+    DeliveredCallback,
+    FailedCallback,
+    Lifecycle,
+    MessageCallback,
+    SentCallback,
+)
 from msh.runtime.executor import AfterCommit, Executor
 from msh.runtime.inbound import InboundPipeline
 from msh.runtime.security import MessageSecurity
@@ -179,7 +187,7 @@ class Msh:
             ),
             callbacks=Callbacks(on_delivered, on_failed, on_message, on_sent),
             security=security,
-            offload=offload,
+            life=Lifecycle(offload=offload),
             routes=tuple(routes) if routes is not None else settings.routing.routes,
         )
         self.executor = Executor(self.core)
@@ -415,7 +423,7 @@ class Msh:
             return
         if not self.core.security.with_keys:
             raise ConfigurationError("this MSH was opened without its keys (Msh(keys=False)); it cannot run")
-        self.core.begin()
+        self.core.life.begin()
         if timers:
             self.timers.start()
 
@@ -433,7 +441,7 @@ class Msh:
         core = self.core
         if not core.running:
             return
-        core.running = False
+        core.life.stop()
         core.questions.wake_all()  # those waiting for a Pong or StatusResponse give up now
         await self.timers.stop()
         if core.tasks:
@@ -441,7 +449,7 @@ class Msh:
         for task in list(core.tasks):
             task.cancel()
         await core.transport.close()
-        core.end()
+        core.life.end()
         w = core.writer.stats
         if w.batches:
             log.info(

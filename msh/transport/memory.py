@@ -63,7 +63,8 @@ class MemoryNetwork:
 
     ``clock`` is the time deliveries are delayed against (the test network's fake clock); ``seed`` makes
     the random losses and orders repeatable. ``stats`` counts requests sent, delivered and lost, and
-    answers lost.
+    answers lost. ``observers`` are called with each request as it is sent (a test sees what went over the
+    wire, headers included, without replacing an MSH's transport).
     """
 
     def __init__(self, *, clock: Callable[[], datetime] | None = None, seed: int = 0) -> None:
@@ -74,6 +75,7 @@ class MemoryNetwork:
         self._endpoints: dict[str, InboundHandler] = {}
         self._queue: list[_Delivery] = []
         self._sent = 0
+        self.observers: list[Callable[[Request], object]] = []
 
     def attach(self, url: str, handler: InboundHandler) -> None:
         """Deliver requests for ``url`` to ``handler`` (an MSH's inbound pipeline)."""
@@ -103,6 +105,8 @@ class MemoryNetwork:
             due = self.clock() + self.faults.delay
         self._sent += 1
         self.stats["requests"] += 1
+        for observe in self.observers:
+            observe(request)
         self._queue.append(_Delivery(request, due, future, self._sent))
         return future
 

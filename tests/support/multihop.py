@@ -10,6 +10,7 @@ its signals to A through the last intermediary.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from datetime import timedelta
 from pathlib import Path
@@ -162,20 +163,28 @@ def multihop(
     hop_interval: timedelta = timedelta(seconds=20),
     intermediary_routes: dict[int, tuple[Route, ...]] | None = None,
     keys: dict[str, tuple[Path, Path]] | None = None,
+    adjust: Callable[[str, Settings], Settings] | None = None,
 ) -> Path3:
     """A, ``intermediaries`` intermediaries and C on ``net`` (see the module docs); ``intermediary_routes``
     replaces the routing table of intermediary n (1-based); ``keys`` maps a node's name (``a``, ``i1``,
-    ``c``) to its signing key and certificate."""
+    ``c``) to its signing key and certificate; ``adjust`` changes a node's settings (given its name)."""
     keys = keys or {}
+
+    def settings(name: str, made: Settings) -> Settings:
+        return made if adjust is None else adjust(name, made)
+
     first = intermediary_id(1)
     last = intermediary_id(intermediaries)
     a = net.add(
         "a",
-        settings_for(
-            A,
-            "a.example",
-            (_route("a-to-c", C, intermediary_url(1), first, hop_retries, hop_interval),),
-            keys.get("a"),
+        settings(
+            "a",
+            settings_for(
+                A,
+                "a.example",
+                (_route("a-to-c", C, intermediary_url(1), first, hop_retries, hop_interval),),
+                keys.get("a"),
+            ),
         ),
         agreements=(cpa,),
         urls=(A_URL,),
@@ -195,11 +204,12 @@ def multihop(
         hops.append(
             net.add(
                 f"i{n}",
-                settings_for(intermediary_id(n), f"i{n}.example", routes, keys.get(f"i{n}")),
+                settings(f"i{n}", settings_for(intermediary_id(n), f"i{n}.example", routes, keys.get(f"i{n}"))),
                 agreements=(),
                 urls=(intermediary_url(n),),
             )
         )
     back_route = _route("c-to-a", A, intermediary_url(intermediaries), last, hop_retries, hop_interval)
-    c = net.add("c", settings_for(C, "c.example", (back_route,), keys.get("c")), agreements=(cpa,), urls=(C_URL,))
+    made = settings("c", settings_for(C, "c.example", (back_route,), keys.get("c")))
+    c = net.add("c", made, agreements=(cpa,), urls=(C_URL,))
     return Path3(net, a, hops, c)

@@ -308,13 +308,18 @@ def test_only_our_own_messages_are_asked_about_not_an_intermediarys_forwards() -
 
     async def main() -> None:
         net = TestNetwork(seed=5)
-        path = multihop(net, routed_cpa(de=True, e2e=True, hop=False), hop_interval=timedelta(seconds=5))
-        (i,) = path.hops
+
         # The intermediary is set to ask too: its forwards are resent as they are (it holds no agreement to ask
         # the To party under, ebMS2 §10).
-        i.core.settings = dataclasses.replace(
-            i.settings, sending=dataclasses.replace(i.settings.sending, status_before_resend=timedelta(seconds=8))
-        )
+        def asking(name: str, made: Settings) -> Settings:
+            if name != "i1":
+                return made
+            sending = dataclasses.replace(made.sending, status_before_resend=timedelta(seconds=8))
+            return dataclasses.replace(made, sending=sending)
+
+        path = multihop(net, routed_cpa(de=True, e2e=True, hop=False), hop_interval=timedelta(seconds=5), adjust=asking)
+        (i,) = path.hops
+        assert i.settings.sending.status_before_resend == timedelta(seconds=8)
         await net.start()
         try:
             net.faults.lose_answers_from[C_URL] = 1.0
