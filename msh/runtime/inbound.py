@@ -93,13 +93,13 @@ class Inbound:
 
 
 class InboundPipeline:
-    """Parses, checks, decides and commits received messages (see the module docs); ``done`` does the
-    work of a committed unit (the sender's :meth:`~msh.runtime.sender.Sender.after_commit`)."""
+    """Parses, checks, decides and commits received messages (see the module docs). The work a committed
+    unit leaves for after the commit is the caller's (it is handed back, or to ``done`` of
+    :meth:`handle_http`): this pipeline holds no way back into the sender."""
 
-    def __init__(self, core: Core, executor: Executor, done: Callable[[AfterCommit], None]) -> None:
+    def __init__(self, core: Core, executor: Executor) -> None:
         self.core = core
         self.executor = executor
-        self.done = done
         self.forwarding = executor.forwarding
 
     # -- 1. parse
@@ -378,12 +378,13 @@ class InboundPipeline:
         body: BinaryIO | bytes,
         content_type: str | None,
         *,
+        done: Callable[[AfterCommit], None],
         size: int | None = None,
         peer_certificate: bytes | None = None,
     ) -> HttpReply:
-        """The endpoint's way in: parse, check, decide and commit one POSTed message, do the after-commit
-        work, and return the HTTP answer (a 500 with a SOAP Fault when the store failed: nothing was
-        committed, the sender resends)."""
+        """The endpoint's way in: parse, check, decide and commit one POSTed message, hand the after-commit
+        work to ``done`` (the sender's :meth:`~msh.runtime.sender.Sender.after_commit`), and return the HTTP
+        answer (a 500 with a SOAP Fault when the store failed: nothing was committed, the sender resends)."""
         core = self.core
         if size is None and isinstance(body, bytes):
             size = len(body)
@@ -404,11 +405,11 @@ class InboundPipeline:
             return server_fault(f"the receiving MSH could not process the message: {exc}")
         relay = next((a for a in decision.actions if isinstance(a, StoreForward) and a.sync_relay), None)
         if relay is None or reply is not None or not core.running:
-            self.done(after)
+            done(after)
             return self.reply(decision, reply)
         # ebMS2 §4.3, §10: SyncReply at an intermediary: this connection waits for the forward's answer.
         waiting = core.relays.expect(relay.message_id)
-        self.done(after)
+        done(after)
         seconds = core.settings.sending.http_timeout.total_seconds()
         answer = await core.relays.wait(relay.message_id, waiting, seconds)
         if answer is not None:

@@ -191,13 +191,10 @@ class Msh:
             routes=tuple(routes) if routes is not None else settings.routing.routes,
         )
         self.executor = Executor(self.core)
-        self.inbound = InboundPipeline(self.core, self.executor, done=self._done)
+        self.inbound = InboundPipeline(self.core, self.executor)
         self.sender = Sender(self.core, self.executor, self.inbound)
         self.timers = TimerLoop(self.core, self.executor, self.sender)
         self.submissions = Submissions(self.core, self.executor)
-
-    def _done(self, after: AfterCommit) -> None:
-        self.sender.after_commit(after)
 
     # -- what the application and the commands read
 
@@ -406,7 +403,9 @@ class Msh:
     ) -> HttpReply:
         """The endpoint: process a POSTed message, do the after-commit work, return the HTTP reply
         (:meth:`msh.runtime.inbound.InboundPipeline.handle_http`)."""
-        return await self.inbound.handle_http(body, content_type, size=size, peer_certificate=peer_certificate)
+        return await self.inbound.handle_http(
+            body, content_type, done=self.sender.after_commit, size=size, peer_certificate=peer_certificate
+        )
 
     def receive_http(
         self, body: BinaryIO | bytes, content_type: str | None, *, peer_certificate: bytes | None = None
