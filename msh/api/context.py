@@ -63,14 +63,7 @@ class ApiContext:
         self.rules = tuple(
             PriorityRule(p.cpaid, p.service, p.action, p.priority) for p in priorities(self.settings.priorities)
         )
-        previous = self.msh.on_message
-
-        def arrived(entry_id: int, message_id: str) -> None:
-            self.arrivals.notify()
-            if previous is not None:
-                previous(entry_id, message_id)
-
-        self.msh.on_message = arrived
+        self.msh.listen_for_messages(lambda entry_id, message_id: self.arrivals.notify())
 
     def now(self) -> datetime:
         """The MSH's clock (a fake one in tests)."""

@@ -57,6 +57,21 @@ class Callbacks:
     on_failed: FailedCallback | None = None
     on_message: MessageCallback | None = None
     on_sent: SentCallback | None = None
+    arrivals: list[MessageCallback] = field(default_factory=list)
+    """Listeners of the layers above (the application interfaces) told of each message given to the
+    application, before ``on_message``; the application's own callback stays its own to set."""
+
+    def message_given(self) -> MessageCallback | None:
+        """What to call after the commit that gave a message to the application (None: nobody listens)."""
+        listeners = [*self.arrivals, *([self.on_message] if self.on_message is not None else [])]
+        if not listeners:
+            return None
+
+        def tell(entry_id: int, message_id: str) -> None:
+            for listener in listeners:
+                listener(entry_id, message_id)
+
+        return tell
 
 
 def _owner() -> str:

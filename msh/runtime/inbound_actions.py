@@ -206,7 +206,7 @@ def store_inbound(run: InboundRun, action: StoreInbound) -> None:
         # ebMS2 §9.1.1: its place in its sequence, and whether it waits for a lower number.
         received |= {"sequenceNumber": action.sequence_number, "held": action.hold}
     run.journal(EventKind.RECEIVED, action.message_id, received)
-    on_message = run.executor.core.callbacks.on_message
+    on_message = run.executor.core.callbacks.message_given()
     if on_message is not None and action.deliver:
         run.after.notices.append(functools.partial(on_message, record.id, record.message_id))
 

@@ -252,6 +252,13 @@ class Msh:
         lambda self: self.core.callbacks.on_message,
         lambda self, value: setattr(self.core.callbacks, "on_message", value),
     )
+
+    def listen_for_messages(self, listener: MessageCallback) -> None:
+        """Have ``listener(entry_id, message_id)`` called, besides the application's ``on_message``, after
+        each commit that gives a message to the application (the application interfaces wake their
+        long-polling readers with it)."""
+        self.core.callbacks.arrivals.append(listener)
+
     on_sent = property(
         lambda self: self.core.callbacks.on_sent,
         lambda self, value: setattr(self.core.callbacks, "on_sent", value),

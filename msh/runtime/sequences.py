@@ -113,8 +113,9 @@ class Sequences:
                 direction=Direction.INBOUND,
                 detail={"sequenceNumber": number},
             )
-            if callbacks.on_message is not None:
-                after.notices.append(functools.partial(callbacks.on_message, entry.id, entry.message_id))
+            on_message = callbacks.message_given()
+            if on_message is not None:
+                after.notices.append(functools.partial(on_message, entry.id, entry.message_id))
             number = successor(number)
         # The gap left (if any) has been open since the oldest message still held arrived.
         since = min((e.received_at for e in held.values()), default=None)

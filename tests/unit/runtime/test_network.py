@@ -288,3 +288,18 @@ def test_a_time_to_live_that_leaves_no_room_for_the_retries_is_refused_at_submis
         await net.run_until(lambda: a.status(message_id).state.status is OutboundStatus.DELIVERED)  # type: ignore[union-attr]
 
     run(scenario)
+
+
+def test_listeners_and_the_applications_callback_are_both_told_of_a_message() -> None:
+    # The application interfaces listen for arrivals; the application keeps on_message its own to set, even
+    # after they started listening (it once replaced their wrapper and silenced them).
+    told: list[str] = []
+
+    async def scenario(net: TestNetwork, a: Msh, b: Msh) -> None:
+        b.listen_for_messages(lambda entry_id, message_id: told.append(f"listener {message_id}"))
+        b.on_message = lambda entry_id, message_id: told.append(f"application {message_id}")
+        message_id = await a.submit_async(order(1))
+        await net.run_until(lambda: bool(told) and len(told) >= 2)
+        assert told == [f"listener {message_id}", f"application {message_id}"]
+
+    run(scenario)
