@@ -53,6 +53,13 @@ def submit(msh: Msh, n: int, *, ttl: datetime | None = None, tag: str = "m") -> 
     ]
 
 
+def _tail(log: Path, lines: int = 60) -> str:
+    """The end of a partner's log (for a failure message)."""
+    if not log.exists():
+        return "(no log)"
+    return "\n".join(log.read_text(errors="replace").splitlines()[-lines:])
+
+
 def failed_once(msh: Msh, message_id: str) -> bool:
     """Whether a transmission of the message has failed, and it awaits its resend (nothing reached B)."""
     stored = msh.status(message_id)
@@ -119,9 +126,12 @@ def test_receiver_down_for_a_while_then_everything_arrives(lossy_pair: tuple[Pai
         assert all(failed_once(msh, m) for m in ids), [msh.status(m) for m in ids]
         pair.b.start()
         final = wait_final(msh, ids, timeout=30)
+        states = {m: msh.status(m) for m in ids}
     finally:
         msh.close()
-    assert final == dict.fromkeys(ids, OutboundStatus.DELIVERED)
+    # Should this ever fail again (it failed once, in a fresh-clone run): what A's store and log said.
+    seen = f"states: {states}\nA's log:\n{_tail(pair.a.log)}"
+    assert final == dict.fromkeys(ids, OutboundStatus.DELIVERED), seen
     assert sorted(inbox_counts(pair).values()) == [1] * 5
     assert journal(pair.a.store)["resent"] >= 5
 
