@@ -117,12 +117,17 @@ class Reliability:
                 effective_actor(params.actor),
                 hop_ack,
             )
+        # The wait before the first resend is decided once, by cpa.resolve: the RetryInterval, or the MSH's
+        # sending.first_resend_timeout for the channel; never sooner than the RetryInterval (ebMS2 §6.4.4).
+        first = params.first_resend_timeout
+        if first is None:
+            raise ValueError(
+                f"agreement {params.cpaid}: a RetryInterval without a first-resend wait (resolve gives both)"
+            )
         return cls(
             retries=params.retries,
             retry_interval=params.retry_interval,
-            first_resend_timeout=(
-                params.retry_interval if params.first_resend_timeout is None else params.first_resend_timeout
-            ),
+            first_resend_timeout=first,
             persist_duration=params.persist_duration,
             time_to_live=time_to_live,
             ack_requested=ack_requested,
