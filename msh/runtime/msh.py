@@ -64,7 +64,7 @@ from msh.runtime.executor import AfterCommit, Executor
 from msh.runtime.inbound import InboundPipeline
 from msh.runtime.security import MessageSecurity
 from msh.runtime.sender import Sender
-from msh.runtime.services import DEFAULT_TIMEOUT, PingResult, RemoteStatus
+from msh.runtime.services import DEFAULT_TIMEOUT, PingResult, RemoteStatus, Services
 from msh.runtime.submission import Prepared, Submissions, is_large
 from msh.runtime.timerloop import TimerLoop
 from msh.security import check_agreement_security
@@ -192,7 +192,8 @@ class Msh:
         )
         self.executor = Executor(self.core)
         self.inbound = InboundPipeline(self.core, self.executor)
-        self.sender = Sender(self.core, self.executor, self.inbound)
+        self.services = Services(self.core, self.executor, self.inbound)
+        self.sender = Sender(self.core, self.executor, self.inbound, self.services)
         self.timers = TimerLoop(self.core, self.executor, self.sender)
         self.submissions = Submissions(self.core, self.executor)
 
@@ -385,7 +386,7 @@ class Msh:
         message such as NotSupported, no Pong in time). Raises :class:`~msh.errors.ConfigurationError`
         when no agreement in force names the partner, and
         :class:`~msh.runtime.services.AgreementChoice` when several do and ``cpa_id`` is not given."""
-        return await self.sender.services.ping(partner, cpa_id=cpa_id, timeout=timeout)
+        return await self.services.ping(partner, self.sender.after_commit, cpa_id=cpa_id, timeout=timeout)
 
     async def remote_status(self, message_id: str, *, timeout: float = DEFAULT_TIMEOUT) -> RemoteStatus:
         """Ask the To party of our message ``message_id`` for its status (a StatusRequest, ebMS2 §7.1.1) and
@@ -396,7 +397,7 @@ class Msh:
         comes from that party under the message's agreement: Received or Processed make the message
         ``delivered`` (evidence ``status-response``), also after it failed with severity Warning. Raises
         :class:`~msh.errors.ConfigurationError` for a MessageId that is not one of our sent messages."""
-        return await self.sender.services.remote_status(message_id, timeout=timeout)
+        return await self.services.remote_status(message_id, self.sender.after_commit, timeout=timeout)
 
     # -- the endpoint
 

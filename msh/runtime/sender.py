@@ -53,15 +53,15 @@ class FirstSend:
 class Sender:
     """Transmits our messages and carries their outcomes into the store (see the module docs)."""
 
-    def __init__(self, core: Core, executor: Executor, inbound: InboundPipeline) -> None:
+    def __init__(self, core: Core, executor: Executor, inbound: InboundPipeline, services: Services) -> None:
         self.core = core
         self.executor = executor
         self.inbound = inbound
         self._routes: dict[tuple[str, str, str, str], SendingParameters] = {}
         self._first_send: dict[str, FirstSend] = {}
         self._in_flight: Counter[str] = Counter()
-        self.services = Services(core, executor, inbound, done=self.after_commit)
-        """Pings and StatusRequests (ebMS2 §7, §8), and the status questions asked in place of resends."""
+        self.services = services
+        """Asks the status questions in place of resends (ebMS2 §7)."""
 
     def keep_for_first_send(
         self,
@@ -107,7 +107,7 @@ class Sender:
             self.core.spawn(functools.partial(self.send_async_reply, body, ref))
         for message_id, attempt in after.status_requests:
             # ebMS2 §7: ask the To party for the message's status in place of this resend.
-            self.core.spawn(functools.partial(self.services.ask_before_resend, message_id, attempt))
+            self.core.spawn(functools.partial(self.services.ask_before_resend, message_id, attempt, self.after_commit))
 
     # -- transmitting
 

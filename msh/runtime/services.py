@@ -53,7 +53,7 @@ import logging
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
-from typing import Final
+from typing import Final, TypeAlias
 
 from cpa.resolve import (
     PartyKey,
@@ -88,6 +88,9 @@ __all__ = ["DEFAULT_TIMEOUT", "AgreementChoice", "PingResult", "RemoteStatus", "
 
 log = logging.getLogger("msh.runtime")
 
+Done: TypeAlias = Callable[[AfterCommit], None]
+"""The work of a unit once committed, given by whoever asks (the sender's after-commit work)."""
+
 DEFAULT_TIMEOUT: Final = 10.0
 """Seconds a Ping or StatusRequest of the application waits for its answer, unless told otherwise."""
 
@@ -117,16 +120,16 @@ class _Outcome:
 
 
 class Services:
-    """Sends Pings and StatusRequests and waits for their answers (see the module docs); ``done`` does the
-    work of a committed unit (:meth:`msh.runtime.sender.Sender.after_commit`)."""
+    """Sends Pings and StatusRequests and waits for their answers (see the module docs).
 
-    def __init__(
-        self, core: Core, executor: Executor, inbound: InboundPipeline, done: Callable[[AfterCommit], None]
-    ) -> None:
+    Each request takes ``done``, the work of a unit once committed (the sender's
+    :meth:`~msh.runtime.sender.Sender.after_commit`), from its caller: the services hold no callback into the
+    parts that use them."""
+
+    def __init__(self, core: Core, executor: Executor, inbound: InboundPipeline) -> None:
         self.core = core
         self.executor = executor
         self.inbound = inbound
-        self.done = done
 
     async def _request(
         self, target: Target, action: str, conversation_id: str, status_request: StatusRequest | None = None
@@ -176,7 +179,7 @@ class Services:
             message.close()
             raise
 
-    async def _exchange(self, target: Target, body: bytes) -> _Sent:
+    async def _exchange(self, target: Target, body: bytes, done: Done) -> _Sent:
         """Send a request to ``target``; commit what came back on the connection (the inbound pipeline:
         a Pong or StatusResponse there answers its question in that unit)."""
         core = self.core
@@ -218,7 +221,7 @@ class Services:
             decision, _reply, after = await core.writer.run(self.inbound.unit(inbound, sync_override=False))
         finally:
             inbound.close()
-        self.done(after)
+        done(after)
         problem = None
         refused = [e for e in errors if e.severity == Severity.ERROR.value]
         discarded = [a.reason for a in decision.actions if isinstance(a, Discard)]
@@ -290,10 +293,10 @@ class Services:
                 await asyncio.wait_for(question.wake.wait(), timeout=max(end - loop.time(), 0))
         return _Outcome(question.answer, owned=False)
 
-    async def _ask(self, question: Question, target: Target, body: bytes) -> tuple[_Sent, _Outcome]:
+    async def _ask(self, question: Question, target: Target, body: bytes, done: Done) -> tuple[_Sent, _Outcome]:
         """Send a request whose question is registered; wait for the answer unless the exchange already
         settled it (an answer on the connection, or a failure after which none can come)."""
-        sent = await self._exchange(target, body)
+        sent = await self._exchange(target, body, done)
         if question.answer is not None:
             # Answered already: on the connection, or (this process serving our endpoint) asynchronously
             # before the answer to the request itself was read.
@@ -348,7 +351,7 @@ class Services:
     # -- the services
 
     async def ping(
-        self, partner: PartyKey | str, *, cpa_id: str | None = None, timeout: float = DEFAULT_TIMEOUT
+        self, partner: PartyKey | str, done: Done, *, cpa_id: str | None = None, timeout: float = DEFAULT_TIMEOUT
     ) -> PingResult:
         """Send an MSH Ping to ``partner`` (ebMS2 §8.1) and wait up to ``timeout`` seconds for its Pong (§8.2)."""
         if timeout <= 0:
@@ -357,7 +360,7 @@ class Services:
         message_id, body = await self._request(target, ACTION_PING, self.core.ids())
         question = self._question(message_id, ACTION_PONG, target, timeout)
         try:
-            sent, outcome = await self._ask(question, target, body)
+            sent, outcome = await self._ask(question, target, body, done)
         finally:
             self.core.questions.claim(message_id)
         answer = outcome.answer
@@ -408,7 +411,7 @@ class Services:
             )
         return stored
 
-    async def remote_status(self, message_id: str, *, timeout: float = DEFAULT_TIMEOUT) -> RemoteStatus:
+    async def remote_status(self, message_id: str, done: Done, *, timeout: float = DEFAULT_TIMEOUT) -> RemoteStatus:
         """Ask the To party of our message ``message_id`` for its status (a StatusRequest, ebMS2 §7.1.1) and
         wait up to ``timeout`` seconds for the StatusResponse (§7.1.2); what it says is also handed to the
         message's sending state machine when it comes from that party under the message's agreement."""
@@ -421,7 +424,7 @@ class Services:
         )
         question = self._question(request_id, ACTION_STATUS_RESPONSE, target, timeout, message_id=message_id)
         try:
-            sent, outcome = await self._ask(question, target, body)
+            sent, outcome = await self._ask(question, target, body, done)
         finally:
             self.core.questions.claim(request_id)
         answer = outcome.answer
@@ -446,7 +449,7 @@ class Services:
             response_message_id=answer.message_id,
         )
 
-    async def ask_before_resend(self, message_id: str, attempt: int) -> None:
+    async def ask_before_resend(self, message_id: str, attempt: int, done: Done) -> None:
         """Ask the To party for the status of ``message_id`` in place of resend ``attempt``
         (:class:`~msh.engine.RequestStatus`) and feed its answer to the sending machine: the StatusResponse
         (:class:`~msh.engine.StatusReported`), or why none came (:class:`~msh.engine.StatusUnavailable`)."""
@@ -459,7 +462,7 @@ class Services:
         except ConfigurationError as exc:
             # Nothing to ask with: the resend goes as if the partner had not answered.
             await self._feed(
-                message_id, StatusUnavailable(attempt, str(exc), True), {"attempt": attempt, "reason": str(exc)}
+                message_id, StatusUnavailable(attempt, str(exc), True), {"attempt": attempt, "reason": str(exc)}, done
             )
             return
         request_id, body = await self._request(
@@ -476,7 +479,7 @@ class Services:
         )
         log.info("message %s: asking %s for its status before resend %d", message_id, target.partner, attempt)
         try:
-            sent, outcome = await self._ask(question, target, body)
+            sent, outcome = await self._ask(question, target, body, done)
         finally:
             core.questions.claim(request_id)
         if not outcome.owned or (outcome.answer is not None and outcome.answer.fed):
@@ -496,7 +499,7 @@ class Services:
             # ebMS2 §7: no StatusResponse (NotSupported, a 202, a failure): the resend goes, or counts as failed.
             event = StatusUnavailable(attempt, reason, sent.transmitted)
             detail.update(reason=reason, transmitted=sent.transmitted)
-        await self._feed(message_id, event, detail)
+        await self._feed(message_id, event, detail, done)
 
     def _current(self, message_id: str, attempt: int) -> OutboundMessage | None:
         """The stored message, if its attempt ``attempt`` is still the one under way."""
@@ -506,7 +509,7 @@ class Services:
             return None
         return stored
 
-    async def _feed(self, message_id: str, event: Event, detail: dict[str, object]) -> None:
+    async def _feed(self, message_id: str, event: Event, detail: dict[str, object], done: Done) -> None:
         """The answer to a status question, journaled and stepped in one unit of work."""
         core = self.core
 
@@ -519,4 +522,4 @@ class Services:
                 log.warning("no outbound message %s for the answer to its status question", message_id)
             return after
 
-        self.done(await core.writer.run(unit))
+        done(await core.writer.run(unit))
