@@ -13,7 +13,7 @@ answer is acted on once (a status question asked in place of a resend resends at
 Nothing here is stored: a question lives as long as the process that asked it. An answer that arrives in
 another process (``msh serve`` beside the command that asked, or another server on the same PostgreSQL
 store) is found in the journal instead (``signal-Pong``, ``signal-StatusResponse``), which is where a
-separate process looks (:meth:`msh.runtime.services.Services.await_answer`).
+separate process looks (:func:`msh.runtime.service_answers.await_answer`).
 """
 
 from __future__ import annotations

@@ -30,7 +30,7 @@ from msh.engine.signals import party_text
 from msh.errors import ConfigurationError, EbmsError
 from msh.runtime.core import Core
 from msh.runtime.forwarding import Forwarding
-from msh.store.api import OutboundMessage, StoreError
+from msh.store.api import OutboundKind, OutboundMessage, StoreError
 
 __all__ = [
     "AgreementChoice",
@@ -267,3 +267,24 @@ def status_target(core: Core, forwarding: Forwarding, stored: OutboundMessage, b
         client_context(core, forwarding, url, sent_under),
         params.sync_reply_mode,
     )
+
+
+def stored_body(core: Core, stored: OutboundMessage) -> bytes:
+    """The stored bytes of ``stored`` as they were transmitted."""
+    with core.store.transaction(readonly=True) as tx, tx.open_blob(stored.body_blob_id) as blob:
+        return blob.read()
+
+
+def own_message(core: Core, message_id: str) -> OutboundMessage:
+    """Our sent message ``message_id``; refused when the store has none or it is a forward or signal of ours
+    (ebMS2 §7.1.1: only a message's sender asks its To party about it)."""
+    with core.store.transaction(readonly=True) as tx:
+        stored = tx.get_outbound(message_id)
+    if stored is None:
+        raise ConfigurationError(f"{message_id}: no message sent from this store ({core.store.url}) has that MessageId")
+    if stored.kind is not OutboundKind.OWN:
+        raise ConfigurationError(
+            f"{message_id} is a {stored.kind.value} of this MSH, not a message of ours: only its sender asks "
+            "its To party about it (ebMS2 §7.1.1)"
+        )
+    return stored

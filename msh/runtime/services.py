@@ -47,8 +47,6 @@ Decisions where the specifications leave room:
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass, replace
@@ -64,7 +62,6 @@ from msh.ebms.model import (
     Envelope,
     MessageData,
     MessageHeader,
-    MessageStatus,
     Service,
     StatusRequest,
     SyncReply,
@@ -78,10 +75,17 @@ from msh.runtime.core import PARSE_ON_LOOP, Core
 from msh.runtime.executor import AfterCommit, Executor
 from msh.runtime.inbound import Inbound, InboundPipeline
 from msh.runtime.questions import Answer, Question
+from msh.runtime.service_answers import Outcome, await_answer
 from msh.runtime.service_results import PingResult, RemoteStatus
-from msh.runtime.service_targets import AgreementChoice, Target, ping_target, status_target
-from msh.store.api import Direction, OutboundKind, OutboundMessage, Transaction
-from msh.store.events import signal_received
+from msh.runtime.service_targets import (
+    AgreementChoice,
+    Target,
+    own_message,
+    ping_target,
+    status_target,
+    stored_body,
+)
+from msh.store.api import OutboundMessage, Transaction
 from msh.transport.port import SOAP_CONTENT_TYPE, Request, TransportFailure
 
 __all__ = ["DEFAULT_TIMEOUT", "AgreementChoice", "PingResult", "RemoteStatus", "Services"]
@@ -108,15 +112,6 @@ class _Sent:
     transmitted: bool = True
     errors: tuple[ReceivedError, ...] = ()
     action: str | None = None
-
-
-@dataclass(frozen=True, slots=True)
-class _Outcome:
-    """The end of a wait: the answer (None: none came) and whether the waiter owns the question (it then
-    acts on it; when it does not, a unit of this process claimed it and acts on it)."""
-
-    answer: Answer | None
-    owned: bool
 
 
 class Services:
@@ -234,66 +229,7 @@ class Services:
             problem = f"HTTP {status} ({kind})"
         return _Sent(sent_at, received_at, status, kind, problem, True, errors, action)
 
-    def _journal_answer(self, question: Question) -> Answer | None:
-        """The answer to ``question`` as another process (``msh serve`` on this store) journaled it."""
-        with self.core.store.transaction(readonly=True) as tx:
-            events = tx.message_events(question.request_id, direction=Direction.INBOUND, limit=20)
-        for event in events:
-            if event.kind != signal_received(question.expects):
-                continue
-            about = event.detail.get("refToMessageId")
-            if not question.answers(
-                question.expects, event.from_party or "", event.cpa_id or "", about if isinstance(about, str) else None
-            ):
-                continue
-            status, stamp, answer_id = (event.detail.get(k) for k in ("messageStatus", "timestamp", "messageId"))
-            message_status = None
-            if isinstance(status, str):
-                with contextlib.suppress(ValueError):
-                    message_status = MessageStatus(status)
-            return Answer(
-                question.expects,
-                answer_id if isinstance(answer_id, str) else None,
-                event.from_party or "",
-                event.cpa_id or "",
-                event.at,
-                message_status,
-                datetime.fromisoformat(stamp) if isinstance(stamp, str) else None,
-            )
-        return None
-
-    async def await_answer(self, question: Question) -> _Outcome:
-        """Wait for the answer to ``question`` until its deadline: handed over by this process's runtime, or
-        found in the journal (written by another process on this store); then settle who owns it."""
-        core = self.core
-        poll = max(core.settings.timers.poll_interval.total_seconds(), 0.05)
-        was_running = core.running
-        found: Answer | None = None
-        while question.answer is None and found is None:
-            remaining = (question.deadline - core.clock()).total_seconds()
-            if remaining <= 0 or (was_running and not core.running):
-                break
-            question.wake.clear()
-            if question.answer is not None:
-                break
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(question.wake.wait(), timeout=min(remaining, poll))
-            if question.answer is None:
-                found = await core.off_loop(self._journal_answer, question)
-        if question.answer is not None:
-            return _Outcome(question.answer, owned=False)
-        if core.questions.claim(question.request_id) is not None:
-            return _Outcome(found, owned=True)
-        # A unit of this process claimed it and is committing the answer: its after-commit work hands it over.
-        loop = asyncio.get_running_loop()
-        end = loop.time() + poll
-        while question.answer is None and loop.time() < end:
-            question.wake.clear()
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(question.wake.wait(), timeout=max(end - loop.time(), 0))
-        return _Outcome(question.answer, owned=False)
-
-    async def _ask(self, question: Question, target: Target, body: bytes, done: Done) -> tuple[_Sent, _Outcome]:
+    async def _ask(self, question: Question, target: Target, body: bytes, done: Done) -> tuple[_Sent, Outcome]:
         """Send a request whose question is registered; wait for the answer unless the exchange already
         settled it (an answer on the connection, or a failure after which none can come)."""
         sent = await self._exchange(target, body, done)
@@ -302,10 +238,10 @@ class Services:
             # before the answer to the request itself was read.
             self.core.questions.claim(question.request_id)
             answer = replace(question.answer, on_connection=sent.action == question.expects)
-            return sent, _Outcome(answer, owned=False)
+            return sent, Outcome(answer, owned=False)
         if sent.problem is not None and self.core.questions.claim(question.request_id) is not None:
-            return sent, _Outcome(None, owned=True)  # nothing more will come of it
-        return sent, await self.await_answer(question)
+            return sent, Outcome(None, owned=True)  # nothing more will come of it
+        return sent, await await_answer(self.core, question)
 
     def _no_answer(self, target: Target, sent: _Sent, what: str, timeout: float) -> str:
         """Why no answer came, in words."""
@@ -393,32 +329,14 @@ class Services:
             errors=sent.errors,
         )
 
-    def _stored_body(self, stored: OutboundMessage) -> bytes:
-        with self.core.store.transaction(readonly=True) as tx, tx.open_blob(stored.body_blob_id) as blob:
-            return blob.read()
-
-    def _own_message(self, message_id: str) -> OutboundMessage:
-        with self.core.store.transaction(readonly=True) as tx:
-            stored = tx.get_outbound(message_id)
-        if stored is None:
-            raise ConfigurationError(
-                f"{message_id}: no message sent from this store ({self.core.store.url}) has that MessageId"
-            )
-        if stored.kind is not OutboundKind.OWN:
-            raise ConfigurationError(
-                f"{message_id} is a {stored.kind.value} of this MSH, not a message of ours: only its sender asks "
-                "its To party about it (ebMS2 §7.1.1)"
-            )
-        return stored
-
     async def remote_status(self, message_id: str, done: Done, *, timeout: float = DEFAULT_TIMEOUT) -> RemoteStatus:
         """Ask the To party of our message ``message_id`` for its status (a StatusRequest, ebMS2 §7.1.1) and
         wait up to ``timeout`` seconds for the StatusResponse (§7.1.2); what it says is also handed to the
         message's sending state machine when it comes from that party under the message's agreement."""
         if timeout <= 0:
             raise ConfigurationError(f"timeout {timeout!r}: give a number of seconds above 0")
-        stored = await self.core.off_loop(self._own_message, message_id)
-        target = status_target(self.core, self.inbound.forwarding, stored, lambda: self._stored_body(stored))
+        stored = await self.core.off_loop(own_message, self.core, message_id)
+        target = status_target(self.core, self.inbound.forwarding, stored, lambda: stored_body(self.core, stored))
         request_id, body = await self._request(
             target, ACTION_STATUS_REQUEST, stored.conversation_id, StatusRequest(message_id)
         )
@@ -458,7 +376,7 @@ class Services:
         if stored is None:
             return  # settled meanwhile, or a later attempt is under way
         try:
-            target = status_target(self.core, self.inbound.forwarding, stored, lambda: self._stored_body(stored))
+            target = status_target(self.core, self.inbound.forwarding, stored, lambda: stored_body(self.core, stored))
         except ConfigurationError as exc:
             # Nothing to ask with: the resend goes as if the partner had not answered.
             await self._feed(
