@@ -16,14 +16,16 @@ from pathlib import Path
 
 from cpa.duration import XsDuration
 from cpa.errors import CpaError
+from cpa.interactions import interaction_problems
 from cpa.loader import load
 from cpa.model import CollaborationProtocolAgreement, DeliveryChannel
 from cpa.registry import CpaRegistry
 from cpa.resolve import PartyKey, at_least_retry_interval, party_keys
 from msh.errors import ConfigurationError
 from msh.runtime.config import Settings
+from msh.security import check_agreement_security
 
-__all__ = ["agreement_registry", "load_agreements"]
+__all__ = ["agreement_registry", "agreements_in_use", "load_agreements"]
 
 log = logging.getLogger("msh.runtime")
 
@@ -41,6 +43,26 @@ def load_agreements(files: Iterable[Path], *, verify_signatures: bool = True) ->
             log.warning("agreements.paths: %s", warning)
         agreements.append(agreement)
     return agreements
+
+
+def agreements_in_use(
+    settings: Settings, agreements: Iterable[CollaborationProtocolAgreement] | None, party: PartyKey
+) -> CpaRegistry:
+    """The registry of the agreements an MSH works under: ``agreements``, or those the settings name, each
+    checked for what the MSH cannot do (:func:`agreement_registry` then keeps those naming ``party``)."""
+    loaded = (
+        list(agreements)
+        if agreements is not None
+        else load_agreements(settings.agreements.files(), verify_signatures=settings.agreements.verify_signatures)
+    )
+    for cpa in loaded:
+        # An agreement asking for security the MSH lacks is refused when loaded for use, naming the element.
+        check_agreement_security(cpa)
+        # ebMS2 §9.1, §10.1.1: an agreement that always asks for a combination the specification forbids.
+        impossible = interaction_problems(cpa)
+        if impossible:
+            raise ConfigurationError("; ".join(impossible))
+    return agreement_registry(settings, loaded, party)
 
 
 def agreement_registry(

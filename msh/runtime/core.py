@@ -10,11 +10,12 @@ submissions (:mod:`msh.runtime.submission`).
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 import os
 import socket
 from collections import Counter
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -24,16 +25,18 @@ from cpa.registry import CpaRegistry
 from cpa.resolve import PartyKey
 from msh.engine.routing import Route
 from msh.errors import Issue
+from msh.runtime.compose import new_message_id
 from msh.runtime.config import Settings
 from msh.runtime.questions import Questions
 from msh.runtime.relays import SyncRelays
 from msh.runtime.security import MessageSecurity
 from msh.store.api import Store
-from msh.store.writer import Writer
+from msh.store.writer import GroupCommitWriter, Writer
+from msh.transport.http import HttpTransport
 from msh.transport.port import Transport
 from msh.transport.tls import ClientContexts
 
-__all__ = ["PARSE_ON_LOOP", "Callbacks", "Core"]
+__all__ = ["PARSE_ON_LOOP", "Callbacks", "Core", "wire"]
 
 log = logging.getLogger("msh.runtime")
 
@@ -41,6 +44,7 @@ PARSE_ON_LOOP: Final = 32 << 10
 """Bytes: a message this small is parsed on the event loop (a few ms at most: the limits of
 :mod:`msh.safexml` and the codec keep its work linear); a larger one on the work pool."""
 _POOL_THREADS: Final = 2  # parsing, agreement checks, reads beside the writer
+_GROUP_COMMIT: Final = 64  # units of work (message steps) at most in one store transaction
 _T = TypeVar("_T")
 
 DeliveredCallback = Callable[[str], object]
@@ -188,3 +192,45 @@ class Core:
     def spawn(self, make: Callable[[], Awaitable[None]]) -> None:
         """Start ``make()`` as a task on the runtime's loop (:meth:`Lifecycle.spawn`)."""
         self.life.spawn(make)
+
+
+def wire(
+    settings: Settings,
+    *,
+    party: PartyKey,
+    registry: CpaRegistry,
+    security: MessageSecurity,
+    store: Store,
+    clock: Callable[[], datetime],
+    ids: Callable[[], str] | None,
+    transport: Transport | None,
+    writer: Writer | None,
+    callbacks: Callbacks,
+    offload: bool,
+    routes: Iterable[Route] | None,
+) -> Core:
+    """The :class:`Core` of an MSH, each part not given made as ``settings`` say: new MessageIds in
+    ``identity.message_id_domain``, a group-commit writer on ``store``, HTTP(S) with the ``sending`` timeouts
+    and limit, the ``tls`` client keys, the ``routing.routes`` table."""
+    s = settings.sending
+    return Core(
+        settings=settings,
+        clock=clock,
+        ids=ids if ids is not None else functools.partial(new_message_id, settings.identity.message_id_domain),
+        party=party,
+        registry=registry,
+        store=store,
+        writer=writer
+        if writer is not None
+        else GroupCommitWriter(store, max_batch=_GROUP_COMMIT, name="msh-store-writer"),
+        transport=transport
+        if transport is not None
+        else HttpTransport(timeout=s.http_timeout, connect_timeout=s.connect_timeout, max_in_flight=s.max_in_flight),
+        tls=ClientContexts(
+            certificate=settings.tls.certificate, private_key=settings.tls.private_key, trusted=settings.tls.trusted
+        ),
+        callbacks=callbacks,
+        security=security,
+        life=Lifecycle(offload=offload),
+        routes=tuple(routes) if routes is not None else settings.routing.routes,
+    )

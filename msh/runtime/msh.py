@@ -31,15 +31,13 @@ their results are acted on only after that commit). Parsing, agreement checks an
 from __future__ import annotations
 
 import asyncio
-import functools
 import logging
 from collections import Counter
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, BinaryIO, Final, TypeVar
+from typing import Any, BinaryIO, TypeVar
 
-from cpa.interactions import interaction_problems
 from cpa.model import CollaborationProtocolAgreement
 from cpa.registry import CpaRegistry
 from cpa.resolve import PartyKey
@@ -48,17 +46,16 @@ from msh.ebms.model import Envelope
 from msh.engine.routing import Route
 from msh.errors import ConfigurationError
 from msh.runtime import attempts as attempts_
-from msh.runtime.agreements import agreement_registry, load_agreements
-from msh.runtime.compose import Submission, new_message_id
+from msh.runtime.agreements import agreements_in_use, load_agreements
+from msh.runtime.compose import Submission
 from msh.runtime.config import Settings
 from msh.runtime.core import (
     Callbacks,
-    Core,
     DeliveredCallback,
     FailedCallback,
-    Lifecycle,
     MessageCallback,
     SentCallback,
+    wire,
 )
 from msh.runtime.executor import AfterCommit, Executor
 from msh.runtime.inbound import InboundPipeline
@@ -67,21 +64,16 @@ from msh.runtime.sender import Sender
 from msh.runtime.services import DEFAULT_TIMEOUT, PingResult, RemoteStatus, Services
 from msh.runtime.submission import Prepared, Submissions, is_large
 from msh.runtime.timerloop import TimerLoop
-from msh.security import check_agreement_security
 from msh.store import api as store_api
 from msh.store import open_store
 from msh.store.api import Direction, EventKind, InboxEntry, InboxState, OutboundMessage, Store
-from msh.store.writer import GroupCommitWriter, Writer
-from msh.transport.http import HttpTransport
+from msh.store.writer import Writer
 from msh.transport.port import HttpReply, Transport
-from msh.transport.tls import ClientContexts
 
 __all__ = ["AlsoCommit", "HttpReply", "Msh", "PingResult", "ReceivedMessage", "RemoteStatus", "load_agreements"]
 
 log = logging.getLogger("msh.runtime")
 _T = TypeVar("_T")
-
-_GROUP_COMMIT: Final = 64  # units of work (message steps) at most in one store transaction
 
 
 @dataclass(frozen=True, slots=True)
@@ -147,48 +139,26 @@ class Msh:
         ``keys`` False leaves the keys unread and unchecked (commands that only read the store: no
         passphrase needed); such an MSH signs nothing and cannot :meth:`start`."""
         party: PartyKey = (settings.identity.party_id, settings.identity.party_id_type)
-        loaded = (
-            list(agreements)
-            if agreements is not None
-            else load_agreements(settings.agreements.files(), verify_signatures=settings.agreements.verify_signatures)
-        )
-        for cpa in loaded:
-            # An agreement asking for security the MSH lacks is refused when loaded for use, naming the element.
-            check_agreement_security(cpa)
-            # ebMS2 §9.1, §10.1.1: an agreement that always asks for a combination the specification forbids.
-            impossible = interaction_problems(cpa)
-            if impossible:
-                raise ConfigurationError("; ".join(impossible))
-        registry = agreement_registry(settings, loaded, party)
+        registry = agreements_in_use(settings, agreements, party)
         security = MessageSecurity(settings.security, registry, party, with_keys=keys)
         if keys:
             # The keys the agreements need are there (refused at load, never at the first message).
             security.check_agreements(registry)
         opened = store if store is not None else open_store(settings.store.url)
         self._own_store = store is None
-        s = settings.sending
-        self.core = Core(
-            settings=settings,
-            clock=clock,
-            ids=ids if ids is not None else functools.partial(new_message_id, settings.identity.message_id_domain),
+        self.core = wire(
+            settings,
             party=party,
             registry=registry,
-            store=opened,
-            writer=writer
-            if writer is not None
-            else GroupCommitWriter(opened, max_batch=_GROUP_COMMIT, name="msh-store-writer"),
-            transport=transport
-            if transport is not None
-            else HttpTransport(
-                timeout=s.http_timeout, connect_timeout=s.connect_timeout, max_in_flight=s.max_in_flight
-            ),
-            tls=ClientContexts(
-                certificate=settings.tls.certificate, private_key=settings.tls.private_key, trusted=settings.tls.trusted
-            ),
-            callbacks=Callbacks(on_delivered, on_failed, on_message, on_sent),
             security=security,
-            life=Lifecycle(offload=offload),
-            routes=tuple(routes) if routes is not None else settings.routing.routes,
+            store=opened,
+            clock=clock,
+            ids=ids,
+            transport=transport,
+            writer=writer,
+            callbacks=Callbacks(on_delivered, on_failed, on_message, on_sent),
+            offload=offload,
+            routes=routes,
         )
         self.executor = Executor(self.core)
         self.inbound = InboundPipeline(self.core, self.executor)
