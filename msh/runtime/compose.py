@@ -145,24 +145,7 @@ def compose(
 ) -> Composed:
     """The envelope and attachments of ``submission`` sent under ``params`` (see the module docs);
     ``message_order``: its place in its conversation, required when the agreement guarantees order."""
-    ordered = is_ordered(params)
-    if ordered != (message_order is not None):
-        raise ValueError(
-            f"agreement {params.cpaid} {'guarantees' if ordered else 'does not guarantee'} message order: "
-            f"compose() needs {'a' if ordered else 'no'} message_order"
-        )
-    if ordered:
-        # ebMS2 §9: "Reliable Messaging MUST be used when a MessageOrder element is present"; §9.1:
-        # "DuplicateElimination MUST also be present".
-        for name, asked in (
-            ("ackRequested", submission.ack_requested),
-            ("duplicateElimination", submission.duplicate_elimination),
-        ):
-            if asked is False:
-                raise ConfigurationError(
-                    f"agreement {params.cpaid} guarantees message order (MessageOrderSemantics Guaranteed): every "
-                    f"message carries MessageOrder, which needs {name} (ebMS2 §9, §9.1); leave {name} unset"
-                )
+    ordered = _check_order(params, submission, message_order)
     ack = _choose("ackRequested", params.ack_requested, submission.ack_requested, ack_default or ordered, params.cpaid)
     de = _choose(
         "duplicateElimination",
@@ -187,28 +170,9 @@ def compose(
         # ebMS2 §3.1.7: DuplicateElimination asks the receiver to eliminate duplicates.
         duplicate_elimination=de,
     )
-    attachments: list[AttachmentSpec] = []
-    references: list[Reference] = []
-    for i, payload in enumerate(submission.payloads, start=1):
-        cid = payload.content_id or f"payload-{i}-{message_id.split('@', 1)[0]}@{content_id_domain}"
-        attachments.append(AttachmentSpec(cid, payload.content_type, payload.body()))
-        # ebMS2 §3.2.1: each payload is named in the Manifest by a cid: reference.
-        references.append(Reference(href=f"cid:{cid.strip('<>')}"))
-    signed = ack and params.ack_signature_requested is PerMessage.ALWAYS
-    requested = (AckRequested(signed=signed, actor=params.actor or AckRequested().actor),) if ack else ()
-    # ebMS2 §10.1.3, §6.6 rows 1 and 5: the agreement's nextMSH channel asks the intermediary as well
-    # (perMessage follows the end-to-end choice; without an end-to-end request there is no second one).
-    hop = ack and params.next_msh_ack_requested is not PerMessage.NEVER
-    if hop and params.sync_reply_mode is not SyncReplyMode.NONE:
-        # ebMS2 §10.1.1: SyncReply and an AckRequested aimed at the next MSH never go together.
-        raise ConfigurationError(
-            f"agreement {params.cpaid} asks for SyncReply (syncReplyMode {params.sync_reply_mode.value}) and, "
-            f"through its nextMSH channel, for an intermediary's acknowledgment of {params.action}: ebMS2 "
-            "§10.1.1 forbids both on one message; set syncReplyMode none on the sending channel"
-        )
-    if hop:
-        hop_signed = params.next_msh_ack_signature_requested is PerMessage.ALWAYS
-        requested = (*requested, AckRequested(signed=hop_signed, actor=ACTOR_NEXT_MSH))
+    attachments, references = _payloads(submission, message_id, content_id_domain)
+    requested = _ack_requests(params, ack)
+    hop = len(requested) == 2  # the second asks the intermediary (ebMS2 §10.1.3)
     envelope = Envelope(
         message_header=header,
         # ebMS2 §4.3: SyncReply asks for the signals on the same connection (CPP/A 2.0 §8.4.8.1).
@@ -220,6 +184,64 @@ def compose(
         message_order=message_order,
     )
     return Composed(envelope, tuple(attachments), ack, de, hop)
+
+
+def _check_order(params: SendingParameters, submission: Submission, message_order: MessageOrder | None) -> bool:
+    """Whether the agreement guarantees order; refuses a submission (or a call) that does not fit it."""
+    ordered = is_ordered(params)
+    if ordered != (message_order is not None):
+        raise ValueError(
+            f"agreement {params.cpaid} {'guarantees' if ordered else 'does not guarantee'} message order: "
+            f"compose() needs {'a' if ordered else 'no'} message_order"
+        )
+    if ordered:
+        # ebMS2 §9: "Reliable Messaging MUST be used when a MessageOrder element is present"; §9.1:
+        # "DuplicateElimination MUST also be present".
+        for name, asked in (
+            ("ackRequested", submission.ack_requested),
+            ("duplicateElimination", submission.duplicate_elimination),
+        ):
+            if asked is False:
+                raise ConfigurationError(
+                    f"agreement {params.cpaid} guarantees message order (MessageOrderSemantics Guaranteed): every "
+                    f"message carries MessageOrder, which needs {name} (ebMS2 §9, §9.1); leave {name} unset"
+                )
+    return ordered
+
+
+def _payloads(
+    submission: Submission, message_id: str, content_id_domain: str
+) -> tuple[list[AttachmentSpec], list[Reference]]:
+    """The attachments of ``submission`` and their Manifest references."""
+    attachments: list[AttachmentSpec] = []
+    references: list[Reference] = []
+    for i, payload in enumerate(submission.payloads, start=1):
+        cid = payload.content_id or f"payload-{i}-{message_id.split('@', 1)[0]}@{content_id_domain}"
+        attachments.append(AttachmentSpec(cid, payload.content_type, payload.body()))
+        # ebMS2 §3.2.1: each payload is named in the Manifest by a cid: reference.
+        references.append(Reference(href=f"cid:{cid.strip('<>')}"))
+    return attachments, references
+
+
+def _ack_requests(params: SendingParameters, ack: bool) -> tuple[AckRequested, ...]:
+    """The AckRequested elements of a message that asks for an acknowledgment (``ack``) or not."""
+    if not ack:
+        return ()
+    signed = params.ack_signature_requested is PerMessage.ALWAYS
+    requested = (AckRequested(signed=signed, actor=params.actor or AckRequested().actor),)
+    # ebMS2 §10.1.3, §6.6 rows 1 and 5: the agreement's nextMSH channel asks the intermediary as well
+    # (perMessage follows the end-to-end choice; without an end-to-end request there is no second one).
+    if params.next_msh_ack_requested is PerMessage.NEVER:
+        return requested
+    if params.sync_reply_mode is not SyncReplyMode.NONE:
+        # ebMS2 §10.1.1: SyncReply and an AckRequested aimed at the next MSH never go together.
+        raise ConfigurationError(
+            f"agreement {params.cpaid} asks for SyncReply (syncReplyMode {params.sync_reply_mode.value}) and, "
+            f"through its nextMSH channel, for an intermediary's acknowledgment of {params.action}: ebMS2 "
+            "§10.1.1 forbids both on one message; set syncReplyMode none on the sending channel"
+        )
+    hop_signed = params.next_msh_ack_signature_requested is PerMessage.ALWAYS
+    return (*requested, AckRequested(signed=hop_signed, actor=ACTOR_NEXT_MSH))
 
 
 def is_ordered(params: SendingParameters) -> bool:

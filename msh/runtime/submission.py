@@ -18,14 +18,14 @@ import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, BinaryIO, Final
+from typing import Any, BinaryIO, Final, TypeAlias
 
 from cpa.check import time_to_live_floor
 from cpa.resolve import SendingParameters
 from msh.ebms.envelope import serialise_envelope
 from msh.ebms.message import write_message
 from msh.ebms.model import MessageOrder
-from msh.engine import OutboundState, Reliability, Submit, step
+from msh.engine import Action, OutboundState, Reliability, Submit, step
 from msh.engine.ordering import SequenceNotReady, assign
 from msh.engine.signals import party_text
 from msh.errors import ConfigurationError
@@ -108,86 +108,70 @@ class Submissions:
         now = core.clock()
         params = self.resolve(submission, now)
         sending = core.settings.sending
-        message_id = core.ids()
-        conversation_id = submission.conversation_id or core.ids()
-        ordered = is_ordered(params)
-
-        def composed_with(order: MessageOrder | None) -> Composed:
-            return compose(
-                params,
-                submission,
-                message_id=message_id,
-                now=now,
-                conversation_id=conversation_id,
-                content_id_domain=core.settings.identity.message_id_domain,
-                ack_default=sending.ack_requested,
-                duplicate_elimination_default=sending.duplicate_elimination,
-                message_order=order,
-            )
-
-        # Composed now to check it (also for a message in order, whose number comes in its unit of work).
-        composed = composed_with(MessageOrder(0) if ordered else None)
-        ttl = submission.time_to_live
-        if ttl is not None and composed.ack_requested and params.retry_interval is not None:
-            # ebMS2 §6.4.5: "For a reliably delivered message, TimeToLive MUST conform to: TimeToLive >
-            # Timestamp + ((Retries + 1) * RetryInterval)".
-            floor = time_to_live_floor(params.retries, params.retry_interval, now)
-            if ttl <= floor:
-                raise ConfigurationError(
-                    f"TimeToLive {ttl.isoformat()} is too early for a reliably sent message under agreement "
-                    f"{params.cpaid}: it must be after Timestamp + (Retries + 1) x RetryInterval = {floor.isoformat()} "
-                    f"(Retries {params.retries}, RetryInterval {params.retry_interval}; ebMS2 §6.4.5); give a later "
-                    "TimeToLive, or none"
-                )
-        reliability = Reliability.from_parameters(
+        draft = _Draft(
+            submission,
             params,
-            ack_requested=composed.ack_requested,
-            time_to_live=ttl,
-            hop_ack=composed.hop_ack,
+            core.ids(),
+            submission.conversation_id or core.ids(),
+            now,
+            core.settings.identity.message_id_domain,
+            sending.ack_requested,
+            sending.duplicate_elimination,
         )
-        state, actions = step(None, Submit(message_id, reliability), now)
+        # Composed now to check it (also for a message in order, whose number comes in its unit of work).
+        composed = draft.composed(MessageOrder(0) if draft.ordered else None)
+        _check_time_to_live(params, composed, submission.time_to_live, now)
+        reliability = Reliability.from_parameters(
+            params, ack_requested=composed.ack_requested, time_to_live=submission.time_to_live, hop_ack=composed.hop_ack
+        )
+        state, actions = step(None, Submit(draft.message_id, reliability), now)
         # ebMS2 §10: a route to the To party (through an intermediary) wins over the agreement's endpoint.
         to_party = composed.envelope.message_header.to_party  # type: ignore[union-attr]
         route = self.forwarding.route(to_party, params.cpaid, params.service, params.action)
         endpoint_url = route.next_hop if route is not None else params.endpoint_url
-        written = None if ordered else self._write(params, composed)
+        written = None if draft.ordered else self._write(params, composed)
+        unit = self._unit(draft, written, state, actions, endpoint_url)
+        if written is None:
+            return Prepared(draft.message_id, params, None, None, unit, endpoint_url)
+        return Prepared(draft.message_id, params, written[0], written[1], unit, endpoint_url)
+
+    def _unit(
+        self,
+        draft: _Draft,
+        written: _Written | None,
+        state: OutboundState,
+        actions: tuple[Action, ...],
+        endpoint_url: str,
+    ) -> Callable[[Transaction], AfterCommit]:
+        """The unit of work committing ``draft``: its bytes (``written``, or composed there with its
+        SequenceNumber), its state and first timer, its ``submitted`` journal entry."""
+        core, params, message_id, now = self.core, draft.params, draft.message_id, draft.now
 
         def unit(tx: Transaction) -> AfterCommit:
             after = AfterCommit()
             number: int | None = None
             if written is None:
-                # ebMS2 §9.1.1: the next SequenceNumber of the conversation, given in the transaction that
-                # commits the message (a message not committed takes none).
-                counter = tx.sequence_counter(params.cpaid, conversation_id)
-                waits = counter is not None and (counter.broken or counter.restarted)
-                under_way = tx.ordered_under_way(params.cpaid, conversation_id) if waits else 0
-                try:
-                    order, counter = assign(counter, under_way=under_way, conversation_id=conversation_id)
-                except SequenceNotReady as exc:
-                    raise ConfigurationError(str(exc)) from None
-                tx.set_sequence_counter(params.cpaid, conversation_id, counter)
+                order = _next_in_order(tx, params.cpaid, draft.conversation_id)
                 number = order.sequence_number
-                content_type, body, signed, encrypted = self._write(params, composed_with(order))
+                content_type, body, signed, encrypted = self._write(params, draft.composed(order))
             else:
                 content_type, body, signed, encrypted = written
             try:
-                self._commit(tx, body, state, params, conversation_id, endpoint_url, content_type, number)
+                self._commit(tx, body, state, params, draft.conversation_id, endpoint_url, content_type, number)
             finally:
                 if written is None and not isinstance(body, bytes):
                     body.close()
+            detail: dict[str, object] = {
+                "cpaid": params.cpaid,
+                "action": params.action,
+                "to": party_text(*draft.submission.to_party),
+                "signed": signed,
+                "encrypted": encrypted,
+            }
+            if number is not None:
+                detail["sequenceNumber"] = number
             tx.append_event(
-                at=now,
-                kind=EventKind.SUBMITTED,
-                message_id=message_id,
-                direction=Direction.OUTBOUND,
-                detail={
-                    "cpaid": params.cpaid,
-                    "action": params.action,
-                    "to": party_text(*submission.to_party),
-                    "signed": signed,
-                    "encrypted": encrypted,
-                    **({} if number is None else {"sequenceNumber": number}),
-                },
+                at=now, kind=EventKind.SUBMITTED, message_id=message_id, direction=Direction.OUTBOUND, detail=detail
             )
             # A new message has no timer to replace; with no runtime here, the serving process transmits it.
             self.executor.apply_sending_actions(
@@ -195,11 +179,9 @@ class Submissions:
             )
             return after
 
-        if written is None:
-            return Prepared(message_id, params, None, None, unit, endpoint_url)
-        return Prepared(message_id, params, written[0], written[1], unit, endpoint_url)
+        return unit
 
-    def _write(self, params: SendingParameters, composed: Composed) -> tuple[str, bytes | BinaryIO, bool, bool]:
+    def _write(self, params: SendingParameters, composed: Composed) -> _Written:
         """The message's Content-Type and bytes (in memory when small, else a spooled file the caller closes),
         and whether it was signed and encrypted."""
         # ebMS2 §4.1.3, §4.1.4.5: signed (then encrypted) as the agreement says, before the bytes are stored,
@@ -252,3 +234,69 @@ class Submissions:
             body_blob_id=blob,
             sequence_number=sequence_number,
         )
+
+
+_Written: TypeAlias = tuple[str, bytes | BinaryIO, bool, bool]
+"""A message's Content-Type, its bytes (in memory when small, else a spooled file), signed, encrypted."""
+
+
+@dataclass(frozen=True, slots=True)
+class _Draft:
+    """A submission with what its message is composed from: the agreement's parameters, its MessageId,
+    ConversationId and Timestamp, and the MSH's defaults for the agreement's ``perMessage`` choices."""
+
+    submission: Submission
+    params: SendingParameters
+    message_id: str
+    conversation_id: str
+    now: datetime
+    content_id_domain: str
+    ack_default: bool
+    duplicate_elimination_default: bool
+
+    @property
+    def ordered(self) -> bool:
+        return is_ordered(self.params)
+
+    def composed(self, order: MessageOrder | None) -> Composed:
+        return compose(
+            self.params,
+            self.submission,
+            message_id=self.message_id,
+            now=self.now,
+            conversation_id=self.conversation_id,
+            content_id_domain=self.content_id_domain,
+            ack_default=self.ack_default,
+            duplicate_elimination_default=self.duplicate_elimination_default,
+            message_order=order,
+        )
+
+
+def _check_time_to_live(params: SendingParameters, composed: Composed, ttl: datetime | None, now: datetime) -> None:
+    """Refuse a TimeToLive too early for a reliably sent message."""
+    if ttl is None or not composed.ack_requested or params.retry_interval is None:
+        return
+    # ebMS2 §6.4.5: "For a reliably delivered message, TimeToLive MUST conform to: TimeToLive >
+    # Timestamp + ((Retries + 1) * RetryInterval)".
+    floor = time_to_live_floor(params.retries, params.retry_interval, now)
+    if ttl <= floor:
+        raise ConfigurationError(
+            f"TimeToLive {ttl.isoformat()} is too early for a reliably sent message under agreement "
+            f"{params.cpaid}: it must be after Timestamp + (Retries + 1) x RetryInterval = {floor.isoformat()} "
+            f"(Retries {params.retries}, RetryInterval {params.retry_interval}; ebMS2 §6.4.5); give a later "
+            "TimeToLive, or none"
+        )
+
+
+def _next_in_order(tx: Transaction, cpaid: str, conversation_id: str) -> MessageOrder:
+    """The next SequenceNumber of the conversation, taken in ``tx``; refused while the sequence is broken."""
+    # ebMS2 §9.1.1: given in the transaction that commits the message (a message not committed takes none).
+    counter = tx.sequence_counter(cpaid, conversation_id)
+    waits = counter is not None and (counter.broken or counter.restarted)
+    under_way = tx.ordered_under_way(cpaid, conversation_id) if waits else 0
+    try:
+        order, counter = assign(counter, under_way=under_way, conversation_id=conversation_id)
+    except SequenceNotReady as exc:
+        raise ConfigurationError(str(exc)) from None
+    tx.set_sequence_counter(cpaid, conversation_id, counter)
+    return order
