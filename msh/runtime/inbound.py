@@ -26,25 +26,21 @@ from datetime import datetime
 from typing import BinaryIO
 
 from cpa.check import CheckResult, check
-from cpa.resolve import party_keys
 from msh.ebms.digest import content_digest
 from msh.ebms.envelope import serialise_envelope
 from msh.ebms.errorlist import soap_fault
 from msh.ebms.message import EbxmlMessage, ParseMode, parse_message
-from msh.ebms.model import Envelope
 from msh.ebms.namespaces import SERVICE_MSH
 from msh.ebms.salvage import salvage_reply_address
-from msh.engine import Event, Held, InboundDecision, QueriedMessage, StoredInbound, receive
+from msh.engine import Event, InboundDecision, receive
 from msh.engine.binding import refusal, reply_status, transmission_outcome
-from msh.engine.inbound import NO_SEQUENCE, SequenceState
 from msh.engine.intermediary import StoreForward, forward
-from msh.engine.signals import party_text
 from msh.errors import ConfigurationError, EbmsError, EnvelopeError, SecurityError
 from msh.runtime.core import PARSE_ON_LOOP, Core
 from msh.runtime.executor import AfterCommit, Executor, RaceLost
+from msh.runtime.inbound_facts import queried, stored_inbound
 from msh.runtime.security import ReceiptVerdict
-from msh.runtime.sequences import sequence_of_header
-from msh.store.api import InboxEntry, InboxState, OutboundKind, Transaction
+from msh.store.api import OutboundKind, Transaction
 from msh.transport.asgi import server_fault
 from msh.transport.port import SOAP_CONTENT_TYPE, HttpReply
 from msh.transport.tls import client_certificate_issue
@@ -56,12 +52,6 @@ log = logging.getLogger("msh.runtime")
 ReceiveUnit = Callable[[Transaction], tuple[InboundDecision, bytes | None, AfterCommit]]
 """The unit of work that decides and commits one received message: the decision, the reply for the
 connection, and the work for after the commit."""
-
-
-def _handed(entry: InboxEntry | None) -> bool:
-    """Whether the application was given the message: not new, nor held back or abandoned under MessageOrder
-    (ebMS2 §9.1.1); a StatusRequest about it is answered Processed (§7.3.3)."""
-    return entry is not None and entry.state in (InboxState.DELIVERED_TO_APP, InboxState.ACKNOWLEDGED_BY_APP)
 
 
 @dataclass(frozen=True, slots=True)
@@ -259,35 +249,40 @@ class InboundPipeline:
 
     # -- 3. decide and commit
 
-    def _stored_inbound(self, tx: Transaction, message_id: str) -> StoredInbound | None:
-        record = tx.find_inbound(message_id)
-        if record is None:
-            return None
-        delivered = _handed(tx.inbox_entry(record.id))
-        return StoredInbound(record.message_id, record.ack_envelope, delivered, record.content_digest)
-
-    def _queried(self, tx: Transaction, envelope: Envelope) -> QueriedMessage | None:
-        """What the store holds of the message a StatusRequest asks about (ebMS2 §7, §6.1): facts for the
-        engine, which decides the answer (:func:`msh.engine.replies.status_answer`)."""
-        request = envelope.status_request
-        if request is None:
-            return None
-        message_id = request.ref_to_message_id
-        record = tx.find_inbound(message_id)
-        if record is not None:
-            handed = _handed(tx.inbox_entry(record.id))
-            cpa = self.core.registry.get(record.cpaid)
-            parties = None
-            if cpa is not None:
-                parties = frozenset(party_text(*key) for info in cpa.party_infos for key in party_keys(info))
-            return QueriedMessage(
-                message_id, Held.RECEIVED, record.received_at, record.from_party, record.to_party, handed, parties
+    def _decide(self, tx: Transaction, inbound: Inbound, sync_override: bool | None) -> InboundDecision:
+        """The engine's decision on ``inbound`` with what the store knows of it (read in ``tx``)."""
+        envelope = inbound.message.envelope
+        header = envelope.message_header
+        core = self.core
+        if inbound.forward and header is not None:
+            # ebMS2 §10: addressed to another party: forwarded (never a duplicate, §10.1).
+            mine = tx.get_outbound(header.message_id)
+            return forward(
+                envelope,
+                routes=self.forwarding.routes,
+                own_party=self.forwarding.own_party,
+                own_id=self.forwarding.own_id,
+                now=inbound.now,
+                new_message_id=core.ids(),
+                own_message=mine is not None and mine.kind is not OutboundKind.FORWARD,
+                sync_reply_requested=sync_override,
+                time_accuracy=core.settings.agreements.time_accuracy,
             )
-        stored = tx.get_outbound(message_id)
-        if stored is not None and stored.kind is OutboundKind.FORWARD:
-            # ebMS2 §10: a message this MSH forwarded as an intermediary; its row was made when it came in.
-            return QueriedMessage(message_id, Held.FORWARDED, stored.created_at, stored.from_party, stored.to_party)
-        return None
+        duplicate, ordered = stored_inbound(tx, envelope, core.settings.receiving.max_held_messages)
+        return receive(
+            envelope,
+            check_result=inbound.result,
+            duplicate=duplicate,
+            now=inbound.now,
+            new_message_id=core.ids(),
+            sync_reply_requested=sync_override,
+            queried=queried(tx, core.registry, envelope),
+            digest=inbound.digest,
+            next_id=core.ids,
+            relayed=inbound.relayed,
+            ordered=ordered,
+            can_sign=core.security.can_sign,
+        )
 
     def unit(
         self,
@@ -298,53 +293,13 @@ class InboundPipeline:
     ) -> ReceiveUnit:
         """The unit of work that decides and commits ``inbound``; ``then`` runs in the same unit, after
         the decision's store actions (the outcome of the transmission an answer came on)."""
-        envelope = inbound.message.envelope
-        header = envelope.message_header
-
-        def decide(tx: Transaction) -> InboundDecision:
-            if inbound.forward and header is not None:
-                # ebMS2 §10: addressed to another party: forwarded (never a duplicate, §10.1).
-                mine = tx.get_outbound(header.message_id)
-                return forward(
-                    envelope,
-                    routes=self.forwarding.routes,
-                    own_party=self.forwarding.own_party,
-                    own_id=self.forwarding.own_id,
-                    now=inbound.now,
-                    new_message_id=self.core.ids(),
-                    own_message=mine is not None and mine.kind is not OutboundKind.FORWARD,
-                    sync_reply_requested=sync_override,
-                    time_accuracy=self.core.settings.agreements.time_accuracy,
-                )
-            duplicate = None
-            ordered = NO_SEQUENCE
-            if header is not None and header.service.value != SERVICE_MSH:
-                duplicate = self._stored_inbound(tx, header.message_id)
-                if duplicate is None and envelope.message_order is not None:
-                    # ebMS2 §9: where its sequence stands (locked until the commit: one placement at a time).
-                    position = tx.order_position(sequence_of_header(header))
-                    ordered = SequenceState(position, self.core.settings.receiving.max_held_messages)
-            return receive(
-                envelope,
-                check_result=inbound.result,
-                duplicate=duplicate,
-                now=inbound.now,
-                new_message_id=self.core.ids(),
-                sync_reply_requested=sync_override,
-                queried=self._queried(tx, envelope),
-                digest=inbound.digest,
-                next_id=self.core.ids,
-                relayed=inbound.relayed,
-                ordered=ordered,
-                can_sign=self.core.security.can_sign,
-            )
 
         def unit(tx: Transaction) -> tuple[InboundDecision, bytes | None, AfterCommit]:
             for _attempt in range(3):
                 after = AfterCommit()
                 try:
                     with tx.savepoint():
-                        decision = decide(tx)
+                        decision = self._decide(tx, inbound, sync_override)
                         reply = self.executor.apply_inbound(
                             tx,
                             inbound.message,
