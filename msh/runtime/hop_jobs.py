@@ -20,7 +20,7 @@ from cpa.resolve import AgreementRefused
 from msh.ebms.envelope import serialise_envelope
 from msh.ebms.message import ParseMode, parse_message
 from msh.ebms.model import Envelope, MessageHeader
-from msh.engine import EndpointRef, Reliability, SendAgain, StoredAck, Submit, step
+from msh.engine import EndpointRef, OutboundState, Reliability, SendAgain, StoredAck, Submit, step
 from msh.engine.intermediary import delivery_failure
 from msh.engine.routing import DEFAULT_ROUTE_RETRIES, DEFAULT_ROUTE_RETRY_INTERVAL
 from msh.engine.signals import party_text_of
@@ -90,27 +90,7 @@ class HopJobs(ABC):
             self.apply_sending_actions(tx, message_id, actions, now, after, kind=kind)
             return record
         state, actions = step(None, Submit(message_id, reliability), now)
-        if not isinstance(body, bytes):
-            body.seek(0)
-        blob = tx.put_blob(body)
-        if existing is None:
-            record = tx.insert_outbound(
-                state=state,
-                cpaid=header.cpa_id,
-                conversation_id=header.conversation_id,
-                service=header.service.value,
-                action=header.action,
-                from_party=party_text_of(header.from_party),
-                to_party=party_text_of(header.to_party),
-                endpoint_url=endpoint_url,
-                content_type=content_type,
-                body_blob_id=blob,
-                kind=kind,
-            )
-        else:
-            record = tx.requeue_outbound(
-                state=state, body_blob_id=blob, content_type=content_type, endpoint_url=endpoint_url
-            )
+        record = _store_job(tx, existing, state, kind, header, body, content_type, endpoint_url)
         after.rows[message_id] = record
         if isinstance(body, bytes):
             after.bodies[message_id] = (content_type, body)
@@ -271,3 +251,35 @@ class HopJobs(ABC):
         envelope = self._envelope_of(stored) if self.forwarding.routes else None
         if envelope is None or not self.send_signal(tx, envelope, body, now, after):
             after.async_replies.append((body, ref))
+
+
+def _store_job(
+    tx: Transaction,
+    existing: OutboundMessage | None,
+    state: OutboundState,
+    kind: OutboundKind,
+    header: MessageHeader,
+    body: BinaryIO | bytes,
+    content_type: str,
+    endpoint_url: str,
+) -> OutboundMessage:
+    """The stored row of a new job: inserted, or (a copy after the earlier one is over) the earlier row
+    queued again with the new bytes."""
+    if not isinstance(body, bytes):
+        body.seek(0)
+    blob = tx.put_blob(body)
+    if existing is not None:
+        return tx.requeue_outbound(state=state, body_blob_id=blob, content_type=content_type, endpoint_url=endpoint_url)
+    return tx.insert_outbound(
+        state=state,
+        cpaid=header.cpa_id,
+        conversation_id=header.conversation_id,
+        service=header.service.value,
+        action=header.action,
+        from_party=party_text_of(header.from_party),
+        to_party=party_text_of(header.to_party),
+        endpoint_url=endpoint_url,
+        content_type=content_type,
+        body_blob_id=blob,
+        kind=kind,
+    )
