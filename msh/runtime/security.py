@@ -4,7 +4,7 @@ asks for them.
 * :func:`~msh.runtime.keys.load_keys` reads ``[security]``: the signing key and certificate, the
   decryption key (the signing key unless another is named), encrypted PEM opened with the passphrase from
   the environment variable the settings name.
-* :meth:`MessageSecurity.agreement_problems`: an agreement that has us sign (a SenderNonRepudiation on a
+* :func:`~msh.runtime.keys.agreement_problems`: an agreement that has us sign (a SenderNonRepudiation on a
   channel of ours) or encrypts payloads for us (a SenderDigitalEnvelope towards a channel of ours) while
   the settings give no key for it, or names another signing certificate for us than ours, is refused when
   it is loaded (:class:`~msh.runtime.msh.Msh` construction), naming the agreement, the element and the
@@ -32,7 +32,6 @@ from datetime import datetime
 from typing import Any, TypeVar
 
 from cryptography import x509
-from cryptography.hazmat.primitives.serialization import Encoding
 
 from cpa.check import CheckResult
 from cpa.model import CollaborationProtocolAgreement, PerMessage
@@ -47,7 +46,7 @@ from msh.ebms.namespaces import EB as _EB
 from msh.engine.reliability import effective_actor
 from msh.errors import ConfigurationError, ErrorCode, Issue, SecurityError, Severity
 from msh.runtime.config.model import SecuritySettings
-from msh.runtime.keys import Keys, load_keys
+from msh.runtime.keys import Keys, agreement_problems, load_keys
 from msh.security import (
     ENCRYPTED_CONTENT_TYPE,
     EncryptionPolicy,
@@ -103,10 +102,6 @@ def _security_issue(description: str, location: str) -> Issue:
     return Issue(ErrorCode.SECURITY_FAILURE, Severity.ERROR, description, location)
 
 
-def _ours(cpa: CollaborationProtocolAgreement, party: PartyKey) -> Iterable[Any]:
-    return (info for info in cpa.party_infos if party in party_keys(info))
-
-
 def _asks_security(cpa: CollaborationProtocolAgreement) -> bool:
     """Whether ``cpa`` signs or encrypts anything (CPP/A 2.0 §8.4.40-§8.4.50)."""
     for info in cpa.party_infos:
@@ -139,47 +134,10 @@ class MessageSecurity:
 
     # -- the agreements, when loaded
 
-    def agreement_problems(self, cpa: CollaborationProtocolAgreement) -> list[str]:
-        """What in ``cpa`` the settings' keys cannot do for our party (one line each, naming the setting)."""
-        problems: list[str] = []
-        keys = self.keys
-        for info in _ours(cpa, self.party):
-            for channel in (*info.delivery_channels, info.default_msh_channel):
-                sender = channel.doc_exchange.sender_binding
-                nr = sender.non_repudiation if sender is not None else None
-                where = f"agreement {cpa.cpaid}, {info.party_name}, DeliveryChannel {channel.channel_id}"
-                if nr is not None and keys.signing_key is None:
-                    problems.append(
-                        f"{where}: its SenderNonRepudiation has us sign what we send on it, and security.signing_key "
-                        "and security.signing_certificate are not set; give our signing key pair (PEM files), "
-                        "or remove the SenderNonRepudiation from the agreement"
-                    )
-                elif nr is not None and nr.certificate is not None and keys.certificate is not None:
-                    named = nr.certificate.x509[:1]
-                    ours = keys.certificate.public_bytes(Encoding.DER)
-                    if named and named[0] != ours:
-                        problems.append(
-                            f"{where}: its SigningCertificateRef names certificate {nr.certificate.cert_id!r}, "
-                            f"which is not security.signing_certificate ({keys.certificate.subject.rfc4514_string()}); "
-                            "the partner would refuse our signatures: give the key pair of that certificate"
-                        )
-        for other in cpa.party_infos:
-            if self.party in party_keys(other):
-                continue
-            for channel in other.delivery_channels:
-                sender = channel.doc_exchange.sender_binding
-                if sender is not None and sender.digital_envelope is not None and keys.decryption_key is None:
-                    problems.append(
-                        f"agreement {cpa.cpaid}, {other.party_name}, DeliveryChannel {channel.channel_id}: its "
-                        "SenderDigitalEnvelope encrypts payloads for us, and no RSA key is set to decrypt them: set "
-                        "security.decryption_key (or security.signing_key, an RSA key)"
-                    )
-                    break
-        return problems
-
     def check_agreements(self, agreements: Iterable[CollaborationProtocolAgreement]) -> None:
-        """:class:`ConfigurationError` listing :meth:`agreement_problems` of every agreement."""
-        problems = list(dict.fromkeys(p for cpa in agreements for p in self.agreement_problems(cpa)))
+        """:class:`ConfigurationError` listing what in ``agreements`` our keys cannot do
+        (:func:`~msh.runtime.keys.agreement_problems`)."""
+        problems = list(dict.fromkeys(p for cpa in agreements for p in agreement_problems(self.keys, cpa, self.party)))
         if problems:
             raise ConfigurationError("; ".join(problems))
 
@@ -385,7 +343,8 @@ class MessageSecurity:
             return hit[1]
         asks = any(
             channel.messaging_characteristics.ack_signature_requested is not PerMessage.NEVER
-            for info in _ours(cpa, self.party)
+            for info in cpa.party_infos
+            if self.party in party_keys(info)
             for channel in info.delivery_channels
         )
         self._signed_acks[cpa.cpaid] = (cpa, asks)
