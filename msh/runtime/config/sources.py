@@ -20,7 +20,7 @@ from typing import Any, Final
 from msh.runtime.config.declaration import ENV_PREFIX, Declared, SettingsError
 from msh.runtime.config.model import SECTIONS, SETTINGS, RoutingSettings, Settings
 from msh.runtime.config.routes import ROUTES, ROUTING, read_routes
-from msh.runtime.config.rules import cross_problems, tls_problems
+from msh.runtime.config.rules import Label, cross_problems, tls_problems
 from msh.runtime.config.values import Invalid, type_name
 
 __all__ = ["CONFIG_ENV", "load_settings", "settings_from_mapping"]
@@ -125,9 +125,28 @@ def settings_from_mapping(
     raw: dict[str, _Raw] = {}
     _read_file_values(data, source, raw, problems)
     _read_env_values(env, raw, problems)
-
-    values: dict[str, Any] = {}
     bad: set[str] = set()
+    values = _defaults(raw, problems, bad)
+    label = _labels(raw)
+    values.update(_read_values(raw, base_dir, label, problems, bad))
+    problems.extend(tls_problems(values, label, bad))
+    routes, route_problems = read_routes(data[ROUTING], source, base_dir) if ROUTING in data else ((), [])
+    problems.extend(route_problems)
+    values["routing.routes"] = routes
+    if route_problems:
+        bad.add("routing.routes")
+    problems.extend(cross_problems(values, label, bad))
+    if problems:
+        raise SettingsError(source, problems)
+    parts: dict[str, Any] = {
+        cls.section: cls(**{d.key: values[d.name] for d in SETTINGS if d.section == cls.section}) for cls in SECTIONS
+    }
+    return Settings(**parts, routing=RoutingSettings(routes), source=source)
+
+
+def _defaults(raw: Mapping[str, _Raw], problems: list[str], bad: set[str]) -> dict[str, Any]:
+    """The default of every setting that has one; a required setting no source gives is a problem (and bad)."""
+    values: dict[str, Any] = {}
     for d in SETTINGS:
         if not d.required:
             values[d.name] = d.default
@@ -137,11 +156,25 @@ def settings_from_mapping(
                 f"{d.name} is required; set {d.key} in [{d.section}] of the configuration file "
                 f"or the environment variable {d.env}"
             )
+    return values
+
+
+def _labels(raw: Mapping[str, _Raw]) -> Label:
+    """How the messages name a setting: with the file or variable its value came from, or ``(default)``."""
 
     def label(setting: str) -> str:
         found = raw.get(setting)
         return f"{setting} (from {found.origin})" if found else f"{setting} (default)"
 
+    return label
+
+
+def _read_values(
+    raw: Mapping[str, _Raw], base_dir: Path, label: Label, problems: list[str], bad: set[str]
+) -> dict[str, Any]:
+    """The values the sources give, read, with their paths resolved, checked and verified; a value with a
+    problem is left out (and its setting is bad)."""
+    values: dict[str, Any] = {}
     for d in SETTINGS:  # in declaration order, for a readable report
         found = raw.get(d.name)
         if found is None:
@@ -160,20 +193,7 @@ def settings_from_mapping(
             bad.add(d.name)
             continue
         values[d.name] = value
-
-    problems.extend(tls_problems(values, label, bad))
-    routes, route_problems = read_routes(data[ROUTING], source, base_dir) if ROUTING in data else ((), [])
-    problems.extend(route_problems)
-    values["routing.routes"] = routes
-    if route_problems:
-        bad.add("routing.routes")
-    problems.extend(cross_problems(values, label, bad))
-    if problems:
-        raise SettingsError(source, problems)
-    parts: dict[str, Any] = {
-        cls.section: cls(**{d.key: values[d.name] for d in SETTINGS if d.section == cls.section}) for cls in SECTIONS
-    }
-    return Settings(**parts, routing=RoutingSettings(routes), source=source)
+    return values
 
 
 def load_settings(path: str | os.PathLike[str] | None = None, *, env: Mapping[str, str] | None = None) -> Settings:
