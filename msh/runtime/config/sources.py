@@ -9,10 +9,9 @@ The routing table (``[[routing.routes]]``) is read from the file only (:mod:`.ro
 
 from __future__ import annotations
 
-import difflib
 import os
 import tomllib
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
@@ -21,7 +20,7 @@ from msh.runtime.config.declaration import ENV_PREFIX, Declared, SettingsError
 from msh.runtime.config.model import SECTIONS, SETTINGS, RoutingSettings, Settings
 from msh.runtime.config.routes import ROUTES, ROUTING, read_routes
 from msh.runtime.config.rules import Label, cross_problems, tls_problems
-from msh.runtime.config.values import Invalid, type_name
+from msh.runtime.config.values import Invalid, did_you_mean, type_name
 
 __all__ = ["CONFIG_ENV", "load_settings", "settings_from_mapping"]
 
@@ -47,11 +46,6 @@ class _Raw:
     from_env: bool
 
 
-def _did_you_mean(word: str, choices: Sequence[str]) -> str:
-    close = difflib.get_close_matches(word, choices, n=1)
-    return f" (did you mean {close[0]!r}?)" if close else ""
-
-
 def _read_file_values(data: Mapping[str, Any], source: str, raw: dict[str, _Raw], problems: list[str]) -> None:
     sections = _SECTION_NAMES
     for section, table in data.items():
@@ -59,7 +53,7 @@ def _read_file_values(data: Mapping[str, Any], source: str, raw: dict[str, _Raw]
             continue
         if section not in _KEYS:
             problems.append(
-                f"[{section}] (in {source}) is not a settings section{_did_you_mean(section, sections)}; "
+                f"[{section}] (in {source}) is not a settings section{did_you_mean(section, sections)}; "
                 f"the sections are {', '.join(f'[{s}]' for s in sections)}"
             )
             continue
@@ -73,7 +67,7 @@ def _read_file_values(data: Mapping[str, Any], source: str, raw: dict[str, _Raw]
         for key, value in table.items():
             if key not in _KEYS[section]:
                 problems.append(
-                    f"{section}.{key} (in {source}) is not a setting{_did_you_mean(key, keys)}; "
+                    f"{section}.{key} (in {source}) is not a setting{did_you_mean(key, keys)}; "
                     f"the keys of [{section}] are {', '.join(keys)}"
                 )
                 continue
@@ -96,14 +90,14 @@ def _read_env_values(env: Mapping[str, str], raw: dict[str, _Raw], problems: lis
         if section not in _KEYS:
             problems.append(
                 f"{name} (environment) names no setting: {section.upper()!r} is not a settings section"
-                f"{_did_you_mean(section.upper(), sections)}; write MSH_<SECTION>_<KEY> with SECTION one of "
+                f"{did_you_mean(section.upper(), sections)}; write MSH_<SECTION>_<KEY> with SECTION one of "
                 f"{', '.join(sections)} ({CONFIG_ENV} names the configuration file), or unset {name}"
             )
             continue
         if key not in _KEYS[section]:
             names = [d.env for d in _KEYS[section].values()]
             problems.append(
-                f"{name} (environment) names no setting{_did_you_mean(name, names)}; the settings of "
+                f"{name} (environment) names no setting{did_you_mean(name, names)}; the settings of "
                 f"[{section}] are {', '.join(names)}"
             )
             continue
