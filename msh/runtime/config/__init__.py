@@ -54,6 +54,25 @@ Modules
     :mod:`.declaration`); :mod:`.routes` declares and reads the routing table's rows; :mod:`.values` reads
     each type of value; :mod:`.rules` holds the checks and the rules that tie settings together;
     :mod:`.sources` reads the file and the environment; :mod:`.describing` writes the settings out.
+
+Why our own code
+    A settings library was weighed against these modules (the README's "Why the settings are read by our
+    own code" has the comparison). pydantic-settings reads the same file and variables, but its messages
+    name neither the variable nor the file a value came from, nor say what to write, and it accepts what
+    ours refuses: ``port = "8081"``, ``max_in_flight = true`` (as 1), ``"P1M"`` (as 30 days), misspelt
+    ``MSH_`` variables (ignored). For ``MSH_SERVER_PORT=eighty`` ours says::
+
+        server.port (from MSH_SERVER_PORT): 'eighty' is not an integer; write a port number 1-65535 (0: any free port)
+
+    and pydantic-settings says::
+
+        server.port
+          Input should be a valid integer, unable to parse string as an integer [type=int_parsing, ...]
+
+    Keeping our messages meant reading both sources with our own code and translating the library's errors
+    back: it would have replaced about 60 lines (the type checks of TOML values) and added a dependency,
+    while the checks, the cross-setting rules, the TLS file checks, the routing table and the descriptions
+    stay ours either way.
 """
 
 from msh.runtime.config.declaration import SettingsError

@@ -11,7 +11,6 @@ file. Routes come only from the file: an array of tables has no ``MSH_<SECTION>_
 
 from __future__ import annotations
 
-import difflib
 import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -22,7 +21,7 @@ from cpa.duration import XsDuration
 from msh.engine.routing import DEFAULT_ROUTE_RETRIES, DEFAULT_ROUTE_RETRY_INTERVAL, Route
 from msh.runtime.config import rules
 from msh.runtime.config.declaration import Declared, Section, SettingsError, declared, setting
-from msh.runtime.config.values import PEM_FILE, PEM_FILES, XS_DURATION, Invalid, show, type_name
+from msh.runtime.config.values import PEM_FILE, PEM_FILES, XS_DURATION, Invalid, did_you_mean, show, type_name
 
 __all__ = ["ROUTES", "ROUTE_KEYS", "ROUTING", "RouteKeys", "describe_routes", "read_routes", "route_keys_table"]
 
@@ -206,11 +205,6 @@ ROUTE_KEYS: Final[tuple[Declared, ...]] = declared(RouteKeys)
 _BY_KEY: Final = {d.key: d for d in ROUTE_KEYS}
 
 
-def _did_you_mean(word: str, choices: Sequence[str]) -> str:
-    close = difflib.get_close_matches(word, choices, n=1)
-    return f" (did you mean {close[0]!r}?)" if close else ""
-
-
 def read_routes(section: object, source: str, base_dir: Path) -> tuple[tuple[Route, ...], list[str]]:
     """The routes of the file's ``routing`` section (``section``, as TOML gives it) and the problems found.
 
@@ -228,7 +222,7 @@ def read_routes(section: object, source: str, base_dir: Path) -> tuple[tuple[Rou
     for key in section:
         if key != ROUTES:
             problems.append(
-                f"{ROUTING}.{key} (in {source}) is not a setting{_did_you_mean(key, [ROUTES])}; the only key of "
+                f"{ROUTING}.{key} (in {source}) is not a setting{did_you_mean(key, [ROUTES])}; the only key of "
                 f"[{ROUTING}] is {ROUTES}, written as [[{ROUTING}.{ROUTES}]] tables"
             )
     rows = section.get(ROUTES, [])
@@ -271,7 +265,7 @@ def _read_row(
     for key in row:
         if key not in _BY_KEY:
             problems.append(
-                f"{where}.{key} (in {source}) is not a route key{_did_you_mean(key, list(_BY_KEY))}; the keys of "
+                f"{where}.{key} (in {source}) is not a route key{did_you_mean(key, list(_BY_KEY))}; the keys of "
                 f"a route are {', '.join(_BY_KEY)}"
             )
     values: dict[str, Any] = {}

@@ -9,10 +9,9 @@ The routing table (``[[routing.routes]]``) is read from the file only (:mod:`.ro
 
 from __future__ import annotations
 
-import difflib
 import os
 import tomllib
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
@@ -20,8 +19,8 @@ from typing import Any, Final
 from msh.runtime.config.declaration import ENV_PREFIX, Declared, SettingsError
 from msh.runtime.config.model import SECTIONS, SETTINGS, RoutingSettings, Settings
 from msh.runtime.config.routes import ROUTES, ROUTING, read_routes
-from msh.runtime.config.rules import cross_problems, tls_problems
-from msh.runtime.config.values import Invalid, type_name
+from msh.runtime.config.rules import Label, cross_problems, tls_problems
+from msh.runtime.config.values import Invalid, did_you_mean, type_name
 
 __all__ = ["CONFIG_ENV", "load_settings", "settings_from_mapping"]
 
@@ -47,11 +46,6 @@ class _Raw:
     from_env: bool
 
 
-def _did_you_mean(word: str, choices: Sequence[str]) -> str:
-    close = difflib.get_close_matches(word, choices, n=1)
-    return f" (did you mean {close[0]!r}?)" if close else ""
-
-
 def _read_file_values(data: Mapping[str, Any], source: str, raw: dict[str, _Raw], problems: list[str]) -> None:
     sections = _SECTION_NAMES
     for section, table in data.items():
@@ -59,7 +53,7 @@ def _read_file_values(data: Mapping[str, Any], source: str, raw: dict[str, _Raw]
             continue
         if section not in _KEYS:
             problems.append(
-                f"[{section}] (in {source}) is not a settings section{_did_you_mean(section, sections)}; "
+                f"[{section}] (in {source}) is not a settings section{did_you_mean(section, sections)}; "
                 f"the sections are {', '.join(f'[{s}]' for s in sections)}"
             )
             continue
@@ -73,7 +67,7 @@ def _read_file_values(data: Mapping[str, Any], source: str, raw: dict[str, _Raw]
         for key, value in table.items():
             if key not in _KEYS[section]:
                 problems.append(
-                    f"{section}.{key} (in {source}) is not a setting{_did_you_mean(key, keys)}; "
+                    f"{section}.{key} (in {source}) is not a setting{did_you_mean(key, keys)}; "
                     f"the keys of [{section}] are {', '.join(keys)}"
                 )
                 continue
@@ -96,14 +90,14 @@ def _read_env_values(env: Mapping[str, str], raw: dict[str, _Raw], problems: lis
         if section not in _KEYS:
             problems.append(
                 f"{name} (environment) names no setting: {section.upper()!r} is not a settings section"
-                f"{_did_you_mean(section.upper(), sections)}; write MSH_<SECTION>_<KEY> with SECTION one of "
+                f"{did_you_mean(section.upper(), sections)}; write MSH_<SECTION>_<KEY> with SECTION one of "
                 f"{', '.join(sections)} ({CONFIG_ENV} names the configuration file), or unset {name}"
             )
             continue
         if key not in _KEYS[section]:
             names = [d.env for d in _KEYS[section].values()]
             problems.append(
-                f"{name} (environment) names no setting{_did_you_mean(name, names)}; the settings of "
+                f"{name} (environment) names no setting{did_you_mean(name, names)}; the settings of "
                 f"[{section}] are {', '.join(names)}"
             )
             continue
@@ -125,9 +119,28 @@ def settings_from_mapping(
     raw: dict[str, _Raw] = {}
     _read_file_values(data, source, raw, problems)
     _read_env_values(env, raw, problems)
-
-    values: dict[str, Any] = {}
     bad: set[str] = set()
+    values = _defaults(raw, problems, bad)
+    label = _labels(raw)
+    values.update(_read_values(raw, base_dir, label, problems, bad))
+    problems.extend(tls_problems(values, label, bad))
+    routes, route_problems = read_routes(data[ROUTING], source, base_dir) if ROUTING in data else ((), [])
+    problems.extend(route_problems)
+    values["routing.routes"] = routes
+    if route_problems:
+        bad.add("routing.routes")
+    problems.extend(cross_problems(values, label, bad))
+    if problems:
+        raise SettingsError(source, problems)
+    parts: dict[str, Any] = {
+        cls.section: cls(**{d.key: values[d.name] for d in SETTINGS if d.section == cls.section}) for cls in SECTIONS
+    }
+    return Settings(**parts, routing=RoutingSettings(routes), source=source)
+
+
+def _defaults(raw: Mapping[str, _Raw], problems: list[str], bad: set[str]) -> dict[str, Any]:
+    """The default of every setting that has one; a required setting no source gives is a problem (and bad)."""
+    values: dict[str, Any] = {}
     for d in SETTINGS:
         if not d.required:
             values[d.name] = d.default
@@ -137,11 +150,25 @@ def settings_from_mapping(
                 f"{d.name} is required; set {d.key} in [{d.section}] of the configuration file "
                 f"or the environment variable {d.env}"
             )
+    return values
+
+
+def _labels(raw: Mapping[str, _Raw]) -> Label:
+    """How the messages name a setting: with the file or variable its value came from, or ``(default)``."""
 
     def label(setting: str) -> str:
         found = raw.get(setting)
         return f"{setting} (from {found.origin})" if found else f"{setting} (default)"
 
+    return label
+
+
+def _read_values(
+    raw: Mapping[str, _Raw], base_dir: Path, label: Label, problems: list[str], bad: set[str]
+) -> dict[str, Any]:
+    """The values the sources give, read, with their paths resolved, checked and verified; a value with a
+    problem is left out (and its setting is bad)."""
+    values: dict[str, Any] = {}
     for d in SETTINGS:  # in declaration order, for a readable report
         found = raw.get(d.name)
         if found is None:
@@ -160,20 +187,7 @@ def settings_from_mapping(
             bad.add(d.name)
             continue
         values[d.name] = value
-
-    problems.extend(tls_problems(values, label, bad))
-    routes, route_problems = read_routes(data[ROUTING], source, base_dir) if ROUTING in data else ((), [])
-    problems.extend(route_problems)
-    values["routing.routes"] = routes
-    if route_problems:
-        bad.add("routing.routes")
-    problems.extend(cross_problems(values, label, bad))
-    if problems:
-        raise SettingsError(source, problems)
-    parts: dict[str, Any] = {
-        cls.section: cls(**{d.key: values[d.name] for d in SETTINGS if d.section == cls.section}) for cls in SECTIONS
-    }
-    return Settings(**parts, routing=RoutingSettings(routes), source=source)
+    return values
 
 
 def load_settings(path: str | os.PathLike[str] | None = None, *, env: Mapping[str, str] | None = None) -> Settings:

@@ -9,12 +9,13 @@ message says what is wrong and what to write instead.
 
 from __future__ import annotations
 
+import difflib
 import json
 import math
 import os
 import re
 from abc import ABC, abstractmethod
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from datetime import timedelta
 from enum import StrEnum
 from pathlib import Path
@@ -37,6 +38,7 @@ __all__ = [
     "Choice",
     "Invalid",
     "Kind",
+    "did_you_mean",
     "format_duration",
     "show",
     "type_name",
@@ -71,6 +73,12 @@ def show(value: object) -> str:
 def type_name(value: object) -> str:
     """What ``value`` is, in words: ``a string``, ``an integer``, ``a table``."""
     return _TYPE_NAMES.get(type(value), "a table" if isinstance(value, Mapping) else f"a {type(value).__name__}")
+
+
+def did_you_mean(word: str, choices: Sequence[str]) -> str:
+    """`` (did you mean 'x'?)`` naming the one of ``choices`` closest to a misspelt ``word``, or ``""``."""
+    close = difflib.get_close_matches(word, choices, n=1)
+    return f" (did you mean {close[0]!r}?)" if close else ""
 
 
 def _wrong_type(value: object, expected: str, hint: str) -> Invalid:

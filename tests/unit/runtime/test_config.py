@@ -27,6 +27,7 @@ from msh.runtime.config import (
     load_settings,
     settings_from_mapping,
 )
+from msh.runtime.config.rules import CROSS_RULES
 from tests.support.samples import shown_settings
 
 SAMPLES = Path(__file__).resolve().parents[3] / "samples"
@@ -534,6 +535,14 @@ def test_an_untyped_party_id_must_be_a_uri() -> None:
     )
     data["identity"]["party_id"] = "urn:duns:123456789"
     assert settings_from_mapping(data, **AT).identity.party_id_type is None
+
+
+def test_every_cross_rule_reads_declared_settings() -> None:
+    # a misspelt key would never be usable, and its rule would silently never run
+    names = {d.name for d in config.SETTINGS} | {"routing.routes"}
+    for rule in CROSS_RULES:
+        assert set(rule.keys) <= names, rule.check.__name__
+        assert rule.protects, rule.check.__name__
 
 
 def test_every_problem_is_reported_at_once() -> None:
