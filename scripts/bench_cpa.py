@@ -55,7 +55,7 @@ def from_template(template: Path, count: int) -> list[bytes]:
 
 
 def factory_agreements(count: int) -> list[CollaborationProtocolAgreement]:
-    from tests.cpa_factory import make_cpa
+    from tests.support.cpa_factory import make_cpa
 
     return [
         make_cpa(
