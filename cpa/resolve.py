@@ -2,14 +2,14 @@
 
 :func:`resolve` answers, for a From party, a To party, a Service and an Action, which delivery channels
 the agreement binds (the From party's CanSend binding and the To party's CanReceive binding), where to
-send (the receiving channel's endpoint), how (transport, TLS, signing, encryption) and with which
-reliability (retries, intervals, persistence, ack/duplicate-elimination/sync-reply choices). It refuses,
-with :class:`AgreementRefused` saying why and what to do, when the agreement does not allow the message.
+send (the receiving channel's endpoint), how (transport, TLS, signing, encryption) and with which reliability (retries,
+intervals, persistence, ack/duplicate-elimination/sync-reply choices): a :class:`SendingParameters`, one
+record per part of the agreement the values come from. It refuses, with :class:`AgreementRefused` saying
+why and what to do, when the agreement does not allow the message.
 
 The answer depends only on the agreement and the question, except for the validity window, which is
 checked against ``now`` on every call; so results are cached per (agreement, parties, roles, service,
-action) and a lookup costs a dict get plus the date check. The engine never reads a clock: ``now`` is a
-parameter.
+action) and a lookup costs a dict get plus the date check. The engine never reads a clock: ``now`` is a parameter.
 
 Decisions where the specifications leave room (see also the module docs of :mod:`cpa.check`):
 
@@ -40,6 +40,7 @@ from cpa.model import (
     ConversationConstraints,
     DeliveryChannel,
     DigitalEnvelope,
+    Endpoint,
     EndpointType,
     MessageOrderSemantics,
     NonRepudiation,
@@ -49,6 +50,7 @@ from cpa.model import (
     SecurityDetails,
     Status,
     SyncReplyMode,
+    TransportReceiver,
 )
 from msh.ebms.namespaces import ACTOR_NEXT_MSH, SERVICE_MSH
 from msh.errors import ConfigurationError
@@ -57,13 +59,18 @@ __all__ = [
     "IN_FORCE",
     "MSH_SIGNAL_ACTIONS",
     "AgreementRefused",
+    "DocExchangeParameters",
     "HasPartyIds",
+    "MessagingParameters",
     "PartyIdLike",
     "PartyKey",
+    "PartyParameters",
     "PartyRef",
     "RefusalReason",
+    "ReliableMessagingParameters",
     "AgreementRoute",
     "SendingParameters",
+    "TransportParameters",
     "clear_cache",
     "in_force",
     "action_bindings",
@@ -243,82 +250,139 @@ def routes(cpa: CollaborationProtocolAgreement) -> tuple[AgreementRoute, ...]:
 
 
 @dataclass(frozen=True, slots=True)
-class SendingParameters:
-    """Everything the agreement says about sending one kind of message (ebMS2 §6.4, CPP/A 2.0 §8.4).
+class PartyParameters:
+    """A party of the message as the agreement's PartyInfo names it (CPP/A 2.0 §8.4.2): its partyName, its
+    PartyIds (all of them, for the header's From or To, ebMS2 §3.1.1) and the role it plays (ebMS2
+    §3.1.1.2; None for MSH signals, which name no role)."""
 
-    Party ids, roles, service (with its type) and action are the agreement's, ready for the header.
-    ``retries`` is 0 and ``retry_interval`` None when the sending channel has no ReliableMessaging;
-    ``first_resend_timeout`` is the MSH setting per channel (DESIGN.md §3), defaulting to RetryInterval.
-    Durations are :class:`~cpa.duration.XsDuration` as the agreement wrote them (months included).
-    ``ack_requested``, ``ack_signature_requested``, ``duplicate_elimination`` and ``sync_reply_mode`` are
-    the sending channel's MessagingCharacteristics; :mod:`cpa.precedence` tells how they bind the header.
-    ``next_msh_ack_requested`` and ``next_msh_ack_signature_requested`` are those of a further channel of
-    the same CanSend binding whose actor is nextMSH, when the first channel's actor is toPartyMSH: the
-    message then asks for both acknowledgments, the intermediary's and the To party's (ebMS2 §10.1.3,
-    §6.6 rows 1 and 5); ``never`` otherwise.
-    """
+    name: str
+    ids: tuple[PartyId, ...]
+    role: str | None
 
-    cpaid: str
-    from_party_name: str
-    from_party_ids: tuple[PartyId, ...]
-    from_role: str | None
-    to_party_name: str
-    to_party_ids: tuple[PartyId, ...]
-    to_role: str | None
-    service: str
-    service_type: str | None
-    action: str
-    conversation_constraints: ConversationConstraints | None
+
+@dataclass(frozen=True, slots=True)
+class TransportParameters:
+    """How the message reaches the To party: the channels' Transport (CPP/A 2.0 §8.4.23), that is the
+    receiving side's TransportReceiver (§8.4.28: its Endpoint §8.4.29, protocol and AccessAuthentication
+    §8.4.25) and the TLS (§8.4.26/§8.4.31: the receiver's TransportServerSecurity, else the sending side's
+    TransportClientSecurity, for the protocol and its version).
+
+    ``tls_client_certificate`` and ``tls_server_trust`` are the sending side's TransportClientSecurity
+    (the certificate we present, the SecurityDetails the server must chain to);
+    ``tls_server_certificate`` is the receiving side's TransportServerSecurity certificate."""
+
     endpoint_url: str
-    transport_protocol: str
-    transport_protocol_version: str | None
+    protocol: str
+    protocol_version: str | None
     access_authentication: AccessAuthentication | None
     tls_protocol: str | None
     tls_protocol_version: str | None
     tls_client_certificate: Certificate | None
     tls_server_trust: SecurityDetails | None
     tls_server_certificate: Certificate | None
-    reliable_messaging: bool
-    retries: int
-    retry_interval: XsDuration | None
-    first_resend_timeout: XsDuration | None
-    persist_duration: XsDuration | None
-    message_order_semantics: MessageOrderSemantics
-    sync_reply_mode: SyncReplyMode
-    ack_requested: PerMessage
-    ack_signature_requested: PerMessage
-    duplicate_elimination: PerMessage
-    actor: str | None
-    signing: NonRepudiation | None
-    encryption: DigitalEnvelope | None
-    sending_channel_id: str
-    receiving_channel_id: str
-    msh_signal: bool = False
-    next_msh_ack_requested: PerMessage = PerMessage.NEVER
-    next_msh_ack_signature_requested: PerMessage = PerMessage.NEVER
 
     @property
     def uses_tls(self) -> bool:
         """True when the endpoint is reached over TLS (an https URL or a TransportServerSecurity)."""
         return self.endpoint_url.lower().startswith("https:") or self.tls_protocol is not None
 
+
+@dataclass(frozen=True, slots=True)
+class ReliableMessagingParameters:
+    """The sending channel's ReliableMessaging (its ebXMLSenderBinding's, CPP/A 2.0 §8.4.36/§8.4.37, with
+    MessageOrderSemantics §8.4.38; ebMS2 §6.4).
+
+    ``first_resend_timeout`` is the MSH setting per channel (DESIGN.md §3), defaulting to RetryInterval and
+    never shorter (:func:`at_least_retry_interval`). Durations are :class:`~cpa.duration.XsDuration` as the
+    agreement wrote them (months included)."""
+
+    retries: int
+    retry_interval: XsDuration
+    first_resend_timeout: XsDuration
+    message_order_semantics: MessageOrderSemantics
+
     def time_to_live_floor(self, timestamp: datetime) -> datetime:
         """The time a reliable message's TimeToLive must be later than (ebMS2 §6.4.5):
-        Timestamp + (Retries + 1) * RetryInterval; ``timestamp`` itself without reliable messaging.
+        Timestamp + (Retries + 1) * RetryInterval.
 
         The product is a duration ((Retries + 1) times the months and the seconds of RetryInterval) added to
         the Timestamp as XML Schema Part 2 Appendix E adds durations (months first); past the year 9999 it
         is the latest representable instant."""
-        if not self.reliable_messaging or self.retry_interval is None:
-            return timestamp
         # ebMS2 §6.4.5: TimeToLive > Timestamp + (Retries + 1) * RetryInterval.
         return ((self.retries + 1) * self.retry_interval).add_to_or_latest(timestamp)
+
+
+@dataclass(frozen=True, slots=True)
+class DocExchangeParameters:
+    """The channels' DocExchange (CPP/A 2.0 §8.4.35) beyond ReliableMessaging: the PersistDuration (the
+    receiving side's ebXMLReceiverBinding §8.4.45, else the sending side's ebXMLSenderBinding §8.4.36),
+    the sender's NonRepudiation the message is signed with (§8.4.40) and the DigitalEnvelope its payloads
+    are encrypted with (the receiver's, else the sender's; §8.4.44/§8.4.50)."""
+
+    persist_duration: XsDuration | None
+    signing: NonRepudiation | None
+    encryption: DigitalEnvelope | None
+
+
+@dataclass(frozen=True, slots=True)
+class MessagingParameters:
+    """The sending channel's MessagingCharacteristics (CPP/A 2.0 §8.4.8): :mod:`cpa.precedence` tells how
+    ``ack_requested``, ``ack_signature_requested``, ``duplicate_elimination`` and ``sync_reply_mode`` bind
+    the header; ``actor`` is the AckRequested actor.
+
+    ``next_msh_ack_requested`` and ``next_msh_ack_signature_requested`` are those of a further channel of
+    the same CanSend binding whose actor is nextMSH, when the first channel's actor is toPartyMSH: the
+    message then asks for both acknowledgments, the intermediary's and the To party's (ebMS2 §10.1.3,
+    §6.6 rows 1 and 5); ``never`` otherwise."""
+
+    sync_reply_mode: SyncReplyMode
+    ack_requested: PerMessage
+    ack_signature_requested: PerMessage
+    duplicate_elimination: PerMessage
+    actor: str | None
+    next_msh_ack_requested: PerMessage = PerMessage.NEVER
+    next_msh_ack_signature_requested: PerMessage = PerMessage.NEVER
+
+
+@dataclass(frozen=True, slots=True)
+class SendingParameters:
+    """Everything the agreement says about sending one kind of message (ebMS2 §6.4, CPP/A 2.0 §8.4), in one
+    record per part of the agreement it comes from.
+
+    Parties, service (with its type) and action are the agreement's, ready for the header.
+    ``reliable_messaging`` is None when the sending channel has no ReliableMessaging (then nothing is
+    resent). ``msh_signal``: the message is an MSH signal, sent on the default MSH channels (CPP/A 2.0
+    §8.4.1).
+    """
+
+    cpaid: str
+    from_party: PartyParameters
+    to_party: PartyParameters
+    service: str
+    service_type: str | None
+    action: str
+    conversation_constraints: ConversationConstraints | None
+    transport: TransportParameters
+    reliable_messaging: ReliableMessagingParameters | None
+    doc_exchange: DocExchangeParameters
+    messaging: MessagingParameters
+    sending_channel_id: str
+    receiving_channel_id: str
+    msh_signal: bool = False
+
+    def time_to_live_floor(self, timestamp: datetime) -> datetime:
+        """The time a reliable message's TimeToLive must be later than (ebMS2 §6.4.5,
+        :meth:`ReliableMessagingParameters.time_to_live_floor`); ``timestamp`` itself without reliable
+        messaging."""
+        if self.reliable_messaging is None:
+            return timestamp
+        return self.reliable_messaging.time_to_live_floor(timestamp)
 
 
 def _parameters(
     cpa: CollaborationProtocolAgreement, route: AgreementRoute, signal: bool
 ) -> SendingParameters | _Refusal:
-    sending, receiving = route.sending, route.receiving
+    receiving = route.receiving
     receiver = receiving.transport.receiver
     kind = _SIGNAL_ENDPOINT[route.action] if signal else EndpointType.REQUEST
     endpoint = receiver.endpoint(kind) if receiver is not None else None
@@ -329,62 +393,77 @@ def _parameters(
             f"(transport {receiving.transport.transport_id}) has no TransportReceiver Endpoint of type "
             f"{kind.value} or allPurpose (CPP/A 2.0 §8.4.29); add one to the agreement",
         )
+    sender_binding = route.sending.doc_exchange.sender_binding
+    rm = sender_binding.reliable_messaging if sender_binding is not None else None
+    return SendingParameters(
+        cpaid=cpa.cpaid,
+        from_party=PartyParameters(route.from_party.party_name, route.from_party.party_ids, route.from_role),
+        to_party=PartyParameters(route.to_party.party_name, route.to_party.party_ids, route.to_role),
+        service=route.service,
+        service_type=route.service_type,
+        action=route.action,
+        conversation_constraints=cpa.conversation_constraints,
+        transport=_transport(route.sending, receiver, endpoint),
+        reliable_messaging=(
+            # ebMS2 §6.4.4: the first resend waits RetryInterval, unless the MSH's setting is longer (resolve).
+            ReliableMessagingParameters(rm.retries, rm.retry_interval, rm.retry_interval, rm.message_order_semantics)
+            if rm is not None
+            else None
+        ),
+        doc_exchange=_doc_exchange(route.sending, receiving),
+        messaging=_messaging(route),
+        sending_channel_id=route.sending.channel_id,
+        receiving_channel_id=receiving.channel_id,
+        msh_signal=signal,
+    )
+
+
+def _transport(sending: DeliveryChannel, receiver: TransportReceiver, endpoint: Endpoint) -> TransportParameters:
     sender_transport = sending.transport.sender
     client = sender_transport.client_security if sender_transport is not None else None
     server = receiver.server_security
+    # CPP/A 2.0 §8.4.26/§8.4.31: the receiver's TransportServerSecurity says the TLS version, else the sender's
+    # TransportClientSecurity does.
+    tls = server if server is not None else client
+    return TransportParameters(
+        endpoint_url=endpoint.uri,
+        protocol=receiver.protocol,
+        protocol_version=receiver.protocol_version,
+        access_authentication=receiver.access_authentication,
+        tls_protocol=tls.protocol if tls is not None else None,
+        tls_protocol_version=tls.protocol_version if tls is not None else None,
+        tls_client_certificate=client.certificate if client is not None else None,
+        tls_server_trust=client.peer_security if client is not None else None,
+        tls_server_certificate=server.certificate if server is not None else None,
+    )
+
+
+def _doc_exchange(sending: DeliveryChannel, receiving: DeliveryChannel) -> DocExchangeParameters:
     sender_binding = sending.doc_exchange.sender_binding
     receiver_binding = receiving.doc_exchange.receiver_binding
-    rm = sender_binding.reliable_messaging if sender_binding is not None else None
+    # CPP/A 2.0 §8.4.45/§8.4.36: the receiver's PersistDuration and DigitalEnvelope, else the sender's.
     persist = receiver_binding.persist_duration if receiver_binding is not None else None
     if persist is None and sender_binding is not None:
         persist = sender_binding.persist_duration
     encryption = receiver_binding.digital_envelope if receiver_binding is not None else None
     if encryption is None and sender_binding is not None:
         encryption = sender_binding.digital_envelope
-    mc = sending.messaging_characteristics
+    signing = sender_binding.non_repudiation if sender_binding is not None else None
+    return DocExchangeParameters(persist, signing, encryption)
+
+
+def _messaging(route: AgreementRoute) -> MessagingParameters:
+    mc = route.sending.messaging_characteristics
     hop = next_msh_channel(route) if mc.actor != ACTOR_NEXT_MSH else None
     hop_mc = hop.messaging_characteristics if hop is not None else None
-    return SendingParameters(
-        cpaid=cpa.cpaid,
-        from_party_name=route.from_party.party_name,
-        from_party_ids=route.from_party.party_ids,
-        from_role=route.from_role,
-        to_party_name=route.to_party.party_name,
-        to_party_ids=route.to_party.party_ids,
-        to_role=route.to_role,
-        service=route.service,
-        service_type=route.service_type,
-        action=route.action,
-        conversation_constraints=cpa.conversation_constraints,
-        endpoint_url=endpoint.uri,
-        transport_protocol=receiver.protocol,
-        transport_protocol_version=receiver.protocol_version,
-        access_authentication=receiver.access_authentication,
-        tls_protocol=server.protocol if server is not None else (client.protocol if client is not None else None),
-        tls_protocol_version=(
-            server.protocol_version if server is not None else (client.protocol_version if client else None)
-        ),
-        tls_client_certificate=client.certificate if client is not None else None,
-        tls_server_trust=client.peer_security if client is not None else None,
-        tls_server_certificate=server.certificate if server is not None else None,
-        reliable_messaging=rm is not None,
-        retries=rm.retries if rm is not None else 0,
-        retry_interval=rm.retry_interval if rm is not None else None,
-        first_resend_timeout=rm.retry_interval if rm is not None else None,
-        persist_duration=persist,
-        message_order_semantics=rm.message_order_semantics if rm is not None else MessageOrderSemantics.NOT_GUARANTEED,
+    return MessagingParameters(
         sync_reply_mode=mc.sync_reply_mode,
         ack_requested=mc.ack_requested,
         ack_signature_requested=mc.ack_signature_requested,
         duplicate_elimination=mc.duplicate_elimination,
         actor=mc.actor,
-        signing=sender_binding.non_repudiation if sender_binding is not None else None,
-        encryption=encryption,
-        sending_channel_id=sending.channel_id,
-        receiving_channel_id=receiving.channel_id,
-        msh_signal=signal,
         next_msh_ack_requested=hop_mc.ack_requested if hop_mc is not None else PerMessage.NEVER,
-        next_msh_ack_signature_requested=(hop_mc.ack_signature_requested if hop_mc is not None else PerMessage.NEVER),
+        next_msh_ack_signature_requested=hop_mc.ack_signature_requested if hop_mc is not None else PerMessage.NEVER,
     )
 
 
@@ -578,12 +657,14 @@ def resolve(
         _cache[key] = (cpa, result)
     if isinstance(result, _Refusal):
         raise AgreementRefused(result.message, reason=result.reason, cpaid=cpa.cpaid)
-    if first_resend_timeouts:
+    rm = result.reliable_messaging
+    if first_resend_timeouts and rm is not None:
         override = first_resend_timeouts.get(result.sending_channel_id)
         if override is not None:
-            wait = at_least_retry_interval(XsDuration.from_timedelta(override), result.retry_interval)
-            if wait != result.first_resend_timeout:
-                return dataclasses.replace(result, first_resend_timeout=wait)
+            wait = at_least_retry_interval(XsDuration.from_timedelta(override), rm.retry_interval)
+            if wait != rm.first_resend_timeout:
+                rm = dataclasses.replace(rm, first_resend_timeout=wait)
+                return dataclasses.replace(result, reliable_messaging=rm)
     return result
 
 

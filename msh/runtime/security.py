@@ -188,14 +188,14 @@ class MessageSecurity:
     def _signing_policy(self, params: SendingParameters) -> SigningPolicy | None:
         key = (params.cpaid, params.sending_channel_id)
         hit = self._signing.get(key)
-        if hit is not None and hit[0] is params.signing:
+        if hit is not None and hit[0] is params.doc_exchange.signing:
             return hit[1]
         policy = signing_policy(params)
-        self._signing[key] = (params.signing, policy)
+        self._signing[key] = (params.doc_exchange.signing, policy)
         return policy
 
     def _encryption_policy(self, params: SendingParameters) -> EncryptionPolicy | None:
-        if params.encryption is None:
+        if params.doc_exchange.encryption is None:
             return None
         cpa = self.registry.get(params.cpaid)
         if cpa is None:
@@ -243,7 +243,7 @@ class MessageSecurity:
         if encryption.certificate is None:
             raise ConfigurationError(
                 f"agreement {params.cpaid} encrypts payloads of {params.action} but names no EncryptionCertificateRef "
-                f"in {params.to_party_name}'s ReceiverDigitalEnvelope: name the certificate to encrypt for"
+                f"in {params.to_party.name}'s ReceiverDigitalEnvelope: name the certificate to encrypt for"
             )
         sealed = []
         for attachment in attachments:

@@ -285,9 +285,9 @@ class Sender:
             # ebMS2 §4.2.4.2: no endpoint to report to: log it.
             log.warning("asynchronous %s not sent: %s", ref.action, exc)
             return
-        request = Request(params.endpoint_url, SOAP_CONTENT_TYPE, body, core.tls.for_parameters(params))
+        request = Request(params.transport.endpoint_url, SOAP_CONTENT_TYPE, body, core.tls.for_parameters(params))
         try:
             await core.transport.send(request)
             core.counters["async-replies"] += 1
         except TransportFailure as failure:
-            log.info("asynchronous %s to %s lost: %s", ref.action, params.endpoint_url, failure.reason)
+            log.info("asynchronous %s to %s lost: %s", ref.action, params.transport.endpoint_url, failure.reason)

@@ -219,17 +219,17 @@ def ping_target(core: Core, forwarding: Forwarding, partner: PartyKey | str, cpa
     params = core.registry.resolve(
         cpaid, from_party=core.party, to_party=key, service=SERVICE_MSH, action=ACTION_PING, now=now
     )
-    to_party = header_party(params.to_party_ids)
+    to_party = header_party(params.to_party.ids)
     route = forwarding.route(to_party, cpaid, SERVICE_MSH, ACTION_PING)
-    url = route.next_hop if route is not None else params.endpoint_url
+    url = route.next_hop if route is not None else params.transport.endpoint_url
     return Target(
         cpaid,
-        header_party(params.from_party_ids),
+        header_party(params.from_party.ids),
         to_party,
         party_text(*key),
         url,
         client_context(core, forwarding, url, params),
-        params.sync_reply_mode,
+        params.messaging.sync_reply_mode,
     )
 
 
@@ -260,10 +260,10 @@ def status_target(core: Core, forwarding: Forwarding, stored: OutboundMessage, b
     url = stored.endpoint_url
     return Target(
         stored.cpaid,
-        header_party(params.from_party_ids),
-        header_party(params.to_party_ids),
+        header_party(params.from_party.ids),
+        header_party(params.to_party.ids),
         stored.to_party,
         url,
         client_context(core, forwarding, url, sent_under),
-        params.sync_reply_mode,
+        params.messaging.sync_reply_mode,
     )

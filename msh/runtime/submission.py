@@ -128,15 +128,16 @@ class Submissions:
         # Composed now to check it (also for a message in order, whose number comes in its unit of work).
         composed = composed_with(MessageOrder(0) if ordered else None)
         ttl = submission.time_to_live
-        if ttl is not None and composed.ack_requested and params.retry_interval is not None:
+        rm = params.reliable_messaging
+        if ttl is not None and composed.ack_requested and rm is not None:
             # ebMS2 §6.4.5: "For a reliably delivered message, TimeToLive MUST conform to: TimeToLive >
             # Timestamp + ((Retries + 1) * RetryInterval)".
-            floor = time_to_live_floor(params.retries, params.retry_interval, now)
+            floor = time_to_live_floor(rm.retries, rm.retry_interval, now)
             if ttl <= floor:
                 raise ConfigurationError(
                     f"TimeToLive {ttl.isoformat()} is too early for a reliably sent message under agreement "
                     f"{params.cpaid}: it must be after Timestamp + (Retries + 1) x RetryInterval = {floor.isoformat()} "
-                    f"(Retries {params.retries}, RetryInterval {params.retry_interval}; ebMS2 §6.4.5); give a later "
+                    f"(Retries {rm.retries}, RetryInterval {rm.retry_interval}; ebMS2 §6.4.5); give a later "
                     "TimeToLive, or none"
                 )
         reliability = Reliability.from_parameters(
@@ -149,7 +150,7 @@ class Submissions:
         # ebMS2 §10: a route to the To party (through an intermediary) wins over the agreement's endpoint.
         to_party = composed.envelope.message_header.to_party  # type: ignore[union-attr]
         route = self.forwarding.route(to_party, params.cpaid, params.service, params.action)
-        endpoint_url = route.next_hop if route is not None else params.endpoint_url
+        endpoint_url = route.next_hop if route is not None else params.transport.endpoint_url
         written = None if ordered else self._write(params, composed)
 
         def unit(tx: Transaction) -> AfterCommit:
@@ -245,8 +246,8 @@ class Submissions:
             conversation_id=conversation_id,
             service=params.service,
             action=params.action,
-            from_party=party_text(params.from_party_ids[0].value, params.from_party_ids[0].type),
-            to_party=party_text(params.to_party_ids[0].value, params.to_party_ids[0].type),
+            from_party=party_text(params.from_party.ids[0].value, params.from_party.ids[0].type),
+            to_party=party_text(params.to_party.ids[0].value, params.to_party.ids[0].type),
             endpoint_url=endpoint_url,
             content_type=content_type,
             body_blob_id=blob,

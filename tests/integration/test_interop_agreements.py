@@ -199,17 +199,15 @@ def can_sends(cpa: CollaborationProtocolAgreement, now: datetime) -> list[Sendin
 
 def as_written(p: SendingParameters) -> tuple[object, ...]:
     """What a resolution says besides endpoints and certificates."""
-    blank = dataclasses.replace(
-        p,
-        endpoint_url="",
-        tls_client_certificate=None,
-        tls_server_trust=None,
-        tls_server_certificate=None,
-        signing=None,
-        encryption=None,
+    transport = dataclasses.replace(
+        p.transport, endpoint_url="", tls_client_certificate=None, tls_server_trust=None, tls_server_certificate=None
     )
-    signing = (p.signing.signature_algorithm, p.signing.hash_function) if p.signing is not None else None
-    encryption = p.encryption.encryption_algorithm if p.encryption is not None else None
+    blank = dataclasses.replace(
+        p, transport=transport, doc_exchange=dataclasses.replace(p.doc_exchange, signing=None, encryption=None)
+    )
+    nr, envelope = p.doc_exchange.signing, p.doc_exchange.encryption
+    signing = (nr.signature_algorithm, nr.hash_function) if nr is not None else None
+    encryption = envelope.encryption_algorithm if envelope is not None else None
     return (blank, signing, encryption)
 
 
@@ -234,7 +232,7 @@ def test_every_copy_is_accepted_and_says_what_the_original_says(
             original.end,
         )
         assert [as_written(p) for p in can_sends(copy, now)] == [as_written(p) for p in can_sends(original, now)]
-        urls = [p.endpoint_url for p in can_sends(copy, now)]
+        urls = [p.transport.endpoint_url for p in can_sends(copy, now)]
         scheme = "https" if ".https" in path.name or "https.xml" in path.name else "http"
         assert {u.split("://")[0] for u in urls} == {scheme}
         assert {u.split("/")[2].split(":")[0] for u in urls} == {"127.0.0.1"}

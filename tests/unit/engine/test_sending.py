@@ -227,9 +227,6 @@ def test_the_first_resend_timeout_defaults_to_retry_interval_via_the_agreement()
     # A zero timeout is a setting, not "unset", and the RetryInterval still comes first.
     at_once_wait = Reliability.from_parameters(at_once, ack_requested=True, time_to_live=None).first_resend_timeout
     assert at_once_wait == xs(10 * MIN)
-    # The default is applied once, by resolve: parameters that lack it are a mistake, said as such.
-    with pytest.raises(ValueError, match="without a first-resend wait"):
-        Reliability.from_parameters(replace(params, first_resend_timeout=None), ack_requested=True, time_to_live=None)
 
 
 def test_without_reliable_messaging_there_is_one_transmission_and_one_wait() -> None:
