@@ -1,22 +1,24 @@
 """Sending parameters from an agreement: what a sending MSH needs to know to send one message.
 
-:func:`resolve` answers, for a From party, a To party, a Service and an Action, which delivery channels
-the agreement binds (the From party's CanSend binding and the To party's CanReceive binding), where to
-send (the receiving channel's endpoint), how (transport, TLS, signing, encryption) and with which reliability (retries,
+:func:`resolve` answers, for an :class:`Exchange` (a From party, a To party, a Service and an Action,
+with the roles and the service type when they are named), which delivery channels the agreement binds
+(the From party's CanSend binding and the To party's CanReceive binding), where to send (the receiving
+channel's endpoint), how (transport, TLS, signing, encryption) and with which reliability (retries,
 intervals, persistence, ack/duplicate-elimination/sync-reply choices): a :class:`SendingParameters`, one
 record per part of the agreement the values come from. It refuses, with :class:`AgreementRefused` saying
 why and what to do, when the agreement does not allow the message.
 
 The answer depends only on the agreement and the question, except for the validity window, which is
-checked against ``now`` on every call; so results are cached per (agreement, parties, roles, service,
-action) and a lookup costs a dict get plus the date check. The engine never reads a clock: ``now`` is a parameter.
+checked against ``now`` on every call; so results are cached per (agreement, exchange) and a lookup costs
+a dict get plus the date check. The engine never reads a clock: ``now`` is a parameter.
 
 Decisions where the specifications leave room (see also the module docs of :mod:`cpa.check`):
 
 * Status ``agreed`` and ``signed`` are both in force; ``proposed`` is refused. CPP/A 2.0 §9.4.1: a signed
   CPA is an agreed one that the parties also signed; ebMS2 §3.1.2 needs the governing CPA to be agreed.
-* ``service_type=None`` means "whichever type the agreement uses": when the agreement binds the service
-  under several types (the Digikoppeling compliance agreements do) the call is refused as ambiguous.
+* An exchange's ``service_type=None`` means "whichever type the agreement uses": when the agreement binds
+  the service under several types (the Digikoppeling compliance agreements do) the call is refused as
+  ambiguous.
 * Several matching bindings (roles) give the first in document order unless roles are named.
 * MSH signals (Service ``urn:oasis:names:tc:ebxml-msg:service``) use each party's defaultMshChannel
   (CPP/A 2.0 §8.4.1), not a CanSend/CanReceive binding; roles are not looked at for them.
@@ -29,7 +31,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from enum import StrEnum
-from typing import Final, Protocol, TypeAlias
+from typing import TYPE_CHECKING, Final, Protocol, TypeAlias
 
 from cpa.duration import XsDuration
 from cpa.model import (
@@ -55,11 +57,15 @@ from cpa.model import (
 from msh.ebms.namespaces import ACTOR_NEXT_MSH, SERVICE_MSH
 from msh.errors import ConfigurationError
 
+if TYPE_CHECKING:
+    from msh.ebms.model import MessageHeader
+
 __all__ = [
     "IN_FORCE",
     "MSH_SIGNAL_ACTIONS",
     "AgreementRefused",
     "DocExchangeParameters",
+    "Exchange",
     "HasPartyIds",
     "MessagingParameters",
     "PartyIdLike",
@@ -150,6 +156,59 @@ def party_keys(party: PartyRef) -> tuple[PartyKey, ...]:
     if not keys:
         raise ValueError("a party needs at least one PartyId (ebMS2 §3.1.1)")
     return keys
+
+
+@dataclass(frozen=True, slots=True, init=False)
+class Exchange:
+    """The question :func:`resolve` answers: may the From party send this Service/Action to the To party,
+    and how. The parties are held as their PartyId keys (:func:`party_keys`, ebMS2 §3.1.1), so equal
+    questions are equal values, whatever form the parties were given in (the resolution cache's key).
+
+    ``from_role``/``to_role`` None: any role the agreement gives the party (ebMS2 §3.1.1.2).
+    ``service_type`` None: whichever type the agreement binds the service under (ebMS2 §3.1.4.1).
+    """
+
+    from_party: tuple[PartyKey, ...]
+    from_role: str | None
+    to_party: tuple[PartyKey, ...]
+    to_role: str | None
+    service: str
+    service_type: str | None
+    action: str
+
+    def __init__(
+        self,
+        from_party: PartyRef,
+        to_party: PartyRef,
+        service: str,
+        action: str,
+        *,
+        service_type: str | None = None,
+        from_role: str | None = None,
+        to_role: str | None = None,
+    ) -> None:
+        init = object.__setattr__  # the class is frozen
+        init(self, "from_party", party_keys(from_party))
+        init(self, "from_role", from_role)
+        init(self, "to_party", party_keys(to_party))
+        init(self, "to_role", to_role)
+        init(self, "service", service)
+        init(self, "service_type", service_type)
+        init(self, "action", action)
+
+    @classmethod
+    def of_header(cls, header: MessageHeader) -> Exchange:
+        """The exchange a MessageHeader names: its From and To (PartyIds and Roles), Service (with its type)
+        and Action (ebMS2 §3.1)."""
+        return cls(
+            header.from_party,
+            header.to_party,
+            header.service.value,
+            header.action,
+            service_type=header.service.type,
+            from_role=header.from_party.role,
+            to_role=header.to_party.role,
+        )
 
 
 def is_msh_signal(service: str, action: str) -> bool:
@@ -498,17 +557,11 @@ def matching_parties(cpa: CollaborationProtocolAgreement, keys: tuple[PartyKey, 
     return [info for info in cpa.party_infos if any((p.value, p.type) in wanted for p in info.party_ids)]
 
 
-def _compute(
-    cpa: CollaborationProtocolAgreement,
-    from_keys: tuple[PartyKey, ...],
-    from_role: str | None,
-    to_keys: tuple[PartyKey, ...],
-    to_role: str | None,
-    service: str,
-    action: str,
-    service_type: str | None,
-) -> SendingParameters | _Refusal:
+def _compute(cpa: CollaborationProtocolAgreement, exchange: Exchange) -> SendingParameters | _Refusal:
     """The time-independent part of :func:`resolve` (cached)."""
+    from_keys, to_keys = exchange.from_party, exchange.to_party
+    from_role, to_role = exchange.from_role, exchange.to_role
+    service, service_type, action = exchange.service, exchange.service_type, exchange.action
     a, b = cpa.party_infos
     parties = f"{a.party_name} [{_ids(a)}] and {b.party_name} [{_ids(b)}]"
     senders, receivers = matching_parties(cpa, from_keys), matching_parties(cpa, to_keys)
@@ -587,7 +640,7 @@ def _compute(
 
 
 _CACHE_LIMIT: Final = 200_000
-_cache: dict[tuple[object, ...], tuple[CollaborationProtocolAgreement, SendingParameters | _Refusal]] = {}
+_cache: dict[tuple[int, Exchange], tuple[CollaborationProtocolAgreement, SendingParameters | _Refusal]] = {}
 
 
 def clear_cache() -> None:
@@ -625,18 +678,13 @@ def _refuse(cpa: CollaborationProtocolAgreement, now: datetime) -> None:
 
 def resolve(
     cpa: CollaborationProtocolAgreement,
+    exchange: Exchange,
     *,
-    from_party: PartyRef,
-    from_role: str | None = None,
-    to_party: PartyRef,
-    to_role: str | None = None,
-    service: str,
-    action: str,
-    service_type: str | None = None,
     now: datetime,
     first_resend_timeouts: Mapping[str, timedelta] | None = None,
 ) -> SendingParameters:
-    """The parameters for sending ``service``/``action`` from ``from_party`` to ``to_party`` under ``cpa``.
+    """The parameters for sending ``exchange`` (its Service/Action, from its From to its To party) under
+    ``cpa``.
 
     ``first_resend_timeouts`` maps a sending channel id to the MSH's wait before the first resend
     (DESIGN.md §3; an MSH setting, so of fixed length), never shorter than the channel's RetryInterval
@@ -645,13 +693,12 @@ def resolve(
     to To.
     """
     _refuse(cpa, now)
-    from_keys, to_keys = party_keys(from_party), party_keys(to_party)
-    key = (id(cpa), from_keys, from_role, to_keys, to_role, service, action, service_type)
+    key = (id(cpa), exchange)
     hit = _cache.get(key)
     if hit is not None and hit[0] is cpa:
         result = hit[1]
     else:
-        result = _compute(cpa, from_keys, from_role, to_keys, to_role, service, action, service_type)
+        result = _compute(cpa, exchange)
         if len(_cache) >= _CACHE_LIMIT:
             _cache.clear()
         _cache[key] = (cpa, result)

@@ -16,7 +16,7 @@ from dataclasses import replace
 from datetime import datetime
 from typing import BinaryIO
 
-from cpa.resolve import AgreementRefused
+from cpa.resolve import AgreementRefused, Exchange
 from msh.ebms.envelope import serialise_envelope
 from msh.ebms.message import ParseMode, parse_message
 from msh.ebms.model import Envelope, MessageHeader
@@ -233,14 +233,7 @@ class HopJobs(ABC):
             why = f"no route to {party_text_of(header.to_party)} and agreement {header.cpa_id} is not loaded here"
             return None, why
         try:
-            params = self.core.registry.resolve(
-                header.cpa_id,
-                from_party=header.from_party,
-                to_party=header.to_party,
-                service=header.service.value,
-                action=header.action,
-                now=self.core.clock(),
-            )
+            params = self.core.registry.resolve(header.cpa_id, Exchange.of_header(header), now=self.core.clock())
         except AgreementRefused as exc:
             return None, f"no route to {party_text_of(header.to_party)} and the agreement gives no endpoint: {exc}"
         rm = params.reliable_messaging

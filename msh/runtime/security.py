@@ -37,7 +37,7 @@ from cryptography.hazmat.primitives.serialization import Encoding
 from cpa.check import CheckResult
 from cpa.model import CollaborationProtocolAgreement, PerMessage
 from cpa.registry import CpaRegistry
-from cpa.resolve import AgreementRefused, PartyKey, SendingParameters, party_keys
+from cpa.resolve import AgreementRefused, Exchange, PartyKey, SendingParameters, party_keys
 from msh.ebms.message import EbxmlMessage, ParseMode, parse_message
 from msh.ebms.mime import AttachmentSpec, PartBody
 from msh.ebms.mime.writer import write_package
@@ -260,14 +260,8 @@ class MessageSecurity:
         if header is None or header.cpa_id not in self.registry:
             return None
         try:
-            params = self.registry.resolve(
-                header.cpa_id,
-                from_party=self.party,
-                to_party=header.to_party,
-                service=SERVICE_MSH,
-                action=header.action,
-                now=now,
-            )
+            exchange = Exchange(self.party, header.to_party, SERVICE_MSH, header.action)
+            params = self.registry.resolve(header.cpa_id, exchange, now=now)
         except AgreementRefused:
             return None
         return self._signing_policy(params)

@@ -18,10 +18,10 @@ import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, BinaryIO, Final
+from typing import BinaryIO, Final
 
 from cpa.check import time_to_live_floor
-from cpa.resolve import SendingParameters
+from cpa.resolve import Exchange, SendingParameters
 from msh.ebms.envelope import serialise_envelope
 from msh.ebms.message import write_message
 from msh.ebms.model import MessageOrder
@@ -76,18 +76,17 @@ class Submissions:
     def resolve(self, submission: Submission, now: datetime) -> SendingParameters:
         """The sending parameters of the one agreement in force that lets us send ``submission``."""
         core = self.core
-        common: dict[str, Any] = {
-            "from_party": core.party,
-            "from_role": submission.from_role,
-            "to_party": submission.to_party,
-            "to_role": submission.to_role,
-            "service": submission.service,
-            "action": submission.action,
-            "service_type": submission.service_type,
-            "now": now,
-        }
+        exchange = Exchange(
+            core.party,
+            submission.to_party,
+            submission.service,
+            submission.action,
+            service_type=submission.service_type,
+            from_role=submission.from_role,
+            to_role=submission.to_role,
+        )
         if submission.cpa_id is not None:
-            return core.registry.resolve(submission.cpa_id, **common)
+            return core.registry.resolve(submission.cpa_id, exchange, now=now)
         found = core.registry.find(
             core.party, submission.to_party, submission.service, submission.action, submission.service_type, now=now
         )
@@ -98,7 +97,7 @@ class Submissions:
                 f"{submission.to_party[0]!r}: name the CPAId"
                 + (" of the one to use" if found else ", or load the agreement that allows it")
             )
-        return core.registry.resolve(found[0].cpaid, **common)
+        return core.registry.resolve(found[0].cpaid, exchange, now=now)
 
     def prepare(self, submission: Submission) -> Prepared:
         """Resolve, compose and serialise a submission; its unit of work commits it (DESIGN.md §5.1). A

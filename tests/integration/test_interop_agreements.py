@@ -44,6 +44,7 @@ import pytest
 from lxml import etree
 
 from cpa import CollaborationProtocolAgreement, SendingParameters, load
+from cpa.resolve import Exchange as AgreementExchange
 from cpa.resolve import resolve
 from msh.cli import main
 from msh.ebms.message import ParseMode, parse_message
@@ -182,18 +183,15 @@ def can_sends(cpa: CollaborationProtocolAgreement, now: datetime) -> list[Sendin
         for role in info.collaboration_roles:
             binding = role.service_binding
             for action in binding.can_send:
-                out.append(
-                    resolve(
-                        cpa,
-                        from_party=info.party_ids,
-                        from_role=role.role,
-                        to_party=other.party_ids,
-                        service=binding.service,
-                        service_type=binding.service_type,
-                        action=action.action,
-                        now=now,
-                    )
+                exchange = AgreementExchange(
+                    info.party_ids,
+                    other.party_ids,
+                    binding.service,
+                    action.action,
+                    service_type=binding.service_type,
+                    from_role=role.role,
                 )
+                out.append(resolve(cpa, exchange, now=now))
     return out
 
 

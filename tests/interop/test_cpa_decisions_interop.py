@@ -20,7 +20,7 @@ from cpa.duration import XsDuration
 from cpa.loader import load
 from cpa.model import CollaborationProtocolAgreement, PerMessage, SyncReplyMode
 from cpa.registry import CpaRegistry
-from cpa.resolve import AgreementRefused, RefusalReason, SendingParameters, resolve
+from cpa.resolve import AgreementRefused, Exchange, RefusalReason, SendingParameters, resolve
 from msh.ebms import model as m
 from msh.ebms.namespaces import SERVICE_MSH
 from msh.errors import ErrorCode, Severity
@@ -118,18 +118,8 @@ def resolve_all(name: str) -> list[SendingParameters]:
     results = []
     for index, role, stype, service, action in can_sends(cpa):
         sender, receiver = cpa.party_infos[index], cpa.party_infos[1 - index]
-        results.append(
-            resolve(
-                cpa,
-                from_party=sender.party_ids,
-                from_role=role,
-                to_party=receiver.party_ids,
-                service=service,
-                service_type=stype,
-                action=action,
-                now=NOW,
-            )
-        )
+        exchange = Exchange(sender.party_ids, receiver.party_ids, service, action, service_type=stype, from_role=role)
+        results.append(resolve(cpa, exchange, now=NOW))
     return results
 
 
@@ -336,14 +326,7 @@ def test_check_flags_mutated_headers(name: str) -> None:
 def test_msh_signals_use_the_default_msh_channels(name: str) -> None:
     cpa = agreement(name)
     sender, receiver = cpa.party_infos
-    p = resolve(
-        cpa,
-        from_party=sender.party_ids,
-        to_party=receiver.party_ids,
-        service=SERVICE_MSH,
-        action="Acknowledgment",
-        now=NOW,
-    )
+    p = resolve(cpa, Exchange(sender.party_ids, receiver.party_ids, SERVICE_MSH, "Acknowledgment"), now=NOW)
     assert p.msh_signal
     assert (p.sending_channel_id, p.receiving_channel_id) == (
         sender.default_msh_channel.channel_id,
@@ -364,7 +347,7 @@ def test_outside_the_validity_window_refused_and_flagged() -> None:
     end = datetime(2031, 1, 1, tzinfo=UTC)
     assert cpa.end == end
     with pytest.raises(AgreementRefused) as info:
-        resolve(cpa, from_party=p.from_party.ids, to_party=p.to_party.ids, service=p.service, action=p.action, now=end)
+        resolve(cpa, Exchange(p.from_party.ids, p.to_party.ids, p.service, p.action), now=end)
     assert info.value.reason is RefusalReason.EXPIRED
     result = check(header_for(p, timestamp=end), cpa, now=end)
     assert [(i.error_code, i.location) for i in result.issues] == [(INC, "//Header/MessageHeader/CPAId")]
@@ -384,25 +367,11 @@ def test_registry_of_all_agreements() -> None:
     found = registry.find(consumer, cv.party_infos[0].party_ids, "EchoService$1.0", "EchoRequest", "urn:cv:rm:services")
     assert found == (cv,)
     # Without a service type the compliance agreement is ambiguous for resolve, and says how to choose.
+    echo = Exchange(consumer, cv.party_infos[0].party_ids, "EchoService$1.0", "EchoRequest")
     with pytest.raises(AgreementRefused) as info:
-        registry.resolve(
-            "CPAID_EchoService-1-0",
-            from_party=consumer,
-            to_party=cv.party_infos[0].party_ids,
-            service="EchoService$1.0",
-            action="EchoRequest",
-            now=NOW,
-        )
+        registry.resolve("CPAID_EchoService-1-0", echo, now=NOW)
     assert info.value.reason is RefusalReason.AMBIGUOUS
-    p = registry.resolve(
-        "CPAID_EchoService-1-0",
-        from_party=consumer,
-        to_party=cv.party_infos[0].party_ids,
-        service="EchoService$1.0",
-        service_type="urn:cv:rm:signed:services",
-        action="EchoRequest",
-        now=NOW,
-    )
+    p = registry.resolve("CPAID_EchoService-1-0", replace(echo, service_type="urn:cv:rm:signed:services"), now=NOW)
     assert p.reliable_messaging is not None
     assert (p.transport.endpoint_url, p.reliable_messaging.retries, p.sending_channel_id) == (
         "https://localhost:8888/ebms",

@@ -25,6 +25,7 @@ from cpa.registry import CpaRegistry
 from cpa.resolve import (
     AgreementRefused,
     DocExchangeParameters,
+    Exchange,
     MessagingParameters,
     PartyParameters,
     RefusalReason,
@@ -42,15 +43,12 @@ from tests.support.cpa_factory import A_ID, AES128, B_ID, END, NOW, RSA_SHA256, 
 
 
 def send(cpa: object, **kw: object) -> SendingParameters:
-    args: dict[str, object] = {
-        "from_party": A_ID,
-        "to_party": B_ID,
-        "service": SERVICE,
-        "action": "NewOrder",
-        "now": NOW,
-    }
+    """resolve() of the exchange A -> B NewOrder at NOW, with ``kw`` changing the exchange (its fields),
+    ``now`` or ``first_resend_timeouts``."""
+    now, timeouts = kw.pop("now", NOW), kw.pop("first_resend_timeouts", None)
+    args: dict[str, object] = {"from_party": A_ID, "to_party": B_ID, "service": SERVICE, "action": "NewOrder"}
     args.update(kw)
-    return resolve(cpa, **args)  # type: ignore[arg-type]
+    return resolve(cpa, Exchange(**args), now=now, first_resend_timeouts=timeouts)  # type: ignore[arg-type]
 
 
 def rm_of(p: SendingParameters) -> ReliableMessagingParameters:
@@ -282,6 +280,30 @@ def test_party_may_be_given_in_any_form() -> None:
     assert party_keys(m.Party((m.PartyId("1", "t"), m.PartyId("urn:x")))) == (("1", "t"), ("urn:x", None))
 
 
+def test_an_exchange_holds_the_parties_as_keys_and_is_equal_whatever_form_they_came_in() -> None:
+    e = Exchange(A_ID, m.Party((m.PartyId("987654321", "urn:duns"),)), SERVICE, "NewOrder", from_role="Buyer")
+    assert (e.from_party, e.to_party) == ((("123456789", "urn:duns"),), (("987654321", "urn:duns"),))
+    same = Exchange([("123456789", "urn:duns")], B_ID, SERVICE, "NewOrder", from_role="Buyer")
+    assert e == same and hash(e) == hash(same) and len({e, same}) == 1
+    assert e != replace(e, to_role="Seller")
+    assert replace(e, to_role="Seller").to_party == e.to_party  # replace() keeps the keys as they are
+
+
+def test_an_exchange_of_a_header_is_the_question_the_header_asks() -> None:
+    header = m.MessageHeader(
+        from_party=m.Party((m.PartyId("123456789", "urn:duns"),), "Buyer"),
+        to_party=m.Party((m.PartyId("987654321", "urn:duns"),), "Seller"),
+        cpa_id="cpa-a-b",
+        conversation_id="c1",
+        service=m.Service(SERVICE, "urn:types:x"),
+        action="NewOrder",
+        message_data=m.MessageData("m1@a.example", NOW),
+    )
+    assert Exchange.of_header(header) == Exchange(
+        A_ID, B_ID, SERVICE, "NewOrder", service_type="urn:types:x", from_role="Buyer", to_role="Seller"
+    )
+
+
 def test_roles() -> None:
     assert send(make_cpa(), from_role="Buyer", to_role="Seller").from_party.role == "Buyer"
     e = refused(make_cpa(), RefusalReason.UNKNOWN_ROLE, from_role="Seller")
@@ -366,17 +388,18 @@ def test_now_must_be_timezone_aware() -> None:
 
 def test_registry_resolve() -> None:
     registry = CpaRegistry([make_cpa()], first_resend_timeouts={"A_channel": timedelta(minutes=15)})
-    p = registry.resolve("cpa-a-b", from_party=A_ID, to_party=B_ID, service=SERVICE, action="NewOrder", now=NOW)
+    exchange = Exchange(A_ID, B_ID, SERVICE, "NewOrder")
+    p = registry.resolve("cpa-a-b", exchange, now=NOW)
     assert (p.transport.endpoint_url, rm_of(p).first_resend_timeout) == (
         "http://b.example:8443/msh",
         xs(timedelta(minutes=15)),
     )
     with pytest.raises(AgreementRefused, match="no agreement with CPAId 'other' is registered") as info:
-        registry.resolve("other", from_party=A_ID, to_party=B_ID, service=SERVICE, action="NewOrder", now=NOW)
+        registry.resolve("other", exchange, now=NOW)
     assert info.value.reason is RefusalReason.NOT_REGISTERED
     registry.add(replace(make_cpa(), end=NOW))
     with pytest.raises(AgreementRefused) as info:
-        registry.resolve("cpa-a-b", from_party=A_ID, to_party=B_ID, service=SERVICE, action="NewOrder", now=NOW)
+        registry.resolve("cpa-a-b", exchange, now=NOW)
     assert info.value.reason is RefusalReason.EXPIRED
 
 
