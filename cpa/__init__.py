@@ -54,7 +54,7 @@ from cpa.model import (
 )
 from cpa.precedence import Reading
 from cpa.registry import CpaRegistry
-from cpa.resolve import AgreementRefused, SendingParameters, resolve
+from cpa.resolve import AgreementRefused, Exchange, SendingParameters, resolve
 
 if TYPE_CHECKING:
     from cpa.loader import load
@@ -79,6 +79,7 @@ __all__ = [
     "EbxmlBinding",
     "Endpoint",
     "EndpointType",
+    "Exchange",
     "KNOWN_ALGORITHMS",
     "MessageOrderSemantics",
     "MessagingCharacteristics",

@@ -22,6 +22,7 @@ from typing import TypeAlias
 from cpa.model import CollaborationProtocolAgreement
 from cpa.resolve import (
     AgreementRefused,
+    Exchange,
     PartyKey,
     PartyRef,
     RefusalReason,
@@ -175,20 +176,9 @@ class CpaRegistry:
             found = [c for c in found if in_force(c, now)]
         return tuple(found)
 
-    def resolve(
-        self,
-        cpaid: str,
-        *,
-        from_party: PartyRef,
-        from_role: str | None = None,
-        to_party: PartyRef,
-        to_role: str | None = None,
-        service: str,
-        action: str,
-        service_type: str | None = None,
-        now: datetime,
-    ) -> SendingParameters:
-        """:func:`cpa.resolve.resolve` on the agreement ``cpaid``; refuses when it is not registered."""
+    def resolve(self, cpaid: str, exchange: Exchange, *, now: datetime) -> SendingParameters:
+        """:func:`cpa.resolve.resolve` of ``exchange`` on the agreement ``cpaid``; refuses when it is not
+        registered."""
         cpa = self._index.by_id.get(cpaid)
         if cpa is None:
             raise AgreementRefused(
@@ -197,15 +187,4 @@ class CpaRegistry:
                 reason=RefusalReason.NOT_REGISTERED,
                 cpaid=cpaid,
             )
-        return resolve(
-            cpa,
-            from_party=from_party,
-            from_role=from_role,
-            to_party=to_party,
-            to_role=to_role,
-            service=service,
-            action=action,
-            service_type=service_type,
-            now=now,
-            first_resend_timeouts=self.first_resend_timeouts,
-        )
+        return resolve(cpa, exchange, now=now, first_resend_timeouts=self.first_resend_timeouts)

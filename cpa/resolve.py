@@ -1,22 +1,24 @@
 """Sending parameters from an agreement: what a sending MSH needs to know to send one message.
 
-:func:`resolve` answers, for a From party, a To party, a Service and an Action, which delivery channels
-the agreement binds (the From party's CanSend binding and the To party's CanReceive binding), where to
-send (the receiving channel's endpoint), how (transport, TLS, signing, encryption) and with which
-reliability (retries, intervals, persistence, ack/duplicate-elimination/sync-reply choices). It refuses,
-with :class:`AgreementRefused` saying why and what to do, when the agreement does not allow the message.
+:func:`resolve` answers, for an :class:`Exchange` (a From party, a To party, a Service and an Action,
+with the roles and the service type when they are named), which delivery channels the agreement binds
+(the From party's CanSend binding and the To party's CanReceive binding), where to send (the receiving
+channel's endpoint), how (transport, TLS, signing, encryption) and with which reliability (retries,
+intervals, persistence, ack/duplicate-elimination/sync-reply choices): a :class:`SendingParameters`, one
+record per part of the agreement the values come from. It refuses, with :class:`AgreementRefused` saying
+why and what to do, when the agreement does not allow the message.
 
 The answer depends only on the agreement and the question, except for the validity window, which is
-checked against ``now`` on every call; so results are cached per (agreement, parties, roles, service,
-action) and a lookup costs a dict get plus the date check. The engine never reads a clock: ``now`` is a
-parameter.
+checked against ``now`` on every call; so results are cached per (agreement, exchange) and a lookup costs
+a dict get plus the date check. The engine never reads a clock: ``now`` is a parameter.
 
 Decisions where the specifications leave room (see also the module docs of :mod:`cpa.check`):
 
 * Status ``agreed`` and ``signed`` are both in force; ``proposed`` is refused. CPP/A 2.0 §9.4.1: a signed
   CPA is an agreed one that the parties also signed; ebMS2 §3.1.2 needs the governing CPA to be agreed.
-* ``service_type=None`` means "whichever type the agreement uses": when the agreement binds the service
-  under several types (the Digikoppeling compliance agreements do) the call is refused as ambiguous.
+* An exchange's ``service_type=None`` means "whichever type the agreement uses": when the agreement binds
+  the service under several types (the Digikoppeling compliance agreements do) the call is refused as
+  ambiguous.
 * Several matching bindings (roles) give the first in document order unless roles are named.
 * MSH signals (Service ``urn:oasis:names:tc:ebxml-msg:service``) use each party's defaultMshChannel
   (CPP/A 2.0 §8.4.1), not a CanSend/CanReceive binding; roles are not looked at for them.
@@ -29,7 +31,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from enum import StrEnum
-from typing import Final, Protocol, TypeAlias
+from typing import TYPE_CHECKING, Final, Protocol, TypeAlias
 
 from cpa.duration import XsDuration
 from cpa.model import (
@@ -40,6 +42,7 @@ from cpa.model import (
     ConversationConstraints,
     DeliveryChannel,
     DigitalEnvelope,
+    Endpoint,
     EndpointType,
     MessageOrderSemantics,
     NonRepudiation,
@@ -49,21 +52,31 @@ from cpa.model import (
     SecurityDetails,
     Status,
     SyncReplyMode,
+    TransportReceiver,
 )
 from msh.ebms.namespaces import ACTOR_NEXT_MSH, SERVICE_MSH
 from msh.errors import ConfigurationError
+
+if TYPE_CHECKING:
+    from msh.ebms.model import MessageHeader
 
 __all__ = [
     "IN_FORCE",
     "MSH_SIGNAL_ACTIONS",
     "AgreementRefused",
+    "DocExchangeParameters",
+    "Exchange",
     "HasPartyIds",
+    "MessagingParameters",
     "PartyIdLike",
     "PartyKey",
+    "PartyParameters",
     "PartyRef",
     "RefusalReason",
+    "ReliableMessagingParameters",
     "AgreementRoute",
     "SendingParameters",
+    "TransportParameters",
     "clear_cache",
     "in_force",
     "action_bindings",
@@ -143,6 +156,59 @@ def party_keys(party: PartyRef) -> tuple[PartyKey, ...]:
     if not keys:
         raise ValueError("a party needs at least one PartyId (ebMS2 §3.1.1)")
     return keys
+
+
+@dataclass(frozen=True, slots=True, init=False)
+class Exchange:
+    """The question :func:`resolve` answers: may the From party send this Service/Action to the To party,
+    and how. The parties are held as their PartyId keys (:func:`party_keys`, ebMS2 §3.1.1), so equal
+    questions are equal values, whatever form the parties were given in (the resolution cache's key).
+
+    ``from_role``/``to_role`` None: any role the agreement gives the party (ebMS2 §3.1.1.2).
+    ``service_type`` None: whichever type the agreement binds the service under (ebMS2 §3.1.4.1).
+    """
+
+    from_party: tuple[PartyKey, ...]
+    from_role: str | None
+    to_party: tuple[PartyKey, ...]
+    to_role: str | None
+    service: str
+    service_type: str | None
+    action: str
+
+    def __init__(
+        self,
+        from_party: PartyRef,
+        to_party: PartyRef,
+        service: str,
+        action: str,
+        *,
+        service_type: str | None = None,
+        from_role: str | None = None,
+        to_role: str | None = None,
+    ) -> None:
+        init = object.__setattr__  # the class is frozen
+        init(self, "from_party", party_keys(from_party))
+        init(self, "from_role", from_role)
+        init(self, "to_party", party_keys(to_party))
+        init(self, "to_role", to_role)
+        init(self, "service", service)
+        init(self, "service_type", service_type)
+        init(self, "action", action)
+
+    @classmethod
+    def of_header(cls, header: MessageHeader) -> Exchange:
+        """The exchange a MessageHeader names: its From and To (PartyIds and Roles), Service (with its type)
+        and Action (ebMS2 §3.1)."""
+        return cls(
+            header.from_party,
+            header.to_party,
+            header.service.value,
+            header.action,
+            service_type=header.service.type,
+            from_role=header.from_party.role,
+            to_role=header.to_party.role,
+        )
 
 
 def is_msh_signal(service: str, action: str) -> bool:
@@ -243,82 +309,139 @@ def routes(cpa: CollaborationProtocolAgreement) -> tuple[AgreementRoute, ...]:
 
 
 @dataclass(frozen=True, slots=True)
-class SendingParameters:
-    """Everything the agreement says about sending one kind of message (ebMS2 §6.4, CPP/A 2.0 §8.4).
+class PartyParameters:
+    """A party of the message as the agreement's PartyInfo names it (CPP/A 2.0 §8.4.2): its partyName, its
+    PartyIds (all of them, for the header's From or To, ebMS2 §3.1.1) and the role it plays (ebMS2
+    §3.1.1.2; None for MSH signals, which name no role)."""
 
-    Party ids, roles, service (with its type) and action are the agreement's, ready for the header.
-    ``retries`` is 0 and ``retry_interval`` None when the sending channel has no ReliableMessaging;
-    ``first_resend_timeout`` is the MSH setting per channel (DESIGN.md §3), defaulting to RetryInterval.
-    Durations are :class:`~cpa.duration.XsDuration` as the agreement wrote them (months included).
-    ``ack_requested``, ``ack_signature_requested``, ``duplicate_elimination`` and ``sync_reply_mode`` are
-    the sending channel's MessagingCharacteristics; :mod:`cpa.precedence` tells how they bind the header.
-    ``next_msh_ack_requested`` and ``next_msh_ack_signature_requested`` are those of a further channel of
-    the same CanSend binding whose actor is nextMSH, when the first channel's actor is toPartyMSH: the
-    message then asks for both acknowledgments, the intermediary's and the To party's (ebMS2 §10.1.3,
-    §6.6 rows 1 and 5); ``never`` otherwise.
-    """
+    name: str
+    ids: tuple[PartyId, ...]
+    role: str | None
 
-    cpaid: str
-    from_party_name: str
-    from_party_ids: tuple[PartyId, ...]
-    from_role: str | None
-    to_party_name: str
-    to_party_ids: tuple[PartyId, ...]
-    to_role: str | None
-    service: str
-    service_type: str | None
-    action: str
-    conversation_constraints: ConversationConstraints | None
+
+@dataclass(frozen=True, slots=True)
+class TransportParameters:
+    """How the message reaches the To party: the channels' Transport (CPP/A 2.0 §8.4.23), that is the
+    receiving side's TransportReceiver (§8.4.28: its Endpoint §8.4.29, protocol and AccessAuthentication
+    §8.4.25) and the TLS (§8.4.26/§8.4.31: the receiver's TransportServerSecurity, else the sending side's
+    TransportClientSecurity, for the protocol and its version).
+
+    ``tls_client_certificate`` and ``tls_server_trust`` are the sending side's TransportClientSecurity
+    (the certificate we present, the SecurityDetails the server must chain to);
+    ``tls_server_certificate`` is the receiving side's TransportServerSecurity certificate."""
+
     endpoint_url: str
-    transport_protocol: str
-    transport_protocol_version: str | None
+    protocol: str
+    protocol_version: str | None
     access_authentication: AccessAuthentication | None
     tls_protocol: str | None
     tls_protocol_version: str | None
     tls_client_certificate: Certificate | None
     tls_server_trust: SecurityDetails | None
     tls_server_certificate: Certificate | None
-    reliable_messaging: bool
-    retries: int
-    retry_interval: XsDuration | None
-    first_resend_timeout: XsDuration | None
-    persist_duration: XsDuration | None
-    message_order_semantics: MessageOrderSemantics
-    sync_reply_mode: SyncReplyMode
-    ack_requested: PerMessage
-    ack_signature_requested: PerMessage
-    duplicate_elimination: PerMessage
-    actor: str | None
-    signing: NonRepudiation | None
-    encryption: DigitalEnvelope | None
-    sending_channel_id: str
-    receiving_channel_id: str
-    msh_signal: bool = False
-    next_msh_ack_requested: PerMessage = PerMessage.NEVER
-    next_msh_ack_signature_requested: PerMessage = PerMessage.NEVER
 
     @property
     def uses_tls(self) -> bool:
         """True when the endpoint is reached over TLS (an https URL or a TransportServerSecurity)."""
         return self.endpoint_url.lower().startswith("https:") or self.tls_protocol is not None
 
+
+@dataclass(frozen=True, slots=True)
+class ReliableMessagingParameters:
+    """The sending channel's ReliableMessaging (its ebXMLSenderBinding's, CPP/A 2.0 §8.4.36/§8.4.37, with
+    MessageOrderSemantics §8.4.38; ebMS2 §6.4).
+
+    ``first_resend_timeout`` is the MSH setting per channel (DESIGN.md §3), defaulting to RetryInterval and
+    never shorter (:func:`at_least_retry_interval`). Durations are :class:`~cpa.duration.XsDuration` as the
+    agreement wrote them (months included)."""
+
+    retries: int
+    retry_interval: XsDuration
+    first_resend_timeout: XsDuration
+    message_order_semantics: MessageOrderSemantics
+
     def time_to_live_floor(self, timestamp: datetime) -> datetime:
         """The time a reliable message's TimeToLive must be later than (ebMS2 §6.4.5):
-        Timestamp + (Retries + 1) * RetryInterval; ``timestamp`` itself without reliable messaging.
+        Timestamp + (Retries + 1) * RetryInterval.
 
         The product is a duration ((Retries + 1) times the months and the seconds of RetryInterval) added to
         the Timestamp as XML Schema Part 2 Appendix E adds durations (months first); past the year 9999 it
         is the latest representable instant."""
-        if not self.reliable_messaging or self.retry_interval is None:
-            return timestamp
         # ebMS2 §6.4.5: TimeToLive > Timestamp + (Retries + 1) * RetryInterval.
         return ((self.retries + 1) * self.retry_interval).add_to_or_latest(timestamp)
+
+
+@dataclass(frozen=True, slots=True)
+class DocExchangeParameters:
+    """The channels' DocExchange (CPP/A 2.0 §8.4.35) beyond ReliableMessaging: the PersistDuration (the
+    receiving side's ebXMLReceiverBinding §8.4.45, else the sending side's ebXMLSenderBinding §8.4.36),
+    the sender's NonRepudiation the message is signed with (§8.4.40) and the DigitalEnvelope its payloads
+    are encrypted with (the receiver's, else the sender's; §8.4.44/§8.4.50)."""
+
+    persist_duration: XsDuration | None
+    signing: NonRepudiation | None
+    encryption: DigitalEnvelope | None
+
+
+@dataclass(frozen=True, slots=True)
+class MessagingParameters:
+    """The sending channel's MessagingCharacteristics (CPP/A 2.0 §8.4.8): :mod:`cpa.precedence` tells how
+    ``ack_requested``, ``ack_signature_requested``, ``duplicate_elimination`` and ``sync_reply_mode`` bind
+    the header; ``actor`` is the AckRequested actor.
+
+    ``next_msh_ack_requested`` and ``next_msh_ack_signature_requested`` are those of a further channel of
+    the same CanSend binding whose actor is nextMSH, when the first channel's actor is toPartyMSH: the
+    message then asks for both acknowledgments, the intermediary's and the To party's (ebMS2 §10.1.3,
+    §6.6 rows 1 and 5); ``never`` otherwise."""
+
+    sync_reply_mode: SyncReplyMode
+    ack_requested: PerMessage
+    ack_signature_requested: PerMessage
+    duplicate_elimination: PerMessage
+    actor: str | None
+    next_msh_ack_requested: PerMessage = PerMessage.NEVER
+    next_msh_ack_signature_requested: PerMessage = PerMessage.NEVER
+
+
+@dataclass(frozen=True, slots=True)
+class SendingParameters:
+    """Everything the agreement says about sending one kind of message (ebMS2 §6.4, CPP/A 2.0 §8.4), in one
+    record per part of the agreement it comes from.
+
+    Parties, service (with its type) and action are the agreement's, ready for the header.
+    ``reliable_messaging`` is None when the sending channel has no ReliableMessaging (then nothing is
+    resent). ``msh_signal``: the message is an MSH signal, sent on the default MSH channels (CPP/A 2.0
+    §8.4.1).
+    """
+
+    cpaid: str
+    from_party: PartyParameters
+    to_party: PartyParameters
+    service: str
+    service_type: str | None
+    action: str
+    conversation_constraints: ConversationConstraints | None
+    transport: TransportParameters
+    reliable_messaging: ReliableMessagingParameters | None
+    doc_exchange: DocExchangeParameters
+    messaging: MessagingParameters
+    sending_channel_id: str
+    receiving_channel_id: str
+    msh_signal: bool = False
+
+    def time_to_live_floor(self, timestamp: datetime) -> datetime:
+        """The time a reliable message's TimeToLive must be later than (ebMS2 §6.4.5,
+        :meth:`ReliableMessagingParameters.time_to_live_floor`); ``timestamp`` itself without reliable
+        messaging."""
+        if self.reliable_messaging is None:
+            return timestamp
+        return self.reliable_messaging.time_to_live_floor(timestamp)
 
 
 def _parameters(
     cpa: CollaborationProtocolAgreement, route: AgreementRoute, signal: bool
 ) -> SendingParameters | _Refusal:
-    sending, receiving = route.sending, route.receiving
+    receiving = route.receiving
     receiver = receiving.transport.receiver
     kind = _SIGNAL_ENDPOINT[route.action] if signal else EndpointType.REQUEST
     endpoint = receiver.endpoint(kind) if receiver is not None else None
@@ -329,62 +452,77 @@ def _parameters(
             f"(transport {receiving.transport.transport_id}) has no TransportReceiver Endpoint of type "
             f"{kind.value} or allPurpose (CPP/A 2.0 §8.4.29); add one to the agreement",
         )
+    sender_binding = route.sending.doc_exchange.sender_binding
+    rm = sender_binding.reliable_messaging if sender_binding is not None else None
+    return SendingParameters(
+        cpaid=cpa.cpaid,
+        from_party=PartyParameters(route.from_party.party_name, route.from_party.party_ids, route.from_role),
+        to_party=PartyParameters(route.to_party.party_name, route.to_party.party_ids, route.to_role),
+        service=route.service,
+        service_type=route.service_type,
+        action=route.action,
+        conversation_constraints=cpa.conversation_constraints,
+        transport=_transport(route.sending, receiver, endpoint),
+        reliable_messaging=(
+            # ebMS2 §6.4.4: the first resend waits RetryInterval, unless the MSH's setting is longer (resolve).
+            ReliableMessagingParameters(rm.retries, rm.retry_interval, rm.retry_interval, rm.message_order_semantics)
+            if rm is not None
+            else None
+        ),
+        doc_exchange=_doc_exchange(route.sending, receiving),
+        messaging=_messaging(route),
+        sending_channel_id=route.sending.channel_id,
+        receiving_channel_id=receiving.channel_id,
+        msh_signal=signal,
+    )
+
+
+def _transport(sending: DeliveryChannel, receiver: TransportReceiver, endpoint: Endpoint) -> TransportParameters:
     sender_transport = sending.transport.sender
     client = sender_transport.client_security if sender_transport is not None else None
     server = receiver.server_security
+    # CPP/A 2.0 §8.4.26/§8.4.31: the receiver's TransportServerSecurity says the TLS version, else the sender's
+    # TransportClientSecurity does.
+    tls = server if server is not None else client
+    return TransportParameters(
+        endpoint_url=endpoint.uri,
+        protocol=receiver.protocol,
+        protocol_version=receiver.protocol_version,
+        access_authentication=receiver.access_authentication,
+        tls_protocol=tls.protocol if tls is not None else None,
+        tls_protocol_version=tls.protocol_version if tls is not None else None,
+        tls_client_certificate=client.certificate if client is not None else None,
+        tls_server_trust=client.peer_security if client is not None else None,
+        tls_server_certificate=server.certificate if server is not None else None,
+    )
+
+
+def _doc_exchange(sending: DeliveryChannel, receiving: DeliveryChannel) -> DocExchangeParameters:
     sender_binding = sending.doc_exchange.sender_binding
     receiver_binding = receiving.doc_exchange.receiver_binding
-    rm = sender_binding.reliable_messaging if sender_binding is not None else None
+    # CPP/A 2.0 §8.4.45/§8.4.36: the receiver's PersistDuration and DigitalEnvelope, else the sender's.
     persist = receiver_binding.persist_duration if receiver_binding is not None else None
     if persist is None and sender_binding is not None:
         persist = sender_binding.persist_duration
     encryption = receiver_binding.digital_envelope if receiver_binding is not None else None
     if encryption is None and sender_binding is not None:
         encryption = sender_binding.digital_envelope
-    mc = sending.messaging_characteristics
+    signing = sender_binding.non_repudiation if sender_binding is not None else None
+    return DocExchangeParameters(persist, signing, encryption)
+
+
+def _messaging(route: AgreementRoute) -> MessagingParameters:
+    mc = route.sending.messaging_characteristics
     hop = next_msh_channel(route) if mc.actor != ACTOR_NEXT_MSH else None
     hop_mc = hop.messaging_characteristics if hop is not None else None
-    return SendingParameters(
-        cpaid=cpa.cpaid,
-        from_party_name=route.from_party.party_name,
-        from_party_ids=route.from_party.party_ids,
-        from_role=route.from_role,
-        to_party_name=route.to_party.party_name,
-        to_party_ids=route.to_party.party_ids,
-        to_role=route.to_role,
-        service=route.service,
-        service_type=route.service_type,
-        action=route.action,
-        conversation_constraints=cpa.conversation_constraints,
-        endpoint_url=endpoint.uri,
-        transport_protocol=receiver.protocol,
-        transport_protocol_version=receiver.protocol_version,
-        access_authentication=receiver.access_authentication,
-        tls_protocol=server.protocol if server is not None else (client.protocol if client is not None else None),
-        tls_protocol_version=(
-            server.protocol_version if server is not None else (client.protocol_version if client else None)
-        ),
-        tls_client_certificate=client.certificate if client is not None else None,
-        tls_server_trust=client.peer_security if client is not None else None,
-        tls_server_certificate=server.certificate if server is not None else None,
-        reliable_messaging=rm is not None,
-        retries=rm.retries if rm is not None else 0,
-        retry_interval=rm.retry_interval if rm is not None else None,
-        first_resend_timeout=rm.retry_interval if rm is not None else None,
-        persist_duration=persist,
-        message_order_semantics=rm.message_order_semantics if rm is not None else MessageOrderSemantics.NOT_GUARANTEED,
+    return MessagingParameters(
         sync_reply_mode=mc.sync_reply_mode,
         ack_requested=mc.ack_requested,
         ack_signature_requested=mc.ack_signature_requested,
         duplicate_elimination=mc.duplicate_elimination,
         actor=mc.actor,
-        signing=sender_binding.non_repudiation if sender_binding is not None else None,
-        encryption=encryption,
-        sending_channel_id=sending.channel_id,
-        receiving_channel_id=receiving.channel_id,
-        msh_signal=signal,
         next_msh_ack_requested=hop_mc.ack_requested if hop_mc is not None else PerMessage.NEVER,
-        next_msh_ack_signature_requested=(hop_mc.ack_signature_requested if hop_mc is not None else PerMessage.NEVER),
+        next_msh_ack_signature_requested=hop_mc.ack_signature_requested if hop_mc is not None else PerMessage.NEVER,
     )
 
 
@@ -419,17 +557,11 @@ def matching_parties(cpa: CollaborationProtocolAgreement, keys: tuple[PartyKey, 
     return [info for info in cpa.party_infos if any((p.value, p.type) in wanted for p in info.party_ids)]
 
 
-def _compute(
-    cpa: CollaborationProtocolAgreement,
-    from_keys: tuple[PartyKey, ...],
-    from_role: str | None,
-    to_keys: tuple[PartyKey, ...],
-    to_role: str | None,
-    service: str,
-    action: str,
-    service_type: str | None,
-) -> SendingParameters | _Refusal:
+def _compute(cpa: CollaborationProtocolAgreement, exchange: Exchange) -> SendingParameters | _Refusal:
     """The time-independent part of :func:`resolve` (cached)."""
+    from_keys, to_keys = exchange.from_party, exchange.to_party
+    from_role, to_role = exchange.from_role, exchange.to_role
+    service, service_type, action = exchange.service, exchange.service_type, exchange.action
     a, b = cpa.party_infos
     parties = f"{a.party_name} [{_ids(a)}] and {b.party_name} [{_ids(b)}]"
     senders, receivers = matching_parties(cpa, from_keys), matching_parties(cpa, to_keys)
@@ -508,7 +640,7 @@ def _compute(
 
 
 _CACHE_LIMIT: Final = 200_000
-_cache: dict[tuple[object, ...], tuple[CollaborationProtocolAgreement, SendingParameters | _Refusal]] = {}
+_cache: dict[tuple[int, Exchange], tuple[CollaborationProtocolAgreement, SendingParameters | _Refusal]] = {}
 
 
 def clear_cache() -> None:
@@ -546,18 +678,13 @@ def _refuse(cpa: CollaborationProtocolAgreement, now: datetime) -> None:
 
 def resolve(
     cpa: CollaborationProtocolAgreement,
+    exchange: Exchange,
     *,
-    from_party: PartyRef,
-    from_role: str | None = None,
-    to_party: PartyRef,
-    to_role: str | None = None,
-    service: str,
-    action: str,
-    service_type: str | None = None,
     now: datetime,
     first_resend_timeouts: Mapping[str, timedelta] | None = None,
 ) -> SendingParameters:
-    """The parameters for sending ``service``/``action`` from ``from_party`` to ``to_party`` under ``cpa``.
+    """The parameters for sending ``exchange`` (its Service/Action, from its From to its To party) under
+    ``cpa``.
 
     ``first_resend_timeouts`` maps a sending channel id to the MSH's wait before the first resend
     (DESIGN.md §3; an MSH setting, so of fixed length), never shorter than the channel's RetryInterval
@@ -566,24 +693,25 @@ def resolve(
     to To.
     """
     _refuse(cpa, now)
-    from_keys, to_keys = party_keys(from_party), party_keys(to_party)
-    key = (id(cpa), from_keys, from_role, to_keys, to_role, service, action, service_type)
+    key = (id(cpa), exchange)
     hit = _cache.get(key)
     if hit is not None and hit[0] is cpa:
         result = hit[1]
     else:
-        result = _compute(cpa, from_keys, from_role, to_keys, to_role, service, action, service_type)
+        result = _compute(cpa, exchange)
         if len(_cache) >= _CACHE_LIMIT:
             _cache.clear()
         _cache[key] = (cpa, result)
     if isinstance(result, _Refusal):
         raise AgreementRefused(result.message, reason=result.reason, cpaid=cpa.cpaid)
-    if first_resend_timeouts:
+    rm = result.reliable_messaging
+    if first_resend_timeouts and rm is not None:
         override = first_resend_timeouts.get(result.sending_channel_id)
         if override is not None:
-            wait = at_least_retry_interval(XsDuration.from_timedelta(override), result.retry_interval)
-            if wait != result.first_resend_timeout:
-                return dataclasses.replace(result, first_resend_timeout=wait)
+            wait = at_least_retry_interval(XsDuration.from_timedelta(override), rm.retry_interval)
+            if wait != rm.first_resend_timeout:
+                rm = dataclasses.replace(rm, first_resend_timeout=wait)
+                return dataclasses.replace(result, reliable_messaging=rm)
     return result
 
 

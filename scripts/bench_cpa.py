@@ -28,7 +28,7 @@ sys.path.insert(0, str(ROOT))
 from cpa.check import check  # noqa: E402
 from cpa.model import CollaborationProtocolAgreement, PartyId  # noqa: E402
 from cpa.registry import CpaRegistry  # noqa: E402
-from cpa.resolve import clear_cache, routes  # noqa: E402
+from cpa.resolve import Exchange, clear_cache, routes  # noqa: E402
 from msh.ebms import model as m  # noqa: E402
 
 DEFAULT_TEMPLATE = ROOT.parent / "shared" / "interop" / "cpas" / "cpaStubEBF.rm.https.signed.xml"
@@ -55,7 +55,7 @@ def from_template(template: Path, count: int) -> list[bytes]:
 
 
 def factory_agreements(count: int) -> list[CollaborationProtocolAgreement]:
-    from tests.cpa_factory import make_cpa
+    from tests.support.cpa_factory import make_cpa
 
     return [
         make_cpa(
@@ -149,7 +149,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     def do_resolve() -> int:
         res = registry.resolve
         for cpaid, f, t, service, action, stype in resolves:
-            res(cpaid, from_party=f, to_party=t, service=service, action=action, service_type=stype, now=NOW)
+            res(cpaid, Exchange(f, t, service, action, service_type=stype), now=NOW)
         return len(resolves)
 
     def do_mix() -> int:

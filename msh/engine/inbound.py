@@ -126,7 +126,7 @@ class StatusAnswer:
 @dataclass(frozen=True, slots=True)
 class EndpointRef:
     """Where an asynchronous reply goes, for the runtime to resolve to a URL through the agreement
-    (``resolve(cpa, from_party=..., to_party=..., service=..., action=...)``, ebMS2 §4.2.4.2)."""
+    (``resolve(cpa, Exchange(from_party, to_party, service, action), now=...)``, ebMS2 §4.2.4.2)."""
 
     cpa_id: str
     from_party: Party

@@ -106,31 +106,19 @@ class Reliability:
         requested, is awaited ``no_retry_wait``. ``hop_ack``: the message also asks the next MSH for an
         acknowledgment (see the class docs).
         """
-        if params.retry_interval is None:
-            return cls(
-                0,
-                no_retry_wait,
-                no_retry_wait,
-                params.persist_duration,
-                time_to_live,
-                ack_requested,
-                effective_actor(params.actor),
-                hop_ack,
-            )
+        rm, actor = params.reliable_messaging, effective_actor(params.messaging.actor)
+        persist = params.doc_exchange.persist_duration
+        if rm is None:
+            return cls(0, no_retry_wait, no_retry_wait, persist, time_to_live, ack_requested, actor, hop_ack)
         # The wait before the first resend is decided once, by cpa.resolve: the RetryInterval, or the MSH's
         # sending.first_resend_timeout for the channel; never sooner than the RetryInterval (ebMS2 §6.4.4).
-        first = params.first_resend_timeout
-        if first is None:
-            raise ValueError(
-                f"agreement {params.cpaid}: a RetryInterval without a first-resend wait (resolve gives both)"
-            )
         return cls(
-            retries=params.retries,
-            retry_interval=params.retry_interval,
-            first_resend_timeout=first,
-            persist_duration=params.persist_duration,
+            retries=rm.retries,
+            retry_interval=rm.retry_interval,
+            first_resend_timeout=rm.first_resend_timeout,
+            persist_duration=persist,
             time_to_live=time_to_live,
             ack_requested=ack_requested,
-            ack_actor=effective_actor(params.actor),
+            ack_actor=actor,
             hop_ack=hop_ack,
         )

@@ -146,17 +146,19 @@ def compose(
     """The envelope and attachments of ``submission`` sent under ``params`` (see the module docs);
     ``message_order``: its place in its conversation, required when the agreement guarantees order."""
     ordered = _check_order(params, submission, message_order)
-    ack = _choose("ackRequested", params.ack_requested, submission.ack_requested, ack_default or ordered, params.cpaid)
+    ack = _choose(
+        "ackRequested", params.messaging.ack_requested, submission.ack_requested, ack_default or ordered, params.cpaid
+    )
     de = _choose(
         "duplicateElimination",
-        params.duplicate_elimination,
+        params.messaging.duplicate_elimination,
         submission.duplicate_elimination,
         duplicate_elimination_default or ordered,
         params.cpaid,
     )
     header = MessageHeader(
-        from_party=Party(_ids(params.from_party_ids), params.from_role),
-        to_party=Party(_ids(params.to_party_ids), params.to_role),
+        from_party=Party(_ids(params.from_party.ids), params.from_party.role),
+        to_party=Party(_ids(params.to_party.ids), params.to_party.role),
         cpa_id=params.cpaid,
         conversation_id=conversation_id,
         service=Service(params.service, params.service_type),
@@ -176,7 +178,7 @@ def compose(
     envelope = Envelope(
         message_header=header,
         # ebMS2 §4.3: SyncReply asks for the signals on the same connection (CPP/A 2.0 §8.4.8.1).
-        sync_reply=SyncReply() if params.sync_reply_mode is not SyncReplyMode.NONE else None,
+        sync_reply=SyncReply() if params.messaging.sync_reply_mode is not SyncReplyMode.NONE else None,
         # ebMS2 §6.3.1: AckRequested, aimed at the agreement's actor (To Party MSH by default).
         ack_requested=requested,
         manifest=Manifest(tuple(references)) if references else None,
@@ -227,27 +229,28 @@ def _ack_requests(params: SendingParameters, ack: bool) -> tuple[AckRequested, .
     """The AckRequested elements of a message that asks for an acknowledgment (``ack``) or not."""
     if not ack:
         return ()
-    signed = params.ack_signature_requested is PerMessage.ALWAYS
-    requested = (AckRequested(signed=signed, actor=params.actor or AckRequested().actor),)
+    signed = params.messaging.ack_signature_requested is PerMessage.ALWAYS
+    requested = (AckRequested(signed=signed, actor=params.messaging.actor or AckRequested().actor),)
     # ebMS2 §10.1.3, §6.6 rows 1 and 5: the agreement's nextMSH channel asks the intermediary as well
     # (perMessage follows the end-to-end choice; without an end-to-end request there is no second one).
-    if params.next_msh_ack_requested is PerMessage.NEVER:
+    if params.messaging.next_msh_ack_requested is PerMessage.NEVER:
         return requested
-    if params.sync_reply_mode is not SyncReplyMode.NONE:
+    if params.messaging.sync_reply_mode is not SyncReplyMode.NONE:
         # ebMS2 §10.1.1: SyncReply and an AckRequested aimed at the next MSH never go together.
         raise ConfigurationError(
-            f"agreement {params.cpaid} asks for SyncReply (syncReplyMode {params.sync_reply_mode.value}) and, "
-            f"through its nextMSH channel, for an intermediary's acknowledgment of {params.action}: ebMS2 "
+            f"agreement {params.cpaid} asks for SyncReply (syncReplyMode {params.messaging.sync_reply_mode.value})"
+            f" and, through its nextMSH channel, for an intermediary's acknowledgment of {params.action}: ebMS2 "
             "§10.1.1 forbids both on one message; set syncReplyMode none on the sending channel"
         )
-    hop_signed = params.next_msh_ack_signature_requested is PerMessage.ALWAYS
+    hop_signed = params.messaging.next_msh_ack_signature_requested is PerMessage.ALWAYS
     return (*requested, AckRequested(signed=hop_signed, actor=ACTOR_NEXT_MSH))
 
 
 def is_ordered(params: SendingParameters) -> bool:
     """Whether messages sent under ``params`` carry MessageOrder (the sending channel's
     MessageOrderSemantics is Guaranteed, CPP/A 2.0 §8.4.38; ebMS2 §9)."""
-    return params.message_order_semantics is MessageOrderSemantics.GUARANTEED
+    rm = params.reliable_messaging
+    return rm is not None and rm.message_order_semantics is MessageOrderSemantics.GUARANTEED
 
 
 def new_message_id(domain: str) -> str:

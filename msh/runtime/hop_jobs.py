@@ -16,7 +16,7 @@ from dataclasses import replace
 from datetime import datetime
 from typing import BinaryIO
 
-from cpa.resolve import AgreementRefused
+from cpa.resolve import AgreementRefused, Exchange
 from msh.ebms.envelope import serialise_envelope
 from msh.ebms.message import ParseMode, parse_message
 from msh.ebms.model import Envelope, MessageHeader
@@ -213,27 +213,21 @@ class HopJobs(ABC):
             why = f"no route to {party_text_of(header.to_party)} and agreement {header.cpa_id} is not loaded here"
             return None, why
         try:
-            params = self.core.registry.resolve(
-                header.cpa_id,
-                from_party=header.from_party,
-                to_party=header.to_party,
-                service=header.service.value,
-                action=header.action,
-                now=self.core.clock(),
-            )
+            params = self.core.registry.resolve(header.cpa_id, Exchange.of_header(header), now=self.core.clock())
         except AgreementRefused as exc:
             return None, f"no route to {party_text_of(header.to_party)} and the agreement gives no endpoint: {exc}"
-        interval = params.retry_interval or DEFAULT_ROUTE_RETRY_INTERVAL
+        rm = params.reliable_messaging
+        interval = rm.retry_interval if rm is not None else DEFAULT_ROUTE_RETRY_INTERVAL
         reliability = Reliability(
-            retries=params.retries if params.retry_interval is not None else DEFAULT_ROUTE_RETRIES,
+            retries=rm.retries if rm is not None else DEFAULT_ROUTE_RETRIES,
             retry_interval=interval,
             first_resend_timeout=interval,
-            persist_duration=params.persist_duration,
+            persist_duration=params.doc_exchange.persist_duration,
             time_to_live=header.message_data.time_to_live,
             ack_requested=False,
             end_to_end=False,
         )
-        return (reliability, params.endpoint_url), ""
+        return (reliability, params.transport.endpoint_url), ""
 
     def _envelope_of(self, stored: StoredAck) -> Envelope | None:
         if isinstance(stored, Envelope):

@@ -36,7 +36,7 @@ from cryptography import x509
 from cpa.check import CheckResult
 from cpa.model import CollaborationProtocolAgreement, PerMessage
 from cpa.registry import CpaRegistry
-from cpa.resolve import AgreementRefused, PartyKey, SendingParameters, party_keys
+from cpa.resolve import AgreementRefused, Exchange, PartyKey, SendingParameters, party_keys
 from msh.ebms.message import EbxmlMessage, ParseMode, parse_message
 from msh.ebms.mime import AttachmentSpec, PartBody
 from msh.ebms.mime.writer import write_package
@@ -146,14 +146,14 @@ class MessageSecurity:
     def _signing_policy(self, params: SendingParameters) -> SigningPolicy | None:
         key = (params.cpaid, params.sending_channel_id)
         hit = self._signing.get(key)
-        if hit is not None and hit[0] is params.signing:
+        if hit is not None and hit[0] is params.doc_exchange.signing:
             return hit[1]
         policy = signing_policy(params)
-        self._signing[key] = (params.signing, policy)
+        self._signing[key] = (params.doc_exchange.signing, policy)
         return policy
 
     def _encryption_policy(self, params: SendingParameters) -> EncryptionPolicy | None:
-        if params.encryption is None:
+        if params.doc_exchange.encryption is None:
             return None
         cpa = self.registry.get(params.cpaid)
         if cpa is None:
@@ -201,7 +201,7 @@ class MessageSecurity:
         if encryption.certificate is None:
             raise ConfigurationError(
                 f"agreement {params.cpaid} encrypts payloads of {params.action} but names no EncryptionCertificateRef "
-                f"in {params.to_party_name}'s ReceiverDigitalEnvelope: name the certificate to encrypt for"
+                f"in {params.to_party.name}'s ReceiverDigitalEnvelope: name the certificate to encrypt for"
             )
         sealed = []
         for attachment in attachments:
@@ -218,14 +218,8 @@ class MessageSecurity:
         if header is None or header.cpa_id not in self.registry:
             return None
         try:
-            params = self.registry.resolve(
-                header.cpa_id,
-                from_party=self.party,
-                to_party=header.to_party,
-                service=SERVICE_MSH,
-                action=header.action,
-                now=now,
-            )
+            exchange = Exchange(self.party, header.to_party, SERVICE_MSH, header.action)
+            params = self.registry.resolve(header.cpa_id, exchange, now=now)
         except AgreementRefused:
             return None
         return self._signing_policy(params)

@@ -20,7 +20,7 @@ import logging
 from collections import Counter
 from dataclasses import dataclass
 
-from cpa.resolve import AgreementRefused, SendingParameters
+from cpa.resolve import AgreementRefused, Exchange, SendingParameters
 from msh.engine import EndpointRef, ErrorReceived, Event, TransmitFailed, UnknownMessage
 from msh.engine.intermediary import hop_answer
 from msh.runtime import attempts
@@ -273,21 +273,15 @@ class Sender:
         its message and gets the stored answer again (ebMS2 §6.5.5)."""
         core = self.core
         try:
-            params = core.registry.resolve(
-                ref.cpa_id,
-                from_party=ref.from_party,
-                to_party=ref.to_party,
-                service=ref.service,
-                action=ref.action,
-                now=core.clock(),
-            )
+            exchange = Exchange(ref.from_party, ref.to_party, ref.service, ref.action)
+            params = core.registry.resolve(ref.cpa_id, exchange, now=core.clock())
         except AgreementRefused as exc:
             # ebMS2 §4.2.4.2: no endpoint to report to: log it.
             log.warning("asynchronous %s not sent: %s", ref.action, exc)
             return
-        request = Request(params.endpoint_url, SOAP_CONTENT_TYPE, body, core.tls.for_parameters(params))
+        request = Request(params.transport.endpoint_url, SOAP_CONTENT_TYPE, body, core.tls.for_parameters(params))
         try:
             await core.transport.send(request)
             core.counters["async-replies"] += 1
         except TransportFailure as failure:
-            log.info("asynchronous %s to %s lost: %s", ref.action, params.endpoint_url, failure.reason)
+            log.info("asynchronous %s to %s lost: %s", ref.action, params.transport.endpoint_url, failure.reason)

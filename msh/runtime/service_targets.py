@@ -15,6 +15,7 @@ from typing import Final
 from cpa.model import CollaborationProtocolAgreement, SyncReplyMode
 from cpa.resolve import (
     AgreementRefused,
+    Exchange,
     PartyKey,
     RefusalReason,
     SendingParameters,
@@ -100,15 +101,8 @@ def sent_parameters(
     now = core.clock()
 
     def under(service_type: str | None) -> SendingParameters:
-        return core.registry.resolve(
-            stored.cpaid,
-            from_party=core.party,
-            to_party=to_party,
-            service=stored.service,
-            service_type=service_type,
-            action=stored.action,
-            now=now,
-        )
+        exchange = Exchange(core.party, to_party, stored.service, stored.action, service_type=service_type)
+        return core.registry.resolve(stored.cpaid, exchange, now=now)
 
     try:
         return under(None), False
@@ -216,20 +210,18 @@ def ping_target(core: Core, forwarding: Forwarding, partner: PartyKey | str, cpa
         )
     cpaid, key = found[0]
     # ebMS2 §8.1: "The message is then sent to the To Party": to its MSH signals' endpoint (CPP/A 2.0 §8.4.1).
-    params = core.registry.resolve(
-        cpaid, from_party=core.party, to_party=key, service=SERVICE_MSH, action=ACTION_PING, now=now
-    )
-    to_party = header_party(params.to_party_ids)
+    params = core.registry.resolve(cpaid, Exchange(core.party, key, SERVICE_MSH, ACTION_PING), now=now)
+    to_party = header_party(params.to_party.ids)
     route = forwarding.route(to_party, cpaid, SERVICE_MSH, ACTION_PING)
-    url = route.next_hop if route is not None else params.endpoint_url
+    url = route.next_hop if route is not None else params.transport.endpoint_url
     return Target(
         cpaid,
-        header_party(params.from_party_ids),
+        header_party(params.from_party.ids),
         to_party,
         party_text(*key),
         url,
         client_context(core, forwarding, url, params),
-        params.sync_reply_mode,
+        params.messaging.sync_reply_mode,
     )
 
 
@@ -249,23 +241,18 @@ def status_target(core: Core, forwarding: Forwarding, stored: OutboundMessage, b
             f"message {stored.message_id} went to {stored.to_party}, which agreement {stored.cpaid} does not name"
         )
     params = core.registry.resolve(
-        stored.cpaid,
-        from_party=core.party,
-        to_party=to_party,
-        service=SERVICE_MSH,
-        action=ACTION_STATUS_REQUEST,
-        now=now,
+        stored.cpaid, Exchange(core.party, to_party, SERVICE_MSH, ACTION_STATUS_REQUEST), now=now
     )
     sent_under, _ = sent_parameters(core, stored, body)
     url = stored.endpoint_url
     return Target(
         stored.cpaid,
-        header_party(params.from_party_ids),
-        header_party(params.to_party_ids),
+        header_party(params.from_party.ids),
+        header_party(params.to_party.ids),
         stored.to_party,
         url,
         client_context(core, forwarding, url, sent_under),
-        params.sync_reply_mode,
+        params.messaging.sync_reply_mode,
     )
 
 

@@ -18,10 +18,10 @@ import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, BinaryIO, Final, TypeAlias
+from typing import BinaryIO, Final, TypeAlias
 
 from cpa.check import time_to_live_floor
-from cpa.resolve import SendingParameters
+from cpa.resolve import Exchange, SendingParameters
 from msh.ebms.envelope import serialise_envelope
 from msh.ebms.message import write_message
 from msh.ebms.model import MessageOrder
@@ -76,18 +76,17 @@ class Submissions:
     def resolve(self, submission: Submission, now: datetime) -> SendingParameters:
         """The sending parameters of the one agreement in force that lets us send ``submission``."""
         core = self.core
-        common: dict[str, Any] = {
-            "from_party": core.party,
-            "from_role": submission.from_role,
-            "to_party": submission.to_party,
-            "to_role": submission.to_role,
-            "service": submission.service,
-            "action": submission.action,
-            "service_type": submission.service_type,
-            "now": now,
-        }
+        exchange = Exchange(
+            core.party,
+            submission.to_party,
+            submission.service,
+            submission.action,
+            service_type=submission.service_type,
+            from_role=submission.from_role,
+            to_role=submission.to_role,
+        )
         if submission.cpa_id is not None:
-            return core.registry.resolve(submission.cpa_id, **common)
+            return core.registry.resolve(submission.cpa_id, exchange, now=now)
         found = core.registry.find(
             core.party, submission.to_party, submission.service, submission.action, submission.service_type, now=now
         )
@@ -98,7 +97,7 @@ class Submissions:
                 f"{submission.to_party[0]!r}: name the CPAId"
                 + (" of the one to use" if found else ", or load the agreement that allows it")
             )
-        return core.registry.resolve(found[0].cpaid, **common)
+        return core.registry.resolve(found[0].cpaid, exchange, now=now)
 
     def prepare(self, submission: Submission) -> Prepared:
         """Resolve, compose and serialise a submission; its unit of work commits it (DESIGN.md §5.1). A
@@ -128,7 +127,7 @@ class Submissions:
         # ebMS2 §10: a route to the To party (through an intermediary) wins over the agreement's endpoint.
         to_party = composed.envelope.message_header.to_party  # type: ignore[union-attr]
         route = self.forwarding.route(to_party, params.cpaid, params.service, params.action)
-        endpoint_url = route.next_hop if route is not None else params.endpoint_url
+        endpoint_url = route.next_hop if route is not None else params.transport.endpoint_url
         written = None if draft.ordered else self._write(params, composed)
         unit = self._unit(draft, written, state, actions, endpoint_url)
         if written is None:
@@ -227,8 +226,8 @@ class Submissions:
             conversation_id=conversation_id,
             service=params.service,
             action=params.action,
-            from_party=party_text(params.from_party_ids[0].value, params.from_party_ids[0].type),
-            to_party=party_text(params.to_party_ids[0].value, params.to_party_ids[0].type),
+            from_party=party_text(params.from_party.ids[0].value, params.from_party.ids[0].type),
+            to_party=party_text(params.to_party.ids[0].value, params.to_party.ids[0].type),
             endpoint_url=endpoint_url,
             content_type=content_type,
             body_blob_id=blob,
@@ -274,16 +273,17 @@ class _Draft:
 
 def _check_time_to_live(params: SendingParameters, composed: Composed, ttl: datetime | None, now: datetime) -> None:
     """Refuse a TimeToLive too early for a reliably sent message."""
-    if ttl is None or not composed.ack_requested or params.retry_interval is None:
+    rm = params.reliable_messaging
+    if ttl is None or not composed.ack_requested or rm is None:
         return
     # ebMS2 §6.4.5: "For a reliably delivered message, TimeToLive MUST conform to: TimeToLive >
     # Timestamp + ((Retries + 1) * RetryInterval)".
-    floor = time_to_live_floor(params.retries, params.retry_interval, now)
+    floor = time_to_live_floor(rm.retries, rm.retry_interval, now)
     if ttl <= floor:
         raise ConfigurationError(
             f"TimeToLive {ttl.isoformat()} is too early for a reliably sent message under agreement "
             f"{params.cpaid}: it must be after Timestamp + (Retries + 1) x RetryInterval = {floor.isoformat()} "
-            f"(Retries {params.retries}, RetryInterval {params.retry_interval}; ebMS2 §6.4.5); give a later "
+            f"(Retries {rm.retries}, RetryInterval {rm.retry_interval}; ebMS2 §6.4.5); give a later "
             "TimeToLive, or none"
         )
 

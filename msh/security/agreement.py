@@ -109,7 +109,7 @@ class SigningPolicy:
 def signing_policy(params: SendingParameters) -> SigningPolicy | None:
     """The signing of messages sent under ``params`` (its sending channel's SenderNonRepudiation, CPP/A 2.0
     §8.4.40), or None when they are not signed."""
-    nr = params.signing
+    nr = params.doc_exchange.signing
     if nr is None:
         return None
     certificates = _certificates(nr.certificate)

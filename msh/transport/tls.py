@@ -128,11 +128,12 @@ class ClientContexts:
         """The context for sending under ``params`` (None for a plain http:// endpoint): it trusts the
         agreement's server certificate and trust anchors and ``tls.trusted`` (the system CAs when none of
         them names a certificate)."""
-        if not params.endpoint_url.lower().startswith("https:"):
+        transport = params.transport
+        if not transport.endpoint_url.lower().startswith("https:"):
             return None
-        anchors = params.tls_server_trust.trust_anchors if params.tls_server_trust is not None else ()
-        if params.tls_server_certificate is not None:
-            anchors = (*anchors, params.tls_server_certificate)
+        anchors = transport.tls_server_trust.trust_anchors if transport.tls_server_trust is not None else ()
+        if transport.tls_server_certificate is not None:
+            anchors = (*anchors, transport.tls_server_certificate)
         anchors_pem = "".join(_certificates_pem(anchors))
         key = (params.cpaid, params.sending_channel_id)
         return self._context(key, anchors_pem=anchors_pem, trusted=self._trusted, system_cas=None)

@@ -28,7 +28,7 @@ from cpa.check import check
 from cpa.duration import XsDuration
 from cpa.model import CollaborationProtocolAgreement, PerMessage, SyncReplyMode
 from cpa.model import PartyId as CpaPartyId
-from cpa.resolve import resolve
+from cpa.resolve import Exchange, resolve
 from msh.ebms import model as m
 from msh.ebms.envelope import read_envelope, serialise_envelope
 from msh.ebms.message import ParseMode, parse_message
@@ -337,7 +337,7 @@ def listen(net: TestNetwork, url: str, recorder: Recorder) -> None:
 
 
 def composed(cpa: CollaborationProtocolAgreement, **submission: object) -> m.Envelope:
-    params = resolve(cpa, from_party=A_ID, to_party=B_ID, service=SERVICE, action="NewOrder", now=NOW)
+    params = resolve(cpa, Exchange(A_ID, B_ID, SERVICE, "NewOrder"), now=NOW)
     sub = Submission((B_ID.value, B_ID.type), SERVICE, "NewOrder", **submission)  # type: ignore[arg-type]
     made = compose(params, sub, message_id=MID, now=NOW, conversation_id="conv-1", content_id_domain="a.example")
     return made.envelope
@@ -473,10 +473,7 @@ def test_6_4_4_an_msh_setting_never_brings_the_first_retry_before_retry_interval
     # The MSH's wait before the first resend (sending.first_resend_timeout) may lengthen it, never shorten it.
     params = resolve(
         make_cpa(retry_interval=10 * MIN),
-        from_party=A_ID,
-        to_party=B_ID,
-        service=SERVICE,
-        action="NewOrder",
+        Exchange(A_ID, B_ID, SERVICE, "NewOrder"),
         now=NOW,
         first_resend_timeouts={"A_channel": 1 * MIN},
     )

@@ -44,6 +44,7 @@ import pytest
 from lxml import etree
 
 from cpa import CollaborationProtocolAgreement, SendingParameters, load
+from cpa.resolve import Exchange as AgreementExchange
 from cpa.resolve import resolve
 from msh.cli import main
 from msh.ebms.message import ParseMode, parse_message
@@ -182,34 +183,29 @@ def can_sends(cpa: CollaborationProtocolAgreement, now: datetime) -> list[Sendin
         for role in info.collaboration_roles:
             binding = role.service_binding
             for action in binding.can_send:
-                out.append(
-                    resolve(
-                        cpa,
-                        from_party=info.party_ids,
-                        from_role=role.role,
-                        to_party=other.party_ids,
-                        service=binding.service,
-                        service_type=binding.service_type,
-                        action=action.action,
-                        now=now,
-                    )
+                exchange = AgreementExchange(
+                    info.party_ids,
+                    other.party_ids,
+                    binding.service,
+                    action.action,
+                    service_type=binding.service_type,
+                    from_role=role.role,
                 )
+                out.append(resolve(cpa, exchange, now=now))
     return out
 
 
 def as_written(p: SendingParameters) -> tuple[object, ...]:
     """What a resolution says besides endpoints and certificates."""
-    blank = dataclasses.replace(
-        p,
-        endpoint_url="",
-        tls_client_certificate=None,
-        tls_server_trust=None,
-        tls_server_certificate=None,
-        signing=None,
-        encryption=None,
+    transport = dataclasses.replace(
+        p.transport, endpoint_url="", tls_client_certificate=None, tls_server_trust=None, tls_server_certificate=None
     )
-    signing = (p.signing.signature_algorithm, p.signing.hash_function) if p.signing is not None else None
-    encryption = p.encryption.encryption_algorithm if p.encryption is not None else None
+    blank = dataclasses.replace(
+        p, transport=transport, doc_exchange=dataclasses.replace(p.doc_exchange, signing=None, encryption=None)
+    )
+    nr, envelope = p.doc_exchange.signing, p.doc_exchange.encryption
+    signing = (nr.signature_algorithm, nr.hash_function) if nr is not None else None
+    encryption = envelope.encryption_algorithm if envelope is not None else None
     return (blank, signing, encryption)
 
 
@@ -234,7 +230,7 @@ def test_every_copy_is_accepted_and_says_what_the_original_says(
             original.end,
         )
         assert [as_written(p) for p in can_sends(copy, now)] == [as_written(p) for p in can_sends(original, now)]
-        urls = [p.endpoint_url for p in can_sends(copy, now)]
+        urls = [p.transport.endpoint_url for p in can_sends(copy, now)]
         scheme = "https" if ".https" in path.name or "https.xml" in path.name else "http"
         assert {u.split("://")[0] for u in urls} == {scheme}
         assert {u.split("/")[2].split(":")[0] for u in urls} == {"127.0.0.1"}

@@ -24,6 +24,7 @@ from typing import ClassVar
 
 import pytest
 
+from cpa.resolve import Exchange
 from msh.ebms.message import ParseMode, parse_message
 from msh.ebms.model import Envelope, Error, MessageOrder, SequenceStatus
 from msh.engine import OutboundStatus
@@ -167,7 +168,7 @@ def ordered_b_settings(tmp_path: Path, a_url: str) -> Settings:
 def ordered_from_a(msh: Msh, message_id: str, number: int, status: SequenceStatus) -> tuple[str, bytes]:
     """A message of conversation ``conv-gap`` from A with SequenceNumber ``number``, signed as A."""
     now = datetime.now(UTC)
-    params = msh.registry.resolve(CPA_ID, from_party=PARTY_A, to_party=PARTY_B, service=SERVICE, action=ACTION, now=now)
+    params = msh.registry.resolve(CPA_ID, Exchange(PARTY_A, PARTY_B, SERVICE, ACTION), now=now)
     submission = Submission(PARTY_B, SERVICE, ACTION, (Payload(f"<order n='{number}'/>".encode(), "application/xml"),))
     composed = compose(
         params,

@@ -20,7 +20,7 @@ from cpa.duration import XsDuration
 from cpa.loader import load
 from cpa.model import CollaborationProtocolAgreement, PerMessage, SyncReplyMode
 from cpa.registry import CpaRegistry
-from cpa.resolve import AgreementRefused, RefusalReason, SendingParameters, resolve
+from cpa.resolve import AgreementRefused, Exchange, RefusalReason, SendingParameters, resolve
 from msh.ebms import model as m
 from msh.ebms.namespaces import SERVICE_MSH
 from msh.errors import ErrorCode, Severity
@@ -118,18 +118,8 @@ def resolve_all(name: str) -> list[SendingParameters]:
     results = []
     for index, role, stype, service, action in can_sends(cpa):
         sender, receiver = cpa.party_infos[index], cpa.party_infos[1 - index]
-        results.append(
-            resolve(
-                cpa,
-                from_party=sender.party_ids,
-                from_role=role,
-                to_party=receiver.party_ids,
-                service=service,
-                service_type=stype,
-                action=action,
-                now=NOW,
-            )
-        )
+        exchange = Exchange(sender.party_ids, receiver.party_ids, service, action, service_type=stype, from_role=role)
+        results.append(resolve(cpa, exchange, now=NOW))
     return results
 
 
@@ -148,79 +138,81 @@ def test_every_can_send_resolves_to_the_files_values(name: str) -> None:
     if name.startswith("cpa-cv"):
         assert cpa.cpaid == "CPAID_EchoService-1-0"
         assert len(results) == 12
-        assert sorted({(p.from_party_name, p.action) for p in results}) == [
+        assert sorted({(p.from_party.name, p.action) for p in results}) == [
             ("Consumer", "EchoRequest"),
             ("DK Compliancevoorziening ebMS", "EchoResponse"),
         ]
         assert sorted(p.service_type or "" for p in results) == sorted(list(CV_TYPES) * 2)
     else:
         assert cpa.cpaid == name.removesuffix(".xml")
-        assert [(p.from_party_name, p.service, p.action) for p in results] == STUB_SENDS
+        assert [(p.from_party.name, p.service, p.action) for p in results] == STUB_SENDS
         assert {p.service_type for p in results} == {"urn:osb:services"}
     for p in results:
         exp, parties = expectation(name, p)
-        prefix, _ = parties[p.from_party_name]
-        to_prefix, to_port = parties[p.to_party_name]
-        assert p.endpoint_url == f"{'https' if exp.https else 'http'}://localhost:{to_port}/ebms"
-        assert (p.transport_protocol, p.transport_protocol_version) == ("HTTP", "1.1")
+        prefix, _ = parties[p.from_party.name]
+        to_prefix, to_port = parties[p.to_party.name]
+        t, rm, dx, mc = p.transport, p.reliable_messaging, p.doc_exchange, p.messaging
+        assert t.endpoint_url == f"{'https' if exp.https else 'http'}://localhost:{to_port}/ebms"
+        assert (t.protocol, t.protocol_version) == ("HTTP", "1.1")
         # Reliable messaging: Retries 5, RetryInterval PT5M, PersistDuration; ack and duplicate elimination.
         if exp.persist is not None:
-            assert (p.reliable_messaging, p.retries, p.retry_interval) == (True, 5, XsDuration.parse("PT5M"))
-            assert (p.first_resend_timeout, p.persist_duration) == (XsDuration.parse("PT5M"), exp.persist)
-            assert (p.ack_requested, p.duplicate_elimination) == (PerMessage.ALWAYS, PerMessage.ALWAYS)
+            assert rm is not None and (rm.retries, rm.retry_interval) == (5, XsDuration.parse("PT5M"))
+            assert (rm.first_resend_timeout, dx.persist_duration) == (XsDuration.parse("PT5M"), exp.persist)
+            assert (mc.ack_requested, mc.duplicate_elimination) == (PerMessage.ALWAYS, PerMessage.ALWAYS)
         else:
-            assert (p.reliable_messaging, p.retries, p.retry_interval, p.persist_duration) == (False, 0, None, None)
-            assert (p.ack_requested, p.duplicate_elimination) == (PerMessage.NEVER, PerMessage.NEVER)
-        assert p.ack_signature_requested is (PerMessage.ALWAYS if exp.ack_signed else PerMessage.NEVER)
-        assert p.sync_reply_mode is exp.sync
-        assert p.actor == "urn:oasis:names:tc:ebxml-msg:actor:toPartyMSH"
+            assert (rm, dx.persist_duration) == (None, None)
+            assert (mc.ack_requested, mc.duplicate_elimination) == (PerMessage.NEVER, PerMessage.NEVER)
+        assert mc.ack_signature_requested is (PerMessage.ALWAYS if exp.ack_signed else PerMessage.NEVER)
+        assert mc.sync_reply_mode is exp.sync
+        assert mc.actor == "urn:oasis:names:tc:ebxml-msg:actor:toPartyMSH"
         # TLS: the sender's client certificate, its server trust, the receiver's server certificate.
         if exp.https:
-            assert p.uses_tls and (p.tls_protocol, p.tls_protocol_version) == ("SSL", "3.0")
-            assert p.tls_client_certificate is not None and p.tls_server_certificate is not None
+            assert t.uses_tls and (t.tls_protocol, t.tls_protocol_version) == ("SSL", "3.0")
+            assert t.tls_client_certificate is not None and t.tls_server_certificate is not None
             suffix = "Certificate" if name.startswith("cpa-cv") else "Cert"
-            assert p.tls_client_certificate.cert_id == f"{prefix}_Client{suffix}"
-            assert p.tls_server_certificate.cert_id == f"{to_prefix}_Server{suffix}"
-            assert p.tls_client_certificate.x509 and p.tls_client_certificate.x509[0][:1] == b"\x30"  # DER
-            assert p.tls_server_trust is not None
+            assert t.tls_client_certificate.cert_id == f"{prefix}_Client{suffix}"
+            assert t.tls_server_certificate.cert_id == f"{to_prefix}_Server{suffix}"
+            assert t.tls_client_certificate.x509 and t.tls_client_certificate.x509[0][:1] == b"\x30"  # DER
+            assert t.tls_server_trust is not None
         else:
-            assert not p.uses_tls
-            assert (p.tls_client_certificate, p.tls_server_trust, p.tls_server_certificate) == (None, None, None)
+            assert not t.uses_tls
+            assert (t.tls_client_certificate, t.tls_server_trust, t.tls_server_certificate) == (None, None, None)
         if exp.signature is not None:
-            assert p.signing is not None and p.signing.signature_algorithm == exp.signature
-            assert p.signing.certificate is not None
-            assert p.signing.certificate.cert_id.startswith(f"{prefix}_Signing")
+            assert dx.signing is not None and dx.signing.signature_algorithm == exp.signature
+            assert dx.signing.certificate is not None
+            assert dx.signing.certificate.cert_id.startswith(f"{prefix}_Signing")
         else:
-            assert p.signing is None
+            assert dx.signing is None
         if exp.encrypted:
-            assert p.encryption is not None and p.encryption.encryption_algorithm == AES256
+            assert dx.encryption is not None and dx.encryption.encryption_algorithm == AES256
             # The receiver's ReceiverDigitalEnvelope names the key to encrypt for.
-            assert p.encryption.certificate is not None
-            assert p.encryption.certificate.cert_id.startswith(f"{to_prefix}_Encryption")
+            assert dx.encryption.certificate is not None
+            assert dx.encryption.certificate.cert_id.startswith(f"{to_prefix}_Encryption")
         else:
-            assert p.encryption is None
+            assert dx.encryption is None
 
 
 def header_for(p: SendingParameters, *, timestamp: datetime = NOW) -> m.Envelope:
     """The message a sending MSH builds from a resolution (ebMS2 §3.1, §6.3.1, §6.4)."""
-    ttl = p.time_to_live_floor(timestamp) + timedelta(minutes=1) if p.reliable_messaging else None
+    ttl = p.time_to_live_floor(timestamp) + timedelta(minutes=1) if p.reliable_messaging is not None else None
+    mc = p.messaging
     return m.Envelope(
         message_header=m.MessageHeader(
-            from_party=m.Party(tuple(m.PartyId(i.value, i.type) for i in p.from_party_ids), p.from_role),
-            to_party=m.Party(tuple(m.PartyId(i.value, i.type) for i in p.to_party_ids), p.to_role),
+            from_party=m.Party(tuple(m.PartyId(i.value, i.type) for i in p.from_party.ids), p.from_party.role),
+            to_party=m.Party(tuple(m.PartyId(i.value, i.type) for i in p.to_party.ids), p.to_party.role),
             cpa_id=p.cpaid,
             conversation_id="conv-interop-1",
             service=m.Service(p.service, p.service_type),
             action=p.action,
             message_data=m.MessageData("interop-1@example", timestamp, time_to_live=ttl),
-            duplicate_elimination=p.duplicate_elimination is PerMessage.ALWAYS,
+            duplicate_elimination=mc.duplicate_elimination is PerMessage.ALWAYS,
         ),
         ack_requested=(
-            (m.AckRequested(signed=p.ack_signature_requested is PerMessage.ALWAYS, actor=p.actor),)
-            if p.ack_requested is PerMessage.ALWAYS
+            (m.AckRequested(signed=mc.ack_signature_requested is PerMessage.ALWAYS, actor=mc.actor),)
+            if mc.ack_requested is PerMessage.ALWAYS
             else ()
         ),
-        sync_reply=m.SyncReply() if p.sync_reply_mode is not SyncReplyMode.NONE else None,
+        sync_reply=m.SyncReply() if mc.sync_reply_mode is not SyncReplyMode.NONE else None,
     )
 
 
@@ -234,8 +226,8 @@ def test_check_accepts_the_header_built_from_each_resolution(name: str) -> None:
             p.sending_channel_id,
             p.receiving_channel_id,
         )
-        assert result.effective["ackRequested"] is p.reliable_messaging
-        assert result.effective["syncReplyMode"] is (p.sync_reply_mode is not SyncReplyMode.NONE)
+        assert result.effective["ackRequested"] is (p.reliable_messaging is not None)
+        assert result.effective["syncReplyMode"] is (p.messaging.sync_reply_mode is not SyncReplyMode.NONE)
 
 
 def _header(env: m.Envelope) -> m.MessageHeader:
@@ -247,8 +239,8 @@ def mutations(p: SendingParameters) -> list[tuple[str, m.Envelope, list[tuple[Er
     """(what, mutated header, the issues expected) for one resolution."""
     env = header_for(p)
     h = _header(env)
-    rm = p.reliable_messaging
-    sync = p.sync_reply_mode is not SyncReplyMode.NONE
+    rm = p.reliable_messaging is not None
+    sync = p.messaging.sync_reply_mode is not SyncReplyMode.NONE
     wrong_from = m.Party((m.PartyId(h.from_party.party_ids[0].value, "urn:wrong:type"),), h.from_party.role)
     order_issues = [(NSUP, ERR, "//Header/MessageOrder")]
     if sync:
@@ -334,21 +326,16 @@ def test_check_flags_mutated_headers(name: str) -> None:
 def test_msh_signals_use_the_default_msh_channels(name: str) -> None:
     cpa = agreement(name)
     sender, receiver = cpa.party_infos
-    p = resolve(
-        cpa,
-        from_party=sender.party_ids,
-        to_party=receiver.party_ids,
-        service=SERVICE_MSH,
-        action="Acknowledgment",
-        now=NOW,
-    )
+    p = resolve(cpa, Exchange(sender.party_ids, receiver.party_ids, SERVICE_MSH, "Acknowledgment"), now=NOW)
     assert p.msh_signal
     assert (p.sending_channel_id, p.receiving_channel_id) == (
         sender.default_msh_channel.channel_id,
         receiver.default_msh_channel.channel_id,
     )
-    assert p.endpoint_url.endswith("://localhost:8088/ebms")  # the second party (Overheid, Consumer) listens there
-    ack = header_for(replace(p, ack_requested=PerMessage.NEVER, sync_reply_mode=SyncReplyMode.NONE))
+    # The second party (Overheid, Consumer) listens there.
+    assert p.transport.endpoint_url.endswith("://localhost:8088/ebms")
+    quiet = replace(p.messaging, ack_requested=PerMessage.NEVER, sync_reply_mode=SyncReplyMode.NONE)
+    ack = header_for(replace(p, messaging=quiet))
     result = check(ack, cpa, now=NOW)
     assert result.issues == ()
     assert result.sending_channel_id == sender.default_msh_channel.channel_id
@@ -360,7 +347,7 @@ def test_outside_the_validity_window_refused_and_flagged() -> None:
     end = datetime(2031, 1, 1, tzinfo=UTC)
     assert cpa.end == end
     with pytest.raises(AgreementRefused) as info:
-        resolve(cpa, from_party=p.from_party_ids, to_party=p.to_party_ids, service=p.service, action=p.action, now=end)
+        resolve(cpa, Exchange(p.from_party.ids, p.to_party.ids, p.service, p.action), now=end)
     assert info.value.reason is RefusalReason.EXPIRED
     result = check(header_for(p, timestamp=end), cpa, now=end)
     assert [(i.error_code, i.location) for i in result.issues] == [(INC, "//Header/MessageHeader/CPAId")]
@@ -380,26 +367,13 @@ def test_registry_of_all_agreements() -> None:
     found = registry.find(consumer, cv.party_infos[0].party_ids, "EchoService$1.0", "EchoRequest", "urn:cv:rm:services")
     assert found == (cv,)
     # Without a service type the compliance agreement is ambiguous for resolve, and says how to choose.
+    echo = Exchange(consumer, cv.party_infos[0].party_ids, "EchoService$1.0", "EchoRequest")
     with pytest.raises(AgreementRefused) as info:
-        registry.resolve(
-            "CPAID_EchoService-1-0",
-            from_party=consumer,
-            to_party=cv.party_infos[0].party_ids,
-            service="EchoService$1.0",
-            action="EchoRequest",
-            now=NOW,
-        )
+        registry.resolve("CPAID_EchoService-1-0", echo, now=NOW)
     assert info.value.reason is RefusalReason.AMBIGUOUS
-    p = registry.resolve(
-        "CPAID_EchoService-1-0",
-        from_party=consumer,
-        to_party=cv.party_infos[0].party_ids,
-        service="EchoService$1.0",
-        service_type="urn:cv:rm:signed:services",
-        action="EchoRequest",
-        now=NOW,
-    )
-    assert (p.endpoint_url, p.retries, p.sending_channel_id) == (
+    p = registry.resolve("CPAID_EchoService-1-0", replace(echo, service_type="urn:cv:rm:signed:services"), now=NOW)
+    assert p.reliable_messaging is not None
+    assert (p.transport.endpoint_url, p.reliable_messaging.retries, p.sending_channel_id) == (
         "https://localhost:8888/ebms",
         5,
         "Consumer_RM_Signed_Channel",

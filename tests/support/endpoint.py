@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 from lxml import etree
 
+from cpa.resolve import Exchange
 from msh.ebms.envelope import serialise_envelope
 from msh.ebms.message import ParseMode, parse_message, write_message
 from msh.ebms.mime import AttachmentSpec
@@ -99,9 +100,7 @@ def valid_message(
     ``cpa_id`` and ``from_party`` are written into the header after composing, to make messages that
     are well formed but not allowed by B's agreement."""
     when = now or utc_now()
-    params = msh.registry.resolve(
-        CPA_ID, from_party=PARTY_A, to_party=PARTY_B, service=SERVICE, action=ACTION, now=when
-    )
+    params = msh.registry.resolve(CPA_ID, Exchange(PARTY_A, PARTY_B, SERVICE, ACTION), now=when)
     submission = Submission(PARTY_B, SERVICE, ACTION, (Payload(payload, "application/xml"),))
     composed = compose(
         params,

@@ -86,6 +86,7 @@ def _built_messages() -> list[Seed]:
 
     from cpa.loader import load
     from cpa.registry import CpaRegistry
+    from cpa.resolve import Exchange
     from msh.ebms.message import build_message
     from msh.runtime.compose import Payload, Submission, compose
 
@@ -96,14 +97,7 @@ def _built_messages() -> list[Seed]:
     now = datetime.now(UTC)
     built = []
     for n, payloads in enumerate(((b"<order n='1'/>",), (b"<a/>", bytes(range(256)) * 8), ())):
-        params = registry.resolve(
-            agreement.cpaid,
-            from_party=a,
-            to_party=b,
-            service="urn:example:services:ordering",
-            action="NewOrder",
-            now=now,
-        )
+        params = registry.resolve(agreement.cpaid, Exchange(a, b, "urn:example:services:ordering", "NewOrder"), now=now)
         submission = Submission(
             b, "urn:example:services:ordering", "NewOrder", tuple(Payload(p, "application/xml") for p in payloads)
         )

@@ -8,7 +8,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from cpa.duration import XsDuration
-from cpa.resolve import resolve
+from cpa.resolve import Exchange, resolve
 from msh.ebms.model import Description, Error, ErrorList, MessageStatus
 from msh.ebms.namespaces import ACTOR_NEXT_MSH, ACTOR_TO_PARTY_MSH
 from msh.engine import sending, timers
@@ -50,6 +50,7 @@ from tests.support.cpa_factory import A_ID, B_ID, NOW, SERVICE, make_cpa
 T0 = datetime(2026, 6, 1, 12, 0, tzinfo=UTC)
 MIN = timedelta(minutes=1)
 MID = "m1@a.example"
+ORDER = Exchange(A_ID, B_ID, SERVICE, "NewOrder")
 
 
 def xs(value: timedelta) -> XsDuration:
@@ -187,55 +188,26 @@ def test_nominal_schedule_matches_the_machine() -> None:
 
 
 def test_the_first_resend_timeout_defaults_to_retry_interval_via_the_agreement() -> None:
-    params = resolve(make_cpa(), from_party=A_ID, to_party=B_ID, service=SERVICE, action="NewOrder", now=NOW)
+    params = resolve(make_cpa(), ORDER, now=NOW)
     r = Reliability.from_parameters(params, ack_requested=True, time_to_live=None)
     assert (r.retries, r.retry_interval, r.first_resend_timeout) == (3, xs(10 * MIN), xs(10 * MIN))
     assert r.persist_duration == xs(timedelta(hours=1))
     assert r.ack_actor == ACTOR_TO_PARTY_MSH
-    quick = resolve(
-        make_cpa(),
-        from_party=A_ID,
-        to_party=B_ID,
-        service=SERVICE,
-        action="NewOrder",
-        now=NOW,
-        first_resend_timeouts={"A_channel": 2 * MIN},
-    )
+    quick = resolve(make_cpa(), ORDER, now=NOW, first_resend_timeouts={"A_channel": 2 * MIN})
     # ebMS2 §6.4.4: RetryInterval "applies to the time between sending of the original message and the first
     # retry as well": a setting never shortens it.
     quick_wait = Reliability.from_parameters(quick, ack_requested=True, time_to_live=None).first_resend_timeout
     assert quick_wait == xs(10 * MIN)
-    slow = resolve(
-        make_cpa(),
-        from_party=A_ID,
-        to_party=B_ID,
-        service=SERVICE,
-        action="NewOrder",
-        now=NOW,
-        first_resend_timeouts={"A_channel": 25 * MIN},
-    )
+    slow = resolve(make_cpa(), ORDER, now=NOW, first_resend_timeouts={"A_channel": 25 * MIN})
     assert Reliability.from_parameters(slow, ack_requested=True, time_to_live=None).first_resend_timeout == xs(25 * MIN)
-    at_once = resolve(
-        make_cpa(),
-        from_party=A_ID,
-        to_party=B_ID,
-        service=SERVICE,
-        action="NewOrder",
-        now=NOW,
-        first_resend_timeouts={"A_channel": timedelta(0)},
-    )
+    at_once = resolve(make_cpa(), ORDER, now=NOW, first_resend_timeouts={"A_channel": timedelta(0)})
     # A zero timeout is a setting, not "unset", and the RetryInterval still comes first.
     at_once_wait = Reliability.from_parameters(at_once, ack_requested=True, time_to_live=None).first_resend_timeout
     assert at_once_wait == xs(10 * MIN)
-    # The default is applied once, by resolve: parameters that lack it are a mistake, said as such.
-    with pytest.raises(ValueError, match="without a first-resend wait"):
-        Reliability.from_parameters(replace(params, first_resend_timeout=None), ack_requested=True, time_to_live=None)
 
 
 def test_without_reliable_messaging_there_is_one_transmission_and_one_wait() -> None:
-    params = resolve(
-        make_cpa(retries=None), from_party=A_ID, to_party=B_ID, service=SERVICE, action="NewOrder", now=NOW
-    )
+    params = resolve(make_cpa(retries=None), ORDER, now=NOW)
     r = Reliability.from_parameters(params, ack_requested=True, time_to_live=None)
     assert (r.retries, r.retry_interval, r.first_resend_timeout) == (0, DEFAULT_ACK_WAIT, DEFAULT_ACK_WAIT)
     sender = Sender(r)

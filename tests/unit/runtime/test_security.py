@@ -26,6 +26,7 @@ from cpa.model import (
     NonRepudiation,
     PerMessage,
 )
+from cpa.resolve import Exchange
 from msh.ebms.envelope import serialise_envelope
 from msh.ebms.message import ParseMode, build_message, parse_message
 from msh.ebms.mime import AttachmentSpec
@@ -156,9 +157,7 @@ def test_a_message_changed_on_the_way_is_refused_with_security_failure_and_not_d
 
 def _unsigned_message(b: Msh, message_id: str) -> tuple[Envelope, tuple[AttachmentSpec, ...]]:
     now = b.clock()
-    params = b.registry.resolve(
-        "cpa-demo-a-b", from_party=PARTY_A, to_party=PARTY_B, service=SERVICE, action=ACTION, now=now
-    )
+    params = b.registry.resolve("cpa-demo-a-b", Exchange(PARTY_A, PARTY_B, SERVICE, ACTION), now=now)
     composed = compose(
         params, order(1), message_id=message_id, now=now, conversation_id="c-1", content_id_domain="a.example"
     )

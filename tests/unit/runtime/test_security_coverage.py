@@ -10,6 +10,7 @@ import logging
 
 import pytest
 
+from cpa.resolve import Exchange
 from msh.ebms.envelope import serialise_envelope
 from msh.ebms.message import write_message
 from msh.ebms.mime import AttachmentSpec
@@ -24,9 +25,7 @@ from tests.support.secure_network import ACTION, KEYS, PARTY_B, SERVICE, order, 
 
 def _composed(b: Msh, message_id: str) -> tuple[Envelope, tuple[AttachmentSpec, ...]]:
     now = b.clock()
-    params = b.registry.resolve(
-        "cpa-demo-a-b", from_party=PARTY_A, to_party=PARTY_B, service=SERVICE, action=ACTION, now=now
-    )
+    params = b.registry.resolve("cpa-demo-a-b", Exchange(PARTY_A, PARTY_B, SERVICE, ACTION), now=now)
     composed = compose(
         params, order(1), message_id=message_id, now=now, conversation_id="c-1", content_id_domain="a.example"
     )

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from cpa.check import check
-from cpa.resolve import resolve
+from cpa.resolve import Exchange, resolve
 from msh.ebms.message import read_message_file
 from msh.errors import ConfigurationError, SecurityError
 from msh.security import (
@@ -40,14 +40,7 @@ def test_the_signing_policy_is_the_senders_non_repudiation() -> None:
     a = certificate("party A")
     cpa = demo_agreement({"A_Cert": a})
     header = read_message_file(SAMPLE).envelope.message_header
-    params = resolve(
-        cpa,
-        from_party=header.from_party.party_ids,
-        to_party=header.to_party.party_ids,
-        service=header.service.value,
-        action=header.action,
-        now=header.message_data.timestamp,
-    )
+    params = resolve(cpa, Exchange.of_header(header), now=header.message_data.timestamp)
     policy = signing_policy(params)
     assert policy is not None
     assert (policy.signature_algorithm, policy.digest_algorithm) == (
