@@ -23,13 +23,12 @@ from pathlib import Path
 from typing import ClassVar, Final
 
 from msh.runtime.config import rules
-from msh.runtime.config.declaration import Section, setting
+from msh.runtime.config.declaration import DURATION_HINT, Section, setting
 from msh.runtime.config.values import PEM_FILES, TEXTS
 
 __all__ = ["ApiSettings", "Credential", "Priority", "Webhook", "credentials", "priorities", "webhooks"]
 
 _NAME: Final = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
-_DURATION = 'write a duration, e.g. "{0}" or {1}'
 
 
 @dataclass(frozen=True, slots=True)
@@ -177,7 +176,7 @@ class ApiSettings(Section):
     window: timedelta = field(
         default=timedelta(days=30),
         metadata=setting(
-            _DURATION.format("P30D", 2592000),
+            DURATION_HINT.format("P30D", 2592000),
             check=rules.positive,
             meaning="exactly-once requests are remembered this long; an older MsgCreate is refused",
         ),
@@ -185,7 +184,7 @@ class ApiSettings(Section):
     clock_skew: timedelta = field(
         default=timedelta(minutes=5),
         metadata=setting(
-            _DURATION.format("PT5M", 300),
+            DURATION_HINT.format("PT5M", 300),
             check=rules.not_negative,
             meaning="a MsgCreate this far in the future is still accepted",
         ),
@@ -193,7 +192,7 @@ class ApiSettings(Section):
     lease: timedelta = field(
         default=timedelta(minutes=5),
         metadata=setting(
-            _DURATION.format("PT5M", 300),
+            DURATION_HINT.format("PT5M", 300),
             check=rules.positive,
             meaning="a message taken and not settled within this returns to the inbox",
         ),
@@ -201,7 +200,7 @@ class ApiSettings(Section):
     inbox_ttl: timedelta | None = field(
         default=None,
         metadata=setting(
-            _DURATION.format("P1D", 86400),
+            DURATION_HINT.format("P1D", 86400),
             check=rules.positive,
             meaning="a message not taken within this is reported (`GET /inbox/overdue`, logged once)",
             unset="never reported",
@@ -210,7 +209,7 @@ class ApiSettings(Section):
     max_wait: timedelta = field(
         default=timedelta(seconds=60),
         metadata=setting(
-            _DURATION.format("PT60S", 60), check=rules.positive, meaning="the longest long-poll (`wait=`)"
+            DURATION_HINT.format("PT60S", 60), check=rules.positive, meaning="the longest long-poll (`wait=`)"
         ),
     )
     max_batch: int = field(

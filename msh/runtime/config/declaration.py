@@ -22,10 +22,15 @@ from typing import Any, ClassVar, Final
 from msh.errors import ConfigurationError
 from msh.runtime.config.values import BOOLEAN, DURATION, INTEGER, TEXT, Choice, Invalid, Kind
 
-__all__ = ["ENV_PREFIX", "Declared", "Section", "SettingsError", "declared", "setting"]
+__all__ = ["DURATION_HINT", "ENV_PREFIX", "WHOLE_HINT", "Declared", "Section", "SettingsError", "declared", "setting"]
 
 ENV_PREFIX: Final = "MSH_"
 """What every environment variable of a setting starts with: ``MSH_<SECTION>_<KEY>``."""
+
+DURATION_HINT: Final = 'write a duration, e.g. "{0}" or {1}'
+"""The hint of a duration setting: ``.format(ISO 8601 example, the same in seconds)``."""
+WHOLE_HINT: Final = "write a whole number of at least 1, e.g. {0}"
+"""The hint of a count setting: ``.format(example)``."""
 
 Check = Callable[[Any], "str | None"]
 """A check of a field's value: None, or what is wrong and what to write instead."""

@@ -15,11 +15,12 @@ from pathlib import Path
 from typing import Any, ClassVar, Final
 
 from cpa.precedence import Reading
-from msh.ebms.message import ParseMode
 from msh.engine.routing import Route
 from msh.runtime.config import rules
 from msh.runtime.config.api import ApiSettings
-from msh.runtime.config.declaration import Section, SettingsError, declared, setting
+from msh.runtime.config.cross_rules import cross_problems
+from msh.runtime.config.declaration import DURATION_HINT, WHOLE_HINT, Section, SettingsError, declared, setting
+from msh.runtime.config.messaging import ReceivingSettings, SendingSettings, TimerSettings
 from msh.runtime.config.values import AGREEMENT_PATHS, PEM_FILE, PEM_FILES, STORE_URL
 
 __all__ = [
@@ -39,9 +40,6 @@ __all__ = [
     "TlsSettings",
     "values_of",
 ]
-
-_DURATION = 'write a duration, e.g. "{0}" or {1}'
-_WHOLE = "write a whole number of at least 1, e.g. {0}"
 
 
 @dataclass(frozen=True, slots=True)
@@ -102,7 +100,7 @@ class AgreementSettings(Section):
     time_accuracy: timedelta = field(
         default=timedelta(0),
         metadata=setting(
-            _DURATION.format("PT5S", 5), check=rules.not_negative, meaning="clock tolerance in TimeToLive checks"
+            DURATION_HINT.format("PT5S", 5), check=rules.not_negative, meaning="clock tolerance in TimeToLive checks"
         ),
     )
     verify_signatures: bool = field(
@@ -191,12 +189,12 @@ class ServerSettings(Section):
     )
     max_headers: int = field(
         default=100,
-        metadata=setting(_WHOLE.format(100), check=rules.at_least_one, meaning="more header fields get 431"),
+        metadata=setting(WHOLE_HINT.format(100), check=rules.at_least_one, meaning="more header fields get 431"),
     )
     read_timeout: timedelta = field(
         default=timedelta(seconds=30),
         metadata=setting(
-            _DURATION.format("PT30S", 30),
+            DURATION_HINT.format("PT30S", 30),
             check=rules.positive,
             meaning="a request whose head or body stops arriving this long gets 408 and its connection is closed",
         ),
@@ -204,7 +202,7 @@ class ServerSettings(Section):
     max_connections_per_client: int = field(
         default=128,
         metadata=setting(
-            _WHOLE.format(128),
+            WHOLE_HINT.format(128),
             check=rules.at_least_one,
             meaning="connections open at once from one client address; the next gets 503 (raise it behind a "
             "reverse proxy, where every request comes from the proxy's address)",
@@ -298,137 +296,6 @@ class SecuritySettings(Section):
 
 
 @dataclass(frozen=True, slots=True)
-class SendingSettings(Section):
-    """Outbound transmissions.
-
-    ``first_resend_timeout`` is the wait before the first resend (None: the CPA's RetryInterval) and must
-    exceed ``http_timeout`` (the whole HTTP exchange); ``ack_requested`` and ``duplicate_elimination`` are
-    the defaults for agreements that leave them ``perMessage``. ``status_before_resend`` (None: off) asks
-    the partner for a message's status (ebMS2 §7) before resending it once the partner has been
-    unreachable at least that long (:mod:`msh.runtime.services`); off by default, since ebMS2 §7 says an
-    MSH "SHOULD NOT use the Message Status Request Service to implement Reliable Messaging".
-    """
-
-    section: ClassVar[str] = "sending"
-
-    first_resend_timeout: timedelta | None = field(
-        default=None,
-        metadata=setting(
-            _DURATION.format("PT3S", 3),
-            check=rules.positive,
-            meaning="wait before the first resend",
-            unset="the agreement's RetryInterval",
-        ),
-    )
-    http_timeout: timedelta = field(
-        default=timedelta(seconds=30),
-        metadata=setting(
-            _DURATION.format("PT30S", 30),
-            check=rules.positive,
-            meaning="the whole HTTP exchange (must be shorter than the first-resend timeout)",
-        ),
-    )
-    connect_timeout: timedelta = field(
-        default=timedelta(seconds=10),
-        metadata=setting(_DURATION.format("PT10S", 10), check=rules.positive, meaning="opening a connection"),
-    )
-    max_in_flight: int = field(
-        default=32, metadata=setting(_WHOLE.format(32), check=rules.at_least_one, meaning="transmissions at once")
-    )
-    ack_requested: bool = field(
-        default=True,
-        metadata=setting(meaning="AckRequested where the agreement says perMessage"),
-    )
-    duplicate_elimination: bool = field(
-        default=True,
-        metadata=setting(meaning="DuplicateElimination where the agreement says perMessage"),
-    )
-    status_before_resend: timedelta | None = field(
-        default=None,
-        metadata=setting(
-            _DURATION.format("PT5M", 300),
-            check=rules.positive,
-            meaning=(
-                "after the partner was unreachable this long, ask it for a message's status (a StatusRequest, "
-                "ebMS2 §7) before resending the message, and resend only if it does not have it: a body "
-                'is not sent twice after an outage. Off by default: ebMS2 §7 says an MSH "SHOULD NOT use the '
-                'Message Status Request Service to implement Reliable Messaging"; the acknowledgment still '
-                "delivers, and the question stands in for one resend (same retry budget)"
-            ),
-            unset="off",
-        ),
-    )
-
-
-@dataclass(frozen=True, slots=True)
-class ReceivingSettings(Section):
-    """Inbound messages: how forgiving the parser is (``lenient`` accepts and reports real-world quirks).
-
-    ``accept_unterminated_packages`` (lenient mode only) accepts a MIME package that ends without its
-    closing delimiter, whose last payload may be cut short: off by default, for a partner known to send
-    such packages. ``max_held_messages`` bounds the messages of one conversation held for their turn
-    (MessageOrder, ebMS2 §9.1.1: "the implementation defined limit for saved out-of-sequence messages"), and
-    ``order_gap_grace`` how long past the sender's retries a missing one is still waited for (a sender under
-    load retries late; abandoning held messages too early is worse than telling the sender late)."""
-
-    section: ClassVar[str] = "receiving"
-
-    parse_mode: ParseMode = field(
-        default=ParseMode.LENIENT,
-        metadata=setting(meaning="`strict` refuses anything not by the book; `lenient` accepts and reports quirks"),
-    )
-    accept_unterminated_packages: bool = field(
-        default=False,
-        metadata=setting(
-            meaning="lenient mode only: accept a MIME package without its closing delimiter (its last payload may "
-            "be cut short; refused with MimeProblem otherwise)",
-        ),
-    )
-    max_held_messages: int = field(
-        default=1000,
-        metadata=setting(
-            "write a number of messages, e.g. 1000",
-            check=rules.at_least_one,
-            meaning="MessageOrder: the most messages kept waiting for a lower SequenceNumber in one conversation; "
-            "the next is refused with DeliveryFailure and the sequence broken (ebMS2 §9.1.1)",
-        ),
-    )
-    order_gap_grace: timedelta = field(
-        default=timedelta(minutes=1),
-        metadata=setting(
-            _DURATION.format("PT1M", 60),
-            check=rules.not_negative,
-            meaning="MessageOrder: how much longer than the sender's retries take ((Retries + 1) x RetryInterval) "
-            "held messages wait for a missing one before they are abandoned with a DeliveryFailure",
-        ),
-    )
-
-
-@dataclass(frozen=True, slots=True)
-class TimerSettings(Section):
-    """The timer loop: how often it looks for due work written by other processes, and its claim lease."""
-
-    section: ClassVar[str] = "timers"
-
-    poll_interval: timedelta = field(
-        default=timedelta(seconds=1),
-        metadata=setting(
-            _DURATION.format("PT1S", 1),
-            check=rules.positive,
-            meaning="how often to look for work other processes queued",
-        ),
-    )
-    lease: timedelta = field(
-        default=timedelta(seconds=60),
-        metadata=setting(
-            _DURATION.format("PT60S", 60),
-            check=rules.positive,
-            meaning="after this, the timers a dead process had claimed are taken over (longer than the HTTP timeout)",
-        ),
-    )
-
-
-@dataclass(frozen=True, slots=True)
 class RoutingSettings:
     """The routing table (ebMS2 §10, :mod:`msh.engine.routing`): the routes in order, the first matching wins.
 
@@ -468,15 +335,15 @@ class Settings:
     server: ServerSettings = ServerSettings()
     tls: TlsSettings = TlsSettings()
     security: SecuritySettings = SecuritySettings()
-    sending: SendingSettings = SendingSettings()
-    receiving: ReceivingSettings = ReceivingSettings()
-    timers: TimerSettings = TimerSettings()
+    sending: SendingSettings = SendingSettings()  # noqa: RUF009 (frozen, like the sections above)
+    receiving: ReceivingSettings = ReceivingSettings()  # noqa: RUF009 (frozen, like the sections above)
+    timers: TimerSettings = TimerSettings()  # noqa: RUF009 (frozen, like the sections above)
     api: ApiSettings = ApiSettings()  # noqa: RUF009 (frozen, like the sections above)
     routing: RoutingSettings = RoutingSettings()
     source: str = "<defaults>"
 
     def __post_init__(self) -> None:
-        problems = rules.cross_problems(values_of(self), lambda key: key, ())
+        problems = cross_problems(values_of(self), lambda key: key, ())
         if problems:
             raise SettingsError(self.source, problems)
 

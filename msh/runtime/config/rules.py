@@ -1,5 +1,5 @@
-"""What makes a setting's value usable: the checks of single values, the rules that tie settings together,
-and what the TLS files must hold.
+"""What makes a setting's value usable: the checks of single values and what the TLS files must hold (the
+rules that tie settings together are in :mod:`msh.runtime.config.cross_rules`).
 
 A check takes a value of the setting's type and returns None, or what is wrong and what to write instead
 (the caller puts the setting's name in front).
@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Collection, Mapping, Sequence
-from dataclasses import dataclass
 from datetime import timedelta
 from pathlib import Path
 from typing import Any, Final, TypeVar
@@ -19,16 +18,12 @@ from cryptography import x509
 from cryptography.hazmat.primitives import serialization
 
 from cpa.duration import XsDuration
-from msh.runtime.config.values import format_duration, show
+from msh.runtime.config.values import show
 
 __all__ = [
-    "CROSS_RULES",
-    "CrossRule",
-    "Given",
     "Label",
     "at_least_one",
     "certificate_file_problem",
-    "cross_problems",
     "host",
     "http_url",
     "message_id_domain",
@@ -51,7 +46,8 @@ Label = Callable[[str], str]
 # ------------------------------------------------------------------------------------------ single values
 
 _DOT_ATOM: Final = re.compile(r"[A-Za-z0-9!#$%&'*+/=?^_`{|}~-]+(\.[A-Za-z0-9!#$%&'*+/=?^_`{|}~-]+)*")
-_URI: Final = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*:\S+")
+URI: Final = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*:\S+")
+"""An absolute URI (RFC 3986 scheme and the rest): what an untyped PartyId must be."""
 
 
 def party_id_given(value: str) -> str | None:
@@ -181,201 +177,6 @@ def http_url(value: str) -> str | None:
             '"https://127.0.0.1:8092/msh"'
         )
     return None
-
-
-# ----------------------------------------------------------------------------------- settings together
-
-
-@dataclass(frozen=True, slots=True)
-class Given:
-    """The effective settings as a cross-setting rule sees them: each value, its label, whether it is usable."""
-
-    values: Mapping[str, Any]
-    """``section.key`` -> the effective value (``routing.routes`` too)."""
-    label: Label
-    bad: Collection[str]
-    """The settings that already have a problem of their own."""
-
-    def __getitem__(self, key: str) -> Any:
-        return self.values[key]
-
-    def usable(self, *keys: str) -> bool:
-        """True when each of ``keys`` has a value and no problem of its own."""
-        return all(k in self.values and k not in self.bad for k in keys)
-
-
-@dataclass(frozen=True, slots=True)
-class CrossRule:
-    """One rule that ties settings together: it is checked only when all its ``keys`` are usable."""
-
-    keys: tuple[str, ...]
-    check: Callable[[Given], str | None]
-    """None, or what is wrong, naming the settings (with :attr:`Given.label`) and what to write instead."""
-    protects: str
-    """What goes wrong without the rule."""
-
-
-def _one_half(given: Given, first: str, second: str, needs: str) -> str | None:
-    """Of two settings that go together, one is set and the other is not."""
-    if (given[first] is None) == (given[second] is None):
-        return None
-    set_, unset = (first, second) if given[first] is not None else (second, first)
-    return f"{given.label(set_)} is set but {unset} is not; {needs}"
-
-
-def _api_names_an_application(given: Given) -> str | None:
-    if not given["api.enabled"] or given["api.applications"] or given["api.client_ca"]:
-        return None
-    label = given.label
-    return (
-        f"{label('api.enabled')} is true but {label('api.applications')} names no application (and "
-        f'{label("api.client_ca")} is empty): add one, e.g. ["billing=env:BILLING_TOKEN"]'
-    )
-
-
-def _api_tls_has_a_key_pair(given: Given) -> str | None:
-    if not (given["api.tls"] or given["api.client_ca"]):
-        return None
-    if given["tls.certificate"] is not None and given["tls.private_key"] is not None and given["api.tls"]:
-        return None
-    label = given.label
-    return (
-        f"{label('api.tls')} (or {label('api.client_ca')}) needs HTTPS: set {label('api.tls')} true, "
-        f"{label('tls.certificate')} and {label('tls.private_key')}"
-    )
-
-
-def _https_has_a_key_pair(given: Given) -> str | None:
-    unset = [k for k in ("tls.certificate", "tls.private_key") if given[k] is None]
-    if not given["server.tls"] or not unset:
-        return None
-    return (
-        f"{given.label('server.tls')} is true (serve HTTPS) but {' and '.join(given.label(k) for k in unset)} "
-        f"{'is' if len(unset) == 1 else 'are'} not set; give our certificate and private key (PEM files), "
-        "or set server.tls = false to serve plain HTTP"
-    )
-
-
-def _tls_key_pair_is_whole(given: Given) -> str | None:
-    if given.usable("server.tls") and given["server.tls"]:
-        return None  # _https_has_a_key_pair names the missing half
-    return _one_half(given, "tls.certificate", "tls.private_key", "a TLS client certificate needs both halves")
-
-
-def _signing_key_pair_is_whole(given: Given) -> str | None:
-    return _one_half(
-        given, "security.signing_key", "security.signing_certificate", "signing needs the key and its certificate"
-    )
-
-
-def _first_resend_after_http_timeout(given: Given) -> str | None:
-    first, http = given["sending.first_resend_timeout"], given["sending.http_timeout"]
-    if first is None or first > http:
-        return None
-    label = given.label
-    return (
-        f"{label('sending.first_resend_timeout')} = {format_duration(first)} is not greater than "
-        f"{label('sending.http_timeout')} = {format_duration(http)}: an HTTP exchange must end before the "
-        "first resend is due, otherwise a slow answer counts as lost and the message is resent while still "
-        "in flight; make sending.http_timeout shorter or sending.first_resend_timeout longer"
-    )
-
-
-def _lease_outlasts_http_timeout(given: Given) -> str | None:
-    lease, http = given["timers.lease"], given["sending.http_timeout"]
-    if lease > http:
-        return None
-    label = given.label
-    return (
-        f"{label('timers.lease')} = {format_duration(lease)} is not greater than "
-        f"{label('sending.http_timeout')} = {format_duration(http)}: a claimed timer's transmission must "
-        "end within its lease, otherwise another process claims it and sends the message again; make "
-        "timers.lease longer or sending.http_timeout shorter"
-    )
-
-
-def _agreements_or_routes(given: Given) -> str | None:
-    if given["agreements.paths"] or given["routing.routes"]:
-        return None
-    return (
-        f"{given.label('agreements.paths')} is empty and no routing.routes are configured: this MSH would have "
-        "nothing to do; name the CPA files it works under in agreements.paths (or MSH_AGREEMENTS_PATHS), or, "
-        "for an intermediary, configure its routes as [[routing.routes]] tables in the configuration file"
-    )
-
-
-def _untyped_party_id_is_a_uri(given: Given) -> str | None:
-    party_id = given["identity.party_id"]
-    # ebMS2 §3.1.1.1: without a type attribute the PartyId MUST be a URI (else Inconsistent).
-    if given["identity.party_id_type"] is not None or not party_id.strip() or _URI.fullmatch(party_id):
-        return None
-    return (
-        f"{given.label('identity.party_id')} = {show(party_id)} has no identity.party_id_type and is not a URI; "
-        "ebMS2 §3.1.1.1 requires an untyped PartyId to be a URI (partners reject it as Inconsistent): set "
-        'identity.party_id_type (e.g. "urn:oasis:names:tc:ebcore:partyid-type:iso6523:0088") or write the '
-        'PartyId as a URI (e.g. "urn:duns:123456789")'
-    )
-
-
-CROSS_RULES: Final[tuple[CrossRule, ...]] = (
-    CrossRule(
-        ("api.enabled", "api.applications", "api.client_ca"),
-        _api_names_an_application,
-        "interfaces that no application can authenticate to",
-    ),
-    CrossRule(
-        ("api.tls", "api.client_ca", "tls.certificate", "tls.private_key"),
-        _api_tls_has_a_key_pair,
-        "client certificates asked for over plain HTTP, or HTTPS without a key pair",
-    ),
-    CrossRule(
-        ("server.tls", "tls.certificate", "tls.private_key"),
-        _https_has_a_key_pair,
-        "an HTTPS endpoint without a certificate or key to serve",
-    ),
-    CrossRule(
-        ("tls.certificate", "tls.private_key"),
-        _tls_key_pair_is_whole,
-        "a TLS client certificate presented without its key, or a key without its certificate",
-    ),
-    CrossRule(
-        ("security.signing_key", "security.signing_certificate"),
-        _signing_key_pair_is_whole,
-        "a signing key without the certificate that goes with it, or a certificate without its key (ebMS2 §4.1)",
-    ),
-    CrossRule(
-        ("sending.first_resend_timeout", "sending.http_timeout"),
-        _first_resend_after_http_timeout,
-        "a message resent while its first transmission is still in flight",
-    ),
-    CrossRule(
-        ("timers.lease", "sending.http_timeout"),
-        _lease_outlasts_http_timeout,
-        "a timer taken over by another process while its transmission is still in flight",
-    ),
-    CrossRule(
-        ("agreements.paths", "routing.routes"),
-        _agreements_or_routes,
-        "an MSH that has nothing to do",
-    ),
-    CrossRule(
-        ("identity.party_id", "identity.party_id_type"),
-        _untyped_party_id_is_a_uri,
-        "messages partners reject as Inconsistent (ebMS2 §3.1.1.1)",
-    ),
-)
-"""The rules that tie settings together, in the order their problems are reported."""
-
-
-def cross_problems(values: Mapping[str, Any], label: Label, bad: Collection[str]) -> list[str]:
-    """The problems the rules that tie settings together find (:data:`CROSS_RULES`, in order).
-
-    ``values`` maps ``section.key`` to the effective value; ``label`` names a setting in a message; a rule
-    is skipped when one of its settings already has a problem of its own (in ``bad``).
-    """
-    given = Given(values, label, bad)
-    found = (rule.check(given) for rule in CROSS_RULES if given.usable(*rule.keys))
-    return [problem for problem in found if problem]
 
 
 # ------------------------------------------------------------------------------------------- TLS files

@@ -16,10 +16,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
 
+from msh.runtime.config.cross_rules import cross_problems
 from msh.runtime.config.declaration import ENV_PREFIX, Declared, SettingsError
 from msh.runtime.config.model import SECTIONS, SETTINGS, RoutingSettings, Settings
 from msh.runtime.config.routes import ROUTES, ROUTING, read_routes
-from msh.runtime.config.rules import Label, cross_problems, tls_problems
+from msh.runtime.config.rules import Label, tls_problems
 from msh.runtime.config.values import Invalid, did_you_mean, type_name
 
 __all__ = ["CONFIG_ENV", "load_settings", "settings_from_mapping"]

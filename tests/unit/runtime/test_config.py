@@ -27,7 +27,7 @@ from msh.runtime.config import (
     load_settings,
     settings_from_mapping,
 )
-from msh.runtime.config.rules import CROSS_RULES
+from msh.runtime.config.cross_rules import CROSS_RULES
 from tests.support.samples import shown_settings
 
 SAMPLES = Path(__file__).resolve().parents[3] / "samples"
