@@ -108,6 +108,13 @@ class CpaRegistry:
                 keys_of[cpaid] = tuple(entries)
             self._index = _Index(by_id, by_route, keys_of)
 
+    def replace_all(self, other: CpaRegistry) -> None:
+        """Take the agreements and first-resend timeouts of ``other`` in place of this registry's own, in one
+        publication: a reader sees the old set or the new one, never a mix (a reload, msh.runtime.reload)."""
+        with self._lock, other._lock:
+            self.first_resend_timeouts = dict(other.first_resend_timeouts)
+            self._index = other._index
+
     def remove(self, cpaid: str) -> CollaborationProtocolAgreement | None:
         """Remove the agreement ``cpaid``; returns it, or None when there was none."""
         with self._lock:

@@ -5,7 +5,8 @@
 implement (``file: agreement ..., DocExchange ...: ...``): exit status 0 when every file loads and can be
 used (warnings or not), 1 when any has an error. ``show`` prints a readable summary of one agreement (any
 agreement ``validate`` accepts): parties, roles, actions and the channels they use, with each channel's
-reliability and security. ``list`` lists the agreements of ``agreements.paths`` this party is in.
+reliability and security. ``list`` lists the agreements of ``agreements.paths`` this party is in. ``add``,
+``remove`` and ``reload`` change the agreements of a running MSH (:mod:`msh.cli.agreement_changes`).
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ import argparse
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
+from msh.cli.agreement_changes import add_change_commands
 from msh.cli.common import Subcommands, add_command, running_msh
 
 if TYPE_CHECKING:
@@ -212,7 +214,7 @@ def render_agreement(agreement: CollaborationProtocolAgreement, now: datetime) -
 
 
 def add_cpa_commands(sub: Subcommands) -> None:
-    """Add ``msh cpa`` and its subcommands ``validate``, ``show`` and ``list``."""
+    """Add ``msh cpa`` and its subcommands ``validate``, ``show``, ``add``, ``remove``, ``reload`` and ``list``."""
     cpa = sub.add_parser(
         "cpa",
         help="work with CPP/CPA 2.0 agreements",
@@ -251,6 +253,7 @@ def add_cpa_commands(sub: Subcommands) -> None:
         ),
     )
     show.add_argument("file", metavar="FILE", help="agreement file to show")
+    add_change_commands(cpa_sub)
     add_command(
         cpa_sub,
         "list",

@@ -35,6 +35,7 @@ def _interrupt(signum: int, frame: object) -> None:
 def _serve(args: argparse.Namespace) -> int:
     from msh.runtime.config import describe, load_settings
     from msh.runtime.msh import Msh
+    from msh.runtime.pidfile import remove_pid_file, write_pid_file
     from msh.runtime.serving import bind, run
 
     logging.basicConfig(level=args.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
@@ -69,6 +70,8 @@ def _serve(args: argparse.Namespace) -> int:
     routing = f"; {routes} route{'' if routes == 1 else 's'}" if routes else ""
 
     def ready(port: int) -> None:
+        if settings.server.pid_file is not None:  # written once SIGHUP reloads (msh.runtime.pidfile)
+            write_pid_file(settings.server.pid_file)
         print(
             f"msh: party {settings.identity.party_id} listening on {scheme}://{settings.server.host}:{port}"
             f"{settings.server.path} (store {msh.store.url}; agreements {agreements}{routing})",
@@ -84,6 +87,8 @@ def _serve(args: argparse.Namespace) -> int:
         # While the last transaction commits, a repeated SIGTERM must not cut it short (a second Ctrl-C
         # still can: the user insists).
         with _on_sigterm(signal.SIG_IGN):
+            if settings.server.pid_file is not None:
+                remove_pid_file(settings.server.pid_file)
             msh.close()
             counts = ", ".join(f"{k} {v}" for k, v in sorted(msh.counters.items()))
             print(f"msh: stopped ({counts or 'no traffic'})", flush=True)
@@ -103,7 +108,10 @@ def add_serve_command(sub: Subcommands) -> None:
             "send submitted messages and resend them until acknowledged or given up. Each failed transmission "
             "is logged at warning level with its reason (and kept for msh status). Ctrl-C or SIGTERM stops it "
             "in order: no new connections, requests and transmissions in flight end, what is queued is "
-            "committed, the line 'msh: stopped (...)' is printed and the exit status is 0. A hard kill "
+            "committed, the line 'msh: stopped (...)' is printed and the exit status is 0. SIGHUP reloads the "
+            "agreements without a restart (a set with a problem changes nothing; the log says why); with "
+            "server.pid_file the process id is written there while it serves (msh cpa add|remove|reload use "
+            "it). A hard kill "
             "(SIGKILL) loses nothing that was committed. With api.enabled, the application interfaces (REST with "
             "OpenAPI at {api.path}/openapi.json, pull batches, SOAP, webhooks) are served on api.host:api.port by "
             "the same process. Exit status 2 when it cannot start (the line says why)."

@@ -65,6 +65,8 @@ class Evidence(StrEnum):
     """The message's TimeToLive passed before it was acknowledged (ebMS2 §3.1.6.4)."""
     PERSIST_DURATION = "persist-duration"
     """PersistDuration passed since the first transmission (ebMS2 §6.4.6)."""
+    AGREEMENT_REMOVED = "agreement-removed"
+    """The agreement it was sent under was removed from the running MSH before its outcome was final (a reload)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -136,8 +138,9 @@ STATUSES: Final[Mapping[OutboundStatus, StatusDefinition]] = MappingProxyType(
             StatusDefinition(
                 OutboundStatus.FAILED,
                 "the application was told a DeliveryFailure (ebMS2 §6.5.7). Severity Error: the message could not "
-                "be transmitted, or the receiving side refused it: it was not delivered. Severity Warning: it was "
-                "transmitted but never acknowledged: it may have been delivered",
+                "be transmitted, or the receiving side refused it, or its agreement was removed before anything "
+                "left: it was not delivered. Severity Warning: it was transmitted but never acknowledged: it may "
+                "have been delivered",
                 frozenset(
                     {
                         _E.ERROR_MESSAGE,
@@ -145,6 +148,7 @@ STATUSES: Final[Mapping[OutboundStatus, StatusDefinition]] = MappingProxyType(
                         _E.RETRIES_EXHAUSTED,
                         _E.TIME_TO_LIVE,
                         _E.PERSIST_DURATION,
+                        _E.AGREEMENT_REMOVED,
                     }
                 ),
                 "Error: fix the cause and submit again; Warning: ask the partner (msh status --remote) before "
@@ -183,6 +187,7 @@ _SAYS: Final[Mapping[Evidence, str]] = MappingProxyType(
         Evidence.RETRIES_EXHAUSTED: "no acknowledgment after every retry",
         Evidence.TIME_TO_LIVE: "its TimeToLive passed",
         Evidence.PERSIST_DURATION: "its PersistDuration passed",
+        Evidence.AGREEMENT_REMOVED: "its agreement was removed from this MSH",
     }
 )
 

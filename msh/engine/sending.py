@@ -74,6 +74,10 @@ Decisions where the specifications are silent:
   or none, sends the resend after all; a partner still unreachable counts as that resend failing. ebMS2
   §7 says an MSH SHOULD NOT use the status service to implement reliable messaging: this only avoids
   sending a body twice after an outage, and is off by default.
+* An agreement removed from the running MSH (:class:`AgreementWithdrawn`, a reload) fails a message sent under
+  it that is not final yet, with evidence ``agreement-removed`` and the usual severity (Error if nothing left,
+  else Warning): without the agreement nothing can be resent or checked, and the application is told rather
+  than left waiting. A final message is not changed.
 * An event for a message the store does not know raises :class:`UnknownMessage`: the runtime ignores
   such acknowledgments and errors (ebMS2 §6.5.2).
 """
@@ -98,6 +102,7 @@ __all__ = [
     "TRANSITIONS",
     "AcknowledgmentReceived",
     "Action",
+    "AgreementWithdrawn",
     "CancelTimer",
     "EngineError",
     "ErrorReceived",
@@ -222,6 +227,15 @@ class ErrorReceived:
 
 
 @dataclass(frozen=True, slots=True)
+class AgreementWithdrawn:
+    """The agreement ``cpaid`` the message was sent under was removed from the running MSH (a reload,
+    :mod:`msh.runtime.reload`) before the message's outcome was final."""
+
+    message_id: str
+    cpaid: str
+
+
+@dataclass(frozen=True, slots=True)
 class TimerDue:
     """The message's timer row came due. ``status_check_after``: the MSH asks the partner for the status of
     a message before resending it once the partner has been unreachable at least this long (see the module
@@ -268,6 +282,7 @@ Event: TypeAlias = (
     | SendAgain
     | StatusReported
     | StatusUnavailable
+    | AgreementWithdrawn
 )
 
 # --- actions ------------------------------------------------------------------------------------------
@@ -626,6 +641,13 @@ def _status_unavailable(state: OutboundState | None, event: StatusUnavailable, n
     return s, (Transmit(s.message_id, s.attempts),)
 
 
+def _withdrawn(state: OutboundState | None, event: AgreementWithdrawn, now: datetime) -> Step:
+    s = _known(state)
+    # ebMS2 §6.5.7: no resend is possible without the agreement; the application is told, never left waiting.
+    issue = _failure(s, f"agreement {event.cpaid} was removed from this MSH before the message was acknowledged")
+    return _fail(s, issue, Evidence.AGREEMENT_REMOVED, cancel=s.next_due_at is not None)
+
+
 def _late_delivery(state: OutboundState | None, event: AcknowledgmentReceived | StatusReported, now: datetime) -> Step:
     """After ``failed`` or ``sent``: the To party's acknowledgment or StatusResponse still records delivery."""
     s = _known(state)
@@ -668,6 +690,7 @@ def _live(status: OutboundStatus) -> dict[tuple[OutboundStatus | None, type[Any]
         (status, SendAgain): Transition(_send_again, (_W,), "ebMS2 §10.1: every copy is forwarded"),
         (status, StatusReported): Transition(_status_reported, (_D, status), "ebMS2 §7.3.3"),
         (status, StatusUnavailable): Transition(_status_unavailable, (status,), "ebMS2 §7, §6.5.4"),
+        (status, AgreementWithdrawn): Transition(_withdrawn, (_F,), "ebMS2 §6.5.7: agreement removed"),
     }
 
 
@@ -682,6 +705,7 @@ def _after(status: OutboundStatus) -> dict[tuple[OutboundStatus | None, type[Any
         (status, TimerDue): Transition(_ignore, (status,), "stale timer: ignored"),
         (status, SendAgain): Transition(_ignore, (status,), "a copy of a finished forward is submitted afresh"),
         (status, StatusUnavailable): Transition(_ignore, (status,), "a stale status question: ignored"),
+        (status, AgreementWithdrawn): Transition(_ignore, (status,), "already final: the removal changes nothing"),
     }
 
 
@@ -694,6 +718,7 @@ _AFTER_SUBMIT: Final = (
     SendAgain,
     StatusReported,
     StatusUnavailable,
+    AgreementWithdrawn,
 )
 
 TRANSITIONS: Final[Mapping[tuple[OutboundStatus | None, type[Any]], Transition]] = MappingProxyType(
@@ -711,6 +736,7 @@ TRANSITIONS: Final[Mapping[tuple[OutboundStatus | None, type[Any]], Transition]]
         (_FW, SendAgain): Transition(_ignore, (_FW,), "only forwards are sent again; ours are resent by the timer"),
         (_FW, StatusReported): Transition(_status_reported, (_D, _FW), "ebMS2 §7.3.3"),
         (_FW, StatusUnavailable): Transition(_status_unavailable, (_FW,), "ebMS2 §7, §6.5.4"),
+        (_FW, AgreementWithdrawn): Transition(_withdrawn, (_F,), "ebMS2 §6.5.7: agreement removed"),
         # ebMS2 §6.3.2.5, §6.5.7 note: after the end-to-end acknowledgment, everything else is ignored.
         **{(_D, e): Transition(_ignore, (_D,), "ebMS2 §6.3.2.5, §6.5.7 note: ignored") for e in _AFTER_SUBMIT},
         **_after(_S),

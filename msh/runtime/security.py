@@ -134,6 +134,11 @@ class MessageSecurity:
 
     # -- the agreements, when loaded
 
+    def agreements_changed(self) -> None:
+        """The registry's agreements were replaced (a reload): see again whether any signs or encrypts (the
+        policy caches check the agreement they were made from, so they need no clearing)."""
+        self.in_use = any(_asks_security(cpa) for cpa in self.registry)
+
     def check_agreements(self, agreements: Iterable[CollaborationProtocolAgreement]) -> None:
         """:class:`ConfigurationError` listing what in ``agreements`` our keys cannot do
         (:func:`~msh.runtime.keys.agreement_problems`)."""

@@ -6,23 +6,29 @@ when ``tls.require_client_certificate``), and the limits at the door from ``serv
 starts before the server listens and stops after it has stopped. SIGINT/SIGTERM stop accepting, let
 requests and transmissions in flight end and stop the runtime; the caller then closes the store (``msh
 serve`` prints ``msh: stopped`` and exits with status 0). A SIGKILL loses nothing committed (DESIGN.md
-§5.6).
+§5.6). SIGHUP reloads the agreements and the server goes on (:mod:`msh.runtime.reload`).
 """
 
 from __future__ import annotations
 
 import asyncio
+import logging
 import socket
+import ssl
 from collections.abc import Callable, Sequence
 from typing import Protocol
 
+from cpa.registry import CpaRegistry
 from msh.runtime.config import Settings
 from msh.runtime.msh import Msh
+from msh.runtime.reload import AgreementReloader
 from msh.transport.asgi import Endpoint
 from msh.transport.server import DoorLimits, bind, run_loop, serve_app
 from msh.transport.tls import server_context, trust_anchors_pem
 
 __all__ = ["Companion", "bind", "run", "serve"]
+
+log = logging.getLogger("msh.runtime")
 
 
 class Companion(Protocol):
@@ -67,6 +73,21 @@ async def serve(
     )
     listener = sock if sock is not None else bind(s.host, s.port)
     started: list[Companion] = []
+    reloader = AgreementReloader(msh, pid_file=s.pid_file)
+    if context is not None:
+        reloader.on_loaded.append(lambda registry: _trust_new_partners(context, registry, msh))
+    reloads: set[asyncio.Task[object]] = set()
+    loop = asyncio.get_running_loop()
+
+    def reload_now() -> None:
+        if msh.running:
+            task: asyncio.Task[object] = loop.create_task(reloader.reload())
+            reloads.add(task)
+            task.add_done_callback(reloads.discard)
+
+    def hangup() -> None:
+        log.info("SIGHUP: reloading the agreements")
+        loop.call_soon_threadsafe(reload_now)
 
     async def start() -> None:
         await msh.start()
@@ -75,6 +96,8 @@ async def serve(
             started.append(companion)
 
     async def stop_after() -> None:
+        if reloads:  # a reload under way ends before the runtime stops
+            await asyncio.wait(set(reloads))
         try:
             for companion in reversed(started):
                 await companion.stop()
@@ -90,7 +113,19 @@ async def serve(
         stop_after=stop_after,
         ready=ready,
         stop=stop,
+        on_hangup=hangup,
     )
+
+
+def _trust_new_partners(context: ssl.SSLContext, registry: CpaRegistry, msh: Msh) -> None:
+    """The partner certificates of the reloaded agreements become trust anchors of the running endpoint
+    (added: an SSL context cannot forget an anchor; see :mod:`msh.runtime.reload`)."""
+    anchors = trust_anchors_pem(registry, msh.party)
+    if anchors:
+        try:
+            context.load_verify_locations(cadata=anchors)
+        except ssl.SSLError as exc:
+            log.error("the certificates of the reloaded agreements could not be trusted for TLS: %s", exc)
 
 
 def run(

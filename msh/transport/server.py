@@ -1,5 +1,5 @@
 """Serving an ASGI endpoint on uvicorn (httptools and, where installed, uvloop), with limits at the door
-and an orderly stop on SIGINT/SIGTERM.
+and an orderly stop on SIGINT/SIGTERM (SIGHUP: the caller's ``on_hangup``, e.g. reload the agreements).
 
 :func:`serve_app` runs any ASGI application on a listening socket (:func:`bind`), with the TLS context it
 is given (mutual TLS when that context asks for client certificates) and the :class:`DoorLimits` its
@@ -303,9 +303,12 @@ def _uvicorn_server(
 
 
 @contextlib.contextmanager
-def _stop_on_signals(server: uvicorn.Server) -> Generator[None, None, None]:
+def _stop_on_signals(
+    server: uvicorn.Server, on_hangup: Callable[[], None] | None = None
+) -> Generator[None, None, None]:
     """SIGINT/SIGTERM ask ``server`` to exit (a second SIGINT: without waiting for open connections),
-    until the block ends; the previous handlers are restored then. Only on the main thread."""
+    SIGHUP calls ``on_hangup`` (when given; the server goes on), until the block ends; the previous handlers
+    are restored then. Only on the main thread."""
     if threading.current_thread() is not threading.main_thread():
         yield
         return
@@ -317,6 +320,8 @@ def _stop_on_signals(server: uvicorn.Server) -> Generator[None, None, None]:
         log.info("%s: stopping", signal.Signals(signum).name)
 
     previous = {sig: signal.signal(sig, handle) for sig in (signal.SIGINT, signal.SIGTERM)}
+    if on_hangup is not None:
+        previous[signal.SIGHUP] = signal.signal(signal.SIGHUP, lambda signum, frame: on_hangup())
     try:
         yield
     finally:
@@ -334,13 +339,15 @@ async def serve_app(
     stop_after: Callable[[], Awaitable[None]] | None = None,
     ready: Callable[[int], None] | None = None,
     stop: asyncio.Event | None = None,
+    on_hangup: Callable[[], None] | None = None,
 ) -> None:
     """Serve the ASGI ``app`` on ``listener`` until SIGINT/SIGTERM (or ``stop`` is set): ``start()`` runs
     before it listens, ``ready(port)`` once it listens, ``stop_after()`` once it has stopped; the listener
-    is closed at the end. Returns (the signal does not end the process; see the module docs)."""
+    is closed at the end; ``on_hangup()`` is called (in the signal handler: keep it short) on each SIGHUP.
+    Returns (the signal does not end the process; see the module docs)."""
     server = _uvicorn_server(app, ssl_context, limits)
     port = int(listener.getsockname()[1])
-    with _stop_on_signals(server):
+    with _stop_on_signals(server, on_hangup):
         if start is not None:
             await start()
         try:

@@ -21,7 +21,7 @@ from msh.runtime.config.api import ApiSettings
 from msh.runtime.config.cross_rules import cross_problems
 from msh.runtime.config.declaration import DURATION_HINT, WHOLE_HINT, Section, SettingsError, declared, setting
 from msh.runtime.config.messaging import ReceivingSettings, SendingSettings, TimerSettings
-from msh.runtime.config.values import AGREEMENT_PATHS, PEM_FILE, PEM_FILES, STORE_URL
+from msh.runtime.config.values import AGREEMENT_PATHS, NEW_FILE, PEM_FILE, PEM_FILES, STORE_URL
 
 __all__ = [
     "SECTIONS",
@@ -142,7 +142,7 @@ class ServerSettings(Section):
     ``max_header_bytes``, or with more than ``max_headers`` header fields, gets 431; a request that stops
     arriving (no byte for ``read_timeout`` while its head or body is incomplete) gets 408 and its
     connection is closed; a client address with ``max_connections_per_client`` connections open gets 503
-    on the next one.
+    on the next one. ``pid_file``: where ``msh serve`` writes its process id (:mod:`msh.runtime.pidfile`).
     """
 
     section: ClassVar[str] = "server"
@@ -206,6 +206,15 @@ class ServerSettings(Section):
             check=rules.at_least_one,
             meaning="connections open at once from one client address; the next gets 503 (raise it behind a "
             "reverse proxy, where every request comes from the proxy's address)",
+        ),
+    )
+    pid_file: Path | None = field(
+        default=None,
+        metadata=setting(
+            'write a file path, e.g. "run/msh.pid"',
+            kind=NEW_FILE,
+            meaning="`msh serve` writes its process id here while it runs (and the outcome of each agreement "
+            "reload beside it); `msh cpa add/remove/reload` find the running server by it (unset: no pid file)",
         ),
     )
 

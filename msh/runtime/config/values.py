@@ -29,6 +29,7 @@ __all__ = [
     "BOOLEAN",
     "DURATION",
     "INTEGER",
+    "NEW_FILE",
     "PEM_FILE",
     "PEM_FILES",
     "STORE_URL",
@@ -317,6 +318,20 @@ class _PemFile(Kind):
         return None
 
 
+class _NewFile(_PemFile):
+    """The path of a file the MSH writes (its pid file): its folder must exist."""
+
+    def verify(self, value: Any, base_dir: Path) -> str | None:
+        if not value.parent.is_dir():
+            return (
+                f"the folder of {str(value)!r} does not exist; create it or give another path "
+                f"(a relative path is read from {str(base_dir)!r})"
+            )
+        if value.is_dir():
+            return f"{str(value)!r} is a folder; give the path of a file"
+        return None
+
+
 class _AgreementPath(_PemFile):
     """The path of a CPA file or of a folder of CPA files."""
 
@@ -413,6 +428,8 @@ TEXTS: Final[Kind] = _Texts()
 PEM_FILE: Final[Kind] = _PemFile()
 """The path of an existing PEM file."""
 PEM_FILES: Final[Kind] = _Paths(_PemFile())
+NEW_FILE: Final[Kind] = _NewFile()
+"""A file the MSH writes (relative: from the settings file's folder); its folder must exist."""
 """A list of paths of existing PEM files."""
 AGREEMENT_PATHS: Final[Kind] = _Paths(_AgreementPath())
 """A list of CPA files or folders of CPA files, each existing."""

@@ -17,6 +17,7 @@ from msh.engine.sending import (
     DEFAULT_ACK_WAIT,
     TRANSITIONS,
     AcknowledgmentReceived,
+    AgreementWithdrawn,
     Action,
     CancelTimer,
     EngineError,
@@ -589,11 +590,12 @@ def test_the_table_covers_every_pair_but_submit_on_an_existing_message() -> None
         SendAgain,
         StatusReported,
         StatusUnavailable,
+        AgreementWithdrawn,
     )
     missing = {(s, e) for s in (None, *OutboundStatus) for e in events if (s, e) not in TRANSITIONS}
     assert missing == {(s, Submit) for s in OutboundStatus} | {(None, e) for e in events if e is not Submit}
     ignored = {key for key, t in TRANSITIONS.items() if t.ignored}
-    after = (TransmitSucceeded, TransmitFailed, TimerDue, SendAgain, StatusUnavailable)
+    after = (TransmitSucceeded, TransmitFailed, TimerDue, SendAgain, StatusUnavailable, AgreementWithdrawn)
     expected = {(OutboundStatus.DELIVERED, e) for e in events if e is not Submit}
     expected |= {(s, e) for s in (OutboundStatus.SENT, OutboundStatus.FAILED) for e in after}
     expected |= {(OutboundStatus.FAILED, ErrorReceived), (OutboundStatus.FORWARDED, SendAgain)}
