@@ -57,13 +57,13 @@ def _read_pid(path: Path) -> int | None:
 def running_server(path: Path) -> int | None:
     """The pid of the ``msh serve`` process that wrote ``path`` and still runs; None: none runs."""
     pid = _read_pid(path)
-    return pid if pid is not None and pid != os.getpid() and _alive(pid) else None
+    return pid if pid is not None and _alive(pid) else None
 
 
 def write_pid_file(path: Path) -> None:
     """Write this process's id to ``path``; refused when a live process holds it (another ``msh serve``)."""
     other = running_server(path)
-    if other is not None:
+    if other is not None and other != os.getpid():
         raise ConfigurationError(
             f"server.pid_file: {path} names process {other}, which is running: another msh serve runs with these "
             "settings; stop it first, or give this one another server.pid_file"

@@ -188,9 +188,7 @@ class AgreementReloader:
             batch = found[start : start + _BATCH]
             after = await self.msh.writer.run(functools.partial(self._fail, batch=batch, failed=failed))
             self.msh.sender.after_commit(after)
-        for message_id in failed:
-            log.warning("message %s failed: its agreement was removed by a reload", message_id)
-        return tuple(failed)
+        return tuple(failed)  # each was logged as it failed, with its DeliveryFailure
 
     def _fail(self, tx: Transaction, batch: list[tuple[str, str]], failed: list[str]) -> AfterCommit:
         after = AfterCommit()
