@@ -12,7 +12,8 @@ Subcommands:
   element (:mod:`msh.cli.keys`).
 - ``msh demo``: the two-partner reliable-messaging demo (``--codec``: round-trip the sample messages).
 - ``msh cpa validate FILE…``, ``msh cpa show FILE``: check agreements and summarise one; ``msh cpa list``:
-  the agreements of the running MSH (:mod:`msh.cli.agreements`).
+  the agreements of the running MSH (:mod:`msh.cli.agreements`); ``msh cpa add FILE | remove CPAID |
+  reload``: change the agreements of a running MSH without a restart (:mod:`msh.cli.agreement_changes`).
 - ``msh export``, ``msh report``, ``msh journal generate`` (:mod:`msh.cli.analytics`) and ``msh revalidate``
   (:mod:`msh.cli.revalidate`): delivery analytics on Spark (the ``analytics`` extra).
 - ``msh serve`` (:mod:`msh.cli.serve`), ``send`` (:mod:`msh.cli.send`), ``status`` (:mod:`msh.cli.status`;
