@@ -18,7 +18,7 @@ Warning when it may have been delivered, ebMS2 §6.5.7), as for any other failur
 ``msh status``). Keeping the agreement half-known for them would leave their acknowledgments, resends and
 signature checks depending on an agreement the operator took away. New submissions under it are refused
 (:class:`~cpa.resolve.AgreementRefused`, not registered), and new inbound messages naming it are refused
-with the agreement check's error (ebMS2 §4.2.3.2: the CPAId names no agreement here). Messages received
+by the agreement check (ebMS2 §3.1.2: ValueNotRecognized at the CPAId, which names no agreement here). Messages received
 before the removal stay in the inbox. Forwards of an intermediary (routed by the routing table) and our
 signals are not failed: they do not depend on our agreement. An agreement kept under the same CPAId
 (edited file) is simply replaced: its messages go on.

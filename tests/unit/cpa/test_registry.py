@@ -158,3 +158,15 @@ def test_readers_never_see_a_half_published_state() -> None:
     assert errors == []
     assert len(registry) == 151
     assert len(registry.find(A_ID, B_ID, SERVICE, "NewOrder")) == 151
+
+
+def test_replace_all_takes_the_other_set_in_one_step() -> None:
+    kept, gone = make_cpa(), make_cpa(cpaid="cpa-gone")
+    registry = CpaRegistry([kept, gone], first_resend_timeouts={"old": timedelta(seconds=1)})
+    seen_before = iter(registry)  # a reader's snapshot is not disturbed by the replacement
+    added = make_cpa(cpaid="cpa-new")
+    registry.replace_all(CpaRegistry([kept, added], first_resend_timeouts={"new": timedelta(seconds=2)}))
+    assert ids(tuple(registry)) == ["cpa-a-b", "cpa-new"] and registry.get("cpa-gone") is None
+    assert ids(registry.find(A_ID, B_ID, SERVICE, "NewOrder")) == ["cpa-a-b", "cpa-new"]
+    assert dict(registry.first_resend_timeouts) == {"new": timedelta(seconds=2)}
+    assert ids(tuple(seen_before)) == ["cpa-a-b", "cpa-gone"]

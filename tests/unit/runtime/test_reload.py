@@ -5,6 +5,7 @@ a removed agreement fail with evidence agreement-removed, the application told (
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import json
 import logging
 import os
@@ -24,6 +25,7 @@ from msh.runtime.msh import Msh
 from msh.runtime.pidfile import read_status, status_path
 from msh.runtime.reload import AgreementReloader
 from tests.support.agreement_files import DEMO_A_B, demo_bytes, replace_once
+from tests.support.endpoint import party_b_settings, valid_message
 
 CONFIG = Path(__file__).resolve().parents[3] / "samples" / "config" / "party-a.toml"
 PARTY_B = ("987654321", "urn:oasis:names:tc:ebcore:partyid-type:iso6523:0088")
@@ -143,3 +145,25 @@ def test_our_messages_in_flight_under_a_removed_agreement_fail_and_the_applicati
     # A second reload of the same set has nothing more to fail.
     again = asyncio.run(reloader(msh).reload())
     assert again.ok and again.removed == () and again.failed_messages == ()
+
+
+def test_a_message_that_arrives_under_a_removed_agreement_is_refused(tmp_path: Path) -> None:
+    # ebMS2 §3.1.2: a CPAId that names no agreement known here is reported as ValueNotRecognized, Error.
+    cpas = tmp_path / "cpas"
+    cpas.mkdir()
+    shutil.copyfile(DEMO_A_B, cpas / "demo-a-b.xml")
+    (cpas / "second.xml").write_bytes(second_agreement())
+    settings = party_b_settings(tmp_path / "store")
+    receiver = Msh(dataclasses.replace(settings, agreements=dataclasses.replace(settings.agreements, paths=(cpas,))))
+    try:
+        content_type, body = valid_message(receiver, "before@a.example", cpa_id=SECOND)
+        reply, _after = receiver.receive_http(body, content_type)
+        assert reply.status == 200, reply.body
+        (cpas / "second.xml").unlink()
+        assert asyncio.run(AgreementReloader(receiver).reload()).removed == (SECOND,)
+        content_type, body = valid_message(receiver, "after@a.example", cpa_id=SECOND)
+        reply, _after = receiver.receive_http(body, content_type)
+        assert b"ValueNotRecognized" in reply.body and b"CPAId" in reply.body
+        assert [e.message_id for e in receiver.inbox(None)] == ["before@a.example"]  # kept
+    finally:
+        receiver.close()
