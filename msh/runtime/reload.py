@@ -54,7 +54,7 @@ from msh.runtime.pidfile import write_status
 from msh.runtime.security import MessageSecurity
 from msh.store.api import Transaction
 
-__all__ = ["AgreementReloader", "ReloadOutcome", "check_agreement_set"]
+__all__ = ["AgreementReloader", "ReloadOutcome", "SignalledReloads", "check_agreement_set"]
 
 log = logging.getLogger("msh.runtime")
 
@@ -203,6 +203,32 @@ class AgreementReloader:
             if status is OutboundStatus.FAILED:
                 failed.append(message_id)
         return after
+
+
+class SignalledReloads:
+    """The reloads SIGHUP asks for (:func:`msh.runtime.serving.serve`): :meth:`hangup` is called in the signal
+    handler and only schedules the reload on ``loop``; :meth:`drain` awaits those under way (at the stop)."""
+
+    def __init__(self, reloader: AgreementReloader, loop: asyncio.AbstractEventLoop) -> None:
+        self.reloader = reloader
+        self.loop = loop
+        self.tasks: set[asyncio.Task[ReloadOutcome]] = set()
+
+    def hangup(self) -> None:
+        log.info("SIGHUP: reloading the agreements")
+        self.loop.call_soon_threadsafe(self._start)
+
+    def _start(self) -> None:
+        if not self.reloader.msh.running:
+            log.warning("SIGHUP ignored: the MSH is starting or stopping; send it again once it serves")
+            return
+        task = self.loop.create_task(self.reloader.reload())
+        self.tasks.add(task)
+        task.add_done_callback(self.tasks.discard)
+
+    async def drain(self) -> None:
+        if self.tasks:
+            await asyncio.wait(set(self.tasks))
 
 
 def _under(tx: Transaction, status: OutboundStatus, cpaids: set[str]) -> list[tuple[str, str]]:

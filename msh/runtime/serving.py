@@ -21,7 +21,7 @@ from typing import Protocol
 from cpa.registry import CpaRegistry
 from msh.runtime.config import Settings
 from msh.runtime.msh import Msh
-from msh.runtime.reload import AgreementReloader
+from msh.runtime.reload import AgreementReloader, SignalledReloads
 from msh.transport.asgi import Endpoint
 from msh.transport.server import DoorLimits, bind, run_loop, serve_app
 from msh.transport.tls import server_context, trust_anchors_pem
@@ -73,21 +73,9 @@ async def serve(
     )
     listener = sock if sock is not None else bind(s.host, s.port)
     started: list[Companion] = []
-    reloader = AgreementReloader(msh, pid_file=s.pid_file)
+    reloads = SignalledReloads(AgreementReloader(msh, pid_file=s.pid_file), asyncio.get_running_loop())
     if context is not None:
-        reloader.on_loaded.append(lambda registry: _trust_new_partners(context, registry, msh))
-    reloads: set[asyncio.Task[object]] = set()
-    loop = asyncio.get_running_loop()
-
-    def reload_now() -> None:
-        if msh.running:
-            task: asyncio.Task[object] = loop.create_task(reloader.reload())
-            reloads.add(task)
-            task.add_done_callback(reloads.discard)
-
-    def hangup() -> None:
-        log.info("SIGHUP: reloading the agreements")
-        loop.call_soon_threadsafe(reload_now)
+        reloads.reloader.on_loaded.append(lambda registry: _trust_new_partners(context, registry, msh))
 
     async def start() -> None:
         await msh.start()
@@ -96,8 +84,7 @@ async def serve(
             started.append(companion)
 
     async def stop_after() -> None:
-        if reloads:  # a reload under way ends before the runtime stops
-            await asyncio.wait(set(reloads))
+        await reloads.drain()  # a reload under way ends before the runtime stops
         try:
             for companion in reversed(started):
                 await companion.stop()
@@ -113,7 +100,7 @@ async def serve(
         stop_after=stop_after,
         ready=ready,
         stop=stop,
-        on_hangup=hangup,
+        on_hangup=reloads.hangup,
     )
 
 
