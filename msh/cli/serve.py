@@ -35,7 +35,7 @@ def _interrupt(signum: int, frame: object) -> None:
 def _serve(args: argparse.Namespace) -> int:
     from msh.runtime.config import describe, load_settings
     from msh.runtime.msh import Msh
-    from msh.runtime.pidfile import remove_pid_file, write_pid_file
+    from msh.runtime.pidfile import refuse_if_running, remove_pid_file, write_pid_file
     from msh.runtime.serving import bind, run
 
     logging.basicConfig(level=args.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
@@ -46,6 +46,8 @@ def _serve(args: argparse.Namespace) -> int:
             if args.print_settings:
                 print(describe(settings))
                 return 0
+            if settings.server.pid_file is not None:
+                refuse_if_running(settings.server.pid_file)  # another msh serve of these settings: say so first
             sock = bind(settings.server.host, settings.server.port)  # a busy port fails before the store opens
             companions: list[Any] = []
             try:

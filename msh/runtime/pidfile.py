@@ -27,6 +27,7 @@ from msh.errors import ConfigurationError
 
 __all__ = [
     "read_status",
+    "refuse_if_running",
     "remove_pid_file",
     "running_server",
     "status_path",
@@ -60,14 +61,19 @@ def running_server(path: Path) -> int | None:
     return pid if pid is not None and _alive(pid) else None
 
 
-def write_pid_file(path: Path) -> None:
-    """Write this process's id to ``path``; refused when a live process holds it (another ``msh serve``)."""
+def refuse_if_running(path: Path) -> None:
+    """:class:`ConfigurationError` when another live process holds ``path`` (another ``msh serve``)."""
     other = running_server(path)
     if other is not None and other != os.getpid():
         raise ConfigurationError(
             f"server.pid_file: {path} names process {other}, which is running: another msh serve runs with these "
             "settings; stop it first, or give this one another server.pid_file"
         )
+
+
+def write_pid_file(path: Path) -> None:
+    """Write this process's id to ``path``; refused when a live process holds it (another ``msh serve``)."""
+    refuse_if_running(path)
     temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     temporary.write_text(f"{os.getpid()}\n", encoding="ascii")
     os.replace(temporary, path)
