@@ -10,6 +10,7 @@ import json
 import logging
 import os
 import shutil
+import ssl
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -24,6 +25,7 @@ from msh.runtime.config import load_settings
 from msh.runtime.msh import Msh
 from msh.runtime.pidfile import read_status, status_path
 from msh.runtime.reload import AgreementReloader
+from msh.runtime.serving import _trust_new_partners
 from tests.support.agreement_files import DEMO_A_B, demo_bytes, replace_once
 from tests.support.endpoint import party_b_settings, valid_message
 
@@ -167,3 +169,10 @@ def test_a_message_that_arrives_under_a_removed_agreement_is_refused(tmp_path: P
         assert [e.message_id for e in receiver.inbox(None)] == ["before@a.example"]  # kept
     finally:
         receiver.close()
+
+
+def test_the_partners_of_reloaded_agreements_become_tls_trust_anchors(msh: Msh) -> None:
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    assert context.cert_store_stats()["x509"] == 0
+    _trust_new_partners(context, msh.registry, msh)
+    assert context.cert_store_stats()["x509"] >= 1  # party B's certificate of the demo agreement
