@@ -44,7 +44,7 @@ from cpa.registry import CpaRegistry
 from cpa.resolve import PartyKey
 from msh.engine.failures import OutboundKind
 from msh.engine.outcomes import OutboundStatus
-from msh.engine.sending import AgreementWithdrawn, UnknownMessage
+from msh.engine.sending import AgreementWithdrawn
 from msh.errors import ConfigurationError
 from msh.runtime.aftercommit import AfterCommit
 from msh.runtime.agreements import agreements_in_use, load_agreements
@@ -177,32 +177,33 @@ class AgreementReloader:
 
     async def withdraw(self, cpaids: Sequence[str]) -> tuple[str, ...]:
         """Fail our messages in flight under the removed agreements ``cpaids`` (see the module docs)."""
-        store = self.msh.store
-        wanted = set(cpaids)
-        found: list[tuple[str, str]] = []
-        with store.transaction(readonly=True) as tx:
-            for status in _IN_FLIGHT:
-                found += _under(tx, status, wanted)
+        found = await self.msh.off_loop(self._in_flight, set(cpaids))  # a read, beside the event loop
         failed: list[str] = []
         for start in range(0, len(found), _BATCH):
-            batch = found[start : start + _BATCH]
-            after = await self.msh.writer.run(functools.partial(self._fail, batch=batch, failed=failed))
+            after, done = await self.msh.writer.run(functools.partial(self._fail, batch=found[start : start + _BATCH]))
+            failed += done  # committed
             self.msh.sender.after_commit(after)
         return tuple(failed)  # each was logged as it failed, with its DeliveryFailure
 
-    def _fail(self, tx: Transaction, batch: list[tuple[str, str]], failed: list[str]) -> AfterCommit:
+    def _in_flight(self, cpaids: set[str]) -> list[tuple[str, str]]:
+        found: list[tuple[str, str]] = []
+        with self.msh.store.transaction(readonly=True) as tx:
+            for status in _IN_FLIGHT:
+                found += _under(tx, status, cpaids)
+        return found
+
+    def _fail(self, tx: Transaction, batch: list[tuple[str, str]]) -> tuple[AfterCommit, list[str]]:
         after = AfterCommit()
+        failed: list[str] = []
         now = self.msh.clock()
         for message_id, cpaid in batch:
-            try:
-                status = self.msh.executor.step_outbound(
-                    tx, message_id, AgreementWithdrawn(message_id, cpaid), now, after
-                )
-            except UnknownMessage:
-                continue  # purged meanwhile
-            if status is OutboundStatus.FAILED:
+            stored = tx.get_outbound(message_id, for_update=True)
+            if stored is None or stored.state.status.final:
+                continue  # purged, or its outcome came meanwhile
+            event = AgreementWithdrawn(message_id, cpaid)
+            if self.msh.executor.step_outbound(tx, message_id, event, now, after, stored) is OutboundStatus.FAILED:
                 failed.append(message_id)
-        return after
+        return after, failed
 
 
 class SignalledReloads:
