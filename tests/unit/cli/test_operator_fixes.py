@@ -85,9 +85,7 @@ def test_status_exits_1_for_a_failed_message(
     assert [s["status"] for s in json.loads(capsys.readouterr().out)] == ["pending", "failed"]
 
 
-def test_the_migration_tool_is_quiet_at_the_default_log_level(
-    tmp_path: Path, caplog: pytest.LogCaptureFixture
-) -> None:
+def test_the_migration_tool_is_quiet_at_the_default_log_level(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
     import logging
 
     from msh.store import open_store
