@@ -166,7 +166,10 @@ def add_messages_command(sub: Subcommands) -> None:
     messages.add_argument("--direction", choices=("out", "in"), help="only sent (out) or received (in) messages")
     messages.add_argument("--status", metavar="S", help="only messages in this status (see above)")
     messages.add_argument(
-        "--partner", type=non_empty, metavar="P", help="only those with this partner, as listed (type:value)"
+        "--partner",
+        type=non_empty,
+        metavar="P",
+        help="only those with this partner, as listed (type:value) or its PartyId alone",
     )
     messages.add_argument("--cpa-id", type=non_empty, metavar="ID", help="only those under this agreement")
     messages.add_argument("--service", type=non_empty, metavar="S", help="only those of this service")

@@ -91,6 +91,7 @@ def test_messages_pages_with_the_cursor_it_prints(b_store: Path, capsys: pytest.
         (["--direction", "out"], []),
         (["--direction", "in", "--action", "NewOrder"], ["two@party-a.example", "one@party-a.example"]),
         (["--cpa-id", "other"], []),
+        (["--partner", "123456789", "--status", "available"], ["two@party-a.example"]),
         (["--since", "2999-01-01"], []),
         (["--until", "2999-01-01T00:00:00+02:00"], ["two@party-a.example", "one@party-a.example"]),
     ],
