@@ -71,7 +71,11 @@ def _serve(args: argparse.Namespace) -> int:
     routes = len(settings.routing.routes)
     routing = f"; {routes} route{'' if routes == 1 else 's'}" if routes else ""
 
+    listening = False
+
     def ready(port: int) -> None:
+        nonlocal listening
+        listening = True
         if settings.server.pid_file is not None:  # written once SIGHUP reloads (msh.runtime.pidfile)
             write_pid_file(settings.server.pid_file)
         print(
@@ -82,9 +86,11 @@ def _serve(args: argparse.Namespace) -> int:
         for companion in companions:
             print(f"msh: application interfaces at {companion.url} (OpenAPI: {companion.url}/openapi.json)", flush=True)
 
+    failed = True
     try:
         # SIGINT and SIGTERM stop the server in order (msh.runtime.serving.serve); the process then ends here.
         run(settings, msh, sock=sock, ready=ready, companions=companions)
+        failed = False
     finally:
         # While the last transaction commits, a repeated SIGTERM must not cut it short (a second Ctrl-C
         # still can: the user insists).
@@ -93,7 +99,11 @@ def _serve(args: argparse.Namespace) -> int:
                 remove_pid_file(settings.server.pid_file)
             msh.close()
             counts = ", ".join(f"{k} {v}" for k, v in sorted(msh.counters.items()))
-            print(f"msh: stopped ({counts or 'no traffic'})", flush=True)
+            if listening:
+                print(f"msh: stopped ({counts or 'no traffic'})", flush=True)
+            elif not failed:
+                print("msh: stopped while starting (nothing was served)", flush=True)
+            # else: it never started; the error line that follows says why (no "stopped" before it).
     return 0
 
 
