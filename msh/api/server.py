@@ -52,7 +52,7 @@ class ApiServer:
         self.context = ApiContext(msh, api, applications)
         self.app = create_app(self.context)
         self.ssl = _context(settings)
-        self.listener = sock if sock is not None else bind(api.host, api.port)
+        self.listener = sock if sock is not None else bind(api.host, api.port, setting="api")
         self.port = int(self.listener.getsockname()[1])
         self.scheme = "https" if self.ssl is not None else "http"
         self._running: Running | None = None
@@ -63,6 +63,11 @@ class ApiServer:
         """Where the interfaces are, e.g. ``http://127.0.0.1:8090/api``."""
         host = self.context.settings.host
         return f"{self.scheme}://{host}:{self.port}{self.context.settings.path.rstrip('/')}"
+
+    @property
+    def announce(self) -> str:
+        """The line ``msh serve`` prints once serving."""
+        return f"msh: application interfaces at {self.url} (OpenAPI: {self.url}/openapi.json)"
 
     async def start(self) -> None:
         from msh.api.overdue import report_overdue

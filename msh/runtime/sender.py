@@ -145,6 +145,11 @@ class Sender:
         connection slot, or for its answer): its timer then neither resends nor gives up (ebMS2 §6.4.4)."""
         return self._in_flight[message_id] > 0
 
+    @property
+    def transmissions_in_flight(self) -> int:
+        """Transmissions started in this process that have not ended yet."""
+        return sum(self._in_flight.values())
+
     async def transmit(self, message_id: str, attempt: int) -> None:
         """Transmission number ``attempt`` of ``message_id``, and its outcome committed."""
         self._in_flight[message_id] += 1

@@ -42,6 +42,13 @@ class TimerLoop:
         self.sender = sender
         self._task: asyncio.Task[None] | None = None
         self._wake: asyncio.Event | None = None
+        self.rounds = 0
+        """Rounds the loop has finished (the readiness check watches it move on, :mod:`msh.admin`)."""
+
+    @property
+    def looping(self) -> bool:
+        """True while the loop's task runs (False before :meth:`start`, after :meth:`stop`, or if it died)."""
+        return self._task is not None and not self._task.done()
 
     def start(self) -> None:
         """Run the loop on the running event loop."""
@@ -70,6 +77,7 @@ class TimerLoop:
             except Exception:
                 log.exception("timer loop: store failure; trying again shortly")
                 nearest = None
+            self.rounds += 1
             wait = poll
             if nearest is not None:
                 wait = max(0.0, min(poll, (nearest - self.core.clock()).total_seconds()))
