@@ -39,6 +39,7 @@ from msh.errors import ConfigurationError, EbmsError, EnvelopeError, SecurityErr
 from msh.runtime.core import PARSE_ON_LOOP, Core
 from msh.runtime.executor import AfterCommit, Executor, RaceLost
 from msh.runtime.inbound_facts import queried, stored_inbound
+from msh.runtime.logfields import fields
 from msh.runtime.security import ReceiptVerdict
 from msh.store.api import OutboundKind, Transaction
 from msh.transport.asgi import server_fault
@@ -172,7 +173,8 @@ class InboundPipeline:
             )
             if issue is not None:
                 core.counters["certificate-mismatches"] += 1
-                log.warning("message %s refused: %s", header.message_id, issue.description)
+                extra = fields(message_id=header.message_id, event="rejected", cpa_id=header.cpa_id)
+                log.warning("message %s refused: %s", header.message_id, issue.description, extra=extra)
                 result = replace(result, issues=(*result.issues, issue))
         verified, receipts = False, tuple[ReceiptVerdict, ...]()
         if header is not None and result.ok and result.cpa is not None and not relayed:
@@ -197,7 +199,8 @@ class InboundPipeline:
             opened = security.open(message, result, at=now)
         except SecurityError as exc:
             core.counters["security-failures"] += 1
-            log.warning("message %s refused: %s", header.message_id, exc)
+            extra = fields(message_id=header.message_id, event="rejected", cpa_id=header.cpa_id)
+            log.warning("message %s refused: %s", header.message_id, exc, extra=extra)
             return message, raw, replace(result, issues=(*result.issues, *exc.issues)), False
         if opened.verified:
             core.counters["signatures-verified"] += 1

@@ -22,6 +22,7 @@ from typing import Final
 from msh.engine import TimerDue, TransmitFailed, UnknownMessage
 from msh.runtime.core import Core
 from msh.runtime.executor import AfterCommit, Executor
+from msh.runtime.logfields import fields
 from msh.runtime.sender import Sender
 from msh.store.api import OutboundKind, Timer, TimerKind, Transaction
 from msh.store.order_port import sequence_of
@@ -117,7 +118,10 @@ class TimerLoop:
                 if ttl is not None and core.clock() >= ttl:
                     # ebMS2 §3.1.6.4: it waited past its TimeToLive (no server ran): not sent (that attempt never
                     # left, §6.5.7); its retry timer, due at the TimeToLive at the latest, gives it up.
-                    log.warning("message %s not transmitted: its TimeToLive %s has passed", timer.message_id, ttl)
+                    extra = fields(message_id=timer.message_id, event="expired", cpa_id=stored.cpaid)
+                    log.warning(
+                        "message %s not transmitted: its TimeToLive %s has passed", timer.message_id, ttl, extra=extra
+                    )
                     reason = f"not sent: its TimeToLive {ttl.isoformat()} passed before it could be"
                     self.executor.step_outbound(
                         tx, timer.message_id, TransmitFailed(reason, transmitted=False), core.clock(), after, stored

@@ -125,7 +125,8 @@ def test_the_mounted_console_is_behind_the_same_authentication_and_knows_the_ope
         await PlainTextResponse(f"console at {scope['path']} for {who}")(scope, receive, send)
 
     async def scenario(s: Admins) -> None:
-        app = build_admin_app(s.a, s.a.settings, extra=console, operators=load_operators(s.a.settings, {"MSH_OPS_TOKEN": TOKEN}))
+        operators = load_operators(s.a.settings, {"MSH_OPS_TOKEN": TOKEN})
+        app = build_admin_app(s.a, s.a.settings, extra=console, operators=operators)
         async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://admin") as client:
             assert (await client.get("/messages")).status_code == 401
             r = await client.get("/messages", headers=AUTH)
