@@ -18,7 +18,7 @@ from collections.abc import Awaitable, Callable, MutableMapping
 from pathlib import Path
 from typing import Any, Final
 
-from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
+from prometheus_client import CONTENT_TYPE_LATEST
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
@@ -106,7 +106,7 @@ def build_admin_app(
         return JSONResponse(body, status_code=200 if ok else 503)
 
     async def scrape(request: Request) -> Response:
-        text = await msh.off_loop(generate_latest, metrics.registry)
+        text = await msh.off_loop(metrics.text)
         return Response(text, media_type=CONTENT_TYPE_LATEST)
 
     routes: list[Route | Mount] = [

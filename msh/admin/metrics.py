@@ -27,7 +27,7 @@ from datetime import datetime
 from importlib import metadata
 from typing import Final
 
-from prometheus_client import CollectorRegistry, Counter, Histogram
+from prometheus_client import CollectorRegistry, Counter, Histogram, generate_latest
 from prometheus_client.core import GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
@@ -36,7 +36,7 @@ from msh.runtime.msh import Msh
 from msh.store.api import Event, EventKind, InboxState
 from msh.store.writer import Committed
 
-__all__ = ["METRICS", "MetricInfo", "MshMetrics", "build_version"]
+__all__ = ["METRICS", "MetricInfo", "MshMetrics", "build_version", "metrics_table"]
 
 log = logging.getLogger("msh.admin")
 
@@ -128,6 +128,15 @@ METRICS: Final = (
 """Every metric family ``/metrics`` exposes."""
 
 
+def metrics_table() -> str:
+    """The Markdown table of :data:`METRICS` (docs/operating.md's "Metrics" holds it; a test compares)."""
+    rows = ["| metric | type | labels | meaning |", "|---|---|---|---|"]
+    for m in METRICS:
+        labels = ", ".join(f"`{label}`" for label in m.labels) or "—"
+        rows.append(f"| `{m.name}` | {m.type} | {labels} | {m.meaning} |")
+    return "\n".join(rows) + "\n"
+
+
 def build_version() -> str:
     try:
         return metadata.version("pymsh")
@@ -173,6 +182,11 @@ class MshMetrics:
         r.register(_Gauges(msh, certificates))
         self._pending: dict[str, datetime] = {}
         self._lock = threading.Lock()
+
+    def text(self) -> bytes:
+        """The scrape: every family in the Prometheus text format, without the ``_created`` samples (the text
+        format would turn each into a gauge series of its own beside the counter)."""
+        return generate_latest(_WithoutCreated(self.registry))
 
     def watch(self) -> None:
         """Count from the MSH's commits from now on."""
@@ -225,6 +239,18 @@ class MshMetrics:
             submitted = self._pending.pop(event.message_id, None)
         if submitted is not None and partner is not None:
             self.latency.labels(partner).observe(max(0.0, (event.at - submitted).total_seconds()))
+
+
+class _WithoutCreated(Collector):
+    """``registry``'s metrics without their ``_created`` samples."""
+
+    def __init__(self, registry: CollectorRegistry) -> None:
+        self.registry = registry
+
+    def collect(self) -> Iterator[Metric]:
+        for metric in self.registry.collect():
+            metric.samples = [s for s in metric.samples if not s.name.endswith("_created")]
+            yield metric
 
 
 class _Gauges(Collector):
