@@ -56,10 +56,10 @@ def test_metrics_and_readiness_of_two_running_msh(tmp_path: Path) -> None:
         pair.b.start()
         pair.a.start()
         assert f"admin port at http://127.0.0.1:{ports['a']}" in pair.a.log.read_text()
+        send = ["send", "--config", str(pair.a.config), "--to", PARTY_B[0], "--service", SERVICE, "--action", ACTION]
         for n in range(2):
             sent = subprocess.run(
-                [sys.executable, "-m", "msh.cli", "send", "--config", str(pair.a.config), "--to", PARTY_B[0]]
-                + ["--service", SERVICE, "--action", ACTION, "--wait", "20"],
+                [sys.executable, "-m", "msh.cli", *send, "--wait", "20"],
                 capture_output=True,
                 text=True,
                 timeout=60,
