@@ -21,7 +21,7 @@ from __future__ import annotations
 import logging
 import platform
 import threading
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from importlib import metadata
@@ -127,6 +127,8 @@ METRICS: Final = (
 )
 """Every metric family ``/metrics`` exposes."""
 
+_ABOUT: Final = {m.name: m for m in METRICS}
+
 
 def metrics_table() -> str:
     """The Markdown table of :data:`METRICS` (docs/operating.md's "Metrics" holds it; a test compares)."""
@@ -167,18 +169,22 @@ class MshMetrics:
         self.msh = msh
         self.registry = CollectorRegistry(auto_describe=True)
         r = self.registry
-        self.submitted = Counter("msh_messages_submitted", METRICS[0].meaning, _PARTY, registry=r)
-        self.sent = Counter("msh_messages_sent", METRICS[1].meaning, METRICS[1].labels, registry=r)
-        self.received = Counter("msh_messages_received", METRICS[2].meaning, _PARTY, registry=r)
-        self.forwarded = Counter("msh_messages_forwarded", METRICS[3].meaning, _PARTY, registry=r)
-        self.failed = Counter("msh_messages_failed", METRICS[4].meaning, METRICS[4].labels, registry=r)
-        self.rejected = Counter("msh_messages_rejected", METRICS[5].meaning, METRICS[5].labels, registry=r)
-        self.duplicates = Counter("msh_duplicates_eliminated", METRICS[6].meaning, _PARTY, registry=r)
-        self.transmissions = Counter("msh_transmissions", METRICS[7].meaning, METRICS[7].labels, registry=r)
-        self.latency = Histogram(
-            "msh_acknowledgment_latency_seconds", METRICS[8].meaning, ("partner",), buckets=_LATENCY_BUCKETS, registry=r
-        )
-        self.commits = Histogram("msh_store_commit_seconds", METRICS[9].meaning, buckets=_COMMIT_BUCKETS, registry=r)
+
+        def counter(name: str) -> Counter:
+            about = _ABOUT[name]
+            return Counter(name.removesuffix("_total"), about.meaning, about.labels, registry=r)
+
+        self.submitted = counter("msh_messages_submitted_total")
+        self.sent = counter("msh_messages_sent_total")
+        self.received = counter("msh_messages_received_total")
+        self.forwarded = counter("msh_messages_forwarded_total")
+        self.failed = counter("msh_messages_failed_total")
+        self.rejected = counter("msh_messages_rejected_total")
+        self.duplicates = counter("msh_duplicates_eliminated_total")
+        self.transmissions = counter("msh_transmissions_total")
+        latency, commits = _ABOUT["msh_acknowledgment_latency_seconds"], _ABOUT["msh_store_commit_seconds"]
+        self.latency = Histogram(latency.name, latency.meaning, latency.labels, buckets=_LATENCY_BUCKETS, registry=r)
+        self.commits = Histogram(commits.name, commits.meaning, buckets=_COMMIT_BUCKETS, registry=r)
         r.register(_Gauges(msh, certificates))
         self._pending: dict[str, datetime] = {}
         self._lock = threading.Lock()
@@ -266,7 +272,7 @@ class _Gauges(Collector):
     def collect(self) -> Iterator[Metric]:
         msh = self.msh
         now = msh.clock()
-        info = {m.name: m for m in METRICS}
+        info = _ABOUT
 
         def gauge(name: str, value: float) -> GaugeMetricFamily:
             return GaugeMetricFamily(name, info[name].meaning, value=value)
@@ -285,7 +291,7 @@ class _Gauges(Collector):
             days.add_metric([certificate.source, certificate.name, certificate.subject], certificate.days_left(now))
         yield days
 
-    def _store(self, now: datetime, info: dict[str, MetricInfo]) -> Iterator[Metric]:
+    def _store(self, now: datetime, info: Mapping[str, MetricInfo]) -> Iterator[Metric]:
         try:
             with self.msh.store.transaction(readonly=True) as tx:
                 backlog = tx.backlog(now)

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import asyncio
+import threading
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 
 import httpx
 import pytest
@@ -11,6 +14,10 @@ from starlette.responses import PlainTextResponse
 from msh.admin.app import build_admin_app, load_operators
 from msh.admin.readiness import Watch
 from msh.errors import ConfigurationError
+from msh.runtime.msh import Msh
+from msh.store import open_store
+from msh.store.writer import GroupCommitWriter
+from msh.testing.network import FakeClock
 from tests.unit.admin.conftest import AUTH, TOKEN, Admins, on_admins, settings
 
 
@@ -151,3 +158,35 @@ def test_an_operator_token_that_cannot_be_read_stops_the_start_naming_the_settin
         load_operators(s, {})
     assert str(caught.value).startswith("admin.operators: the token of 'ops' is to come from the environment variable")
     assert "MSH_OPS_TOKEN" in str(caught.value)
+
+
+def test_a_writer_stuck_in_a_transaction_is_not_ready_after_stall_after(tmp_path: Path) -> None:
+    clock = FakeClock()
+    store = open_store(str(tmp_path / "msh.sqlite"), clock=clock)  # SQLite in WAL mode: reads beside the writer
+    writer = GroupCommitWriter(store)
+    msh = Msh(settings("a"), store=store, clock=clock, writer=writer)
+    app = build_admin_app(msh, msh.settings, operators=load_operators(msh.settings, {"MSH_OPS_TOKEN": TOKEN}))
+    gate = threading.Event()
+
+    async def main() -> None:
+        async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://admin") as client:
+            stuck = writer.submit(lambda tx: gate.wait(30))  # a transaction that does not end (a hung disk)
+            waiting = writer.submit(lambda tx: None)
+            first = await client.get("/ready", headers=AUTH)
+            assert "writer" not in reasons(first.json())
+            clock.advance(timedelta(seconds=60))
+            stalled = await client.get("/ready", headers=AUTH)
+            assert stalled.status_code == 503
+            assert reasons(stalled.json())["writer"] == (
+                "the store writer has work waiting and has not finished a transaction for 60 s (admin.stall_after 60 s)"
+            )
+            gate.set()
+            stuck.result(10), waiting.result(10)
+            assert "writer" not in reasons((await client.get("/ready", headers=AUTH)).json())
+
+    try:
+        asyncio.run(main())
+    finally:
+        gate.set()
+        msh.close()
+        store.close()
