@@ -58,7 +58,13 @@ class MetricInfo:
 _PARTY = ("partner", "agreement")
 
 METRICS: Final = (
-    MetricInfo("msh_messages_submitted_total", "counter", _PARTY, "messages the applications submitted for sending"),
+    MetricInfo(
+        "msh_messages_submitted_total",
+        "counter",
+        _PARTY,
+        "messages the applications submitted for sending through this process (Python API, REST, SOAP; a "
+        "message `msh send` commits is counted by `msh_messages_sent_total` and `msh_transmissions_total` only)",
+    ),
     MetricInfo(
         "msh_messages_sent_total",
         "counter",
