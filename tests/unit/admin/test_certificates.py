@@ -3,6 +3,7 @@ and the warnings logged at start (and each day)."""
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from datetime import UTC, datetime, timedelta
 
@@ -58,3 +59,20 @@ def test_the_watch_warns_at_start_with_the_event_field(caplog: pytest.LogCapture
     with caplog.at_level(logging.WARNING, logger="msh.runtime.certificates"):
         assert expired.look() == 1
     assert caplog.records[0].levelno == logging.ERROR
+
+
+def test_the_watch_looks_again_every_period_until_stopped(caplog: pytest.LogCaptureFixture) -> None:
+    moments = iter(NOW + timedelta(days=n) for n in range(100))
+    watch = CertificateWatch(lambda: [cert("soon", 5)], timedelta(days=30), lambda: next(moments), every=timedelta(0))
+
+    async def main() -> None:
+        await watch.start()  # the look at start
+        for _ in range(20):
+            await asyncio.sleep(0)  # the "daily" looks (every=0 here)
+        await watch.stop()
+
+    with caplog.at_level(logging.WARNING, logger="msh.runtime.certificates"):
+        asyncio.run(main())
+    days = [r.getMessage().split("(in ")[1].split(" days")[0] for r in caplog.records if "(in " in r.getMessage()]
+    assert len(days) >= 3 and days[:3] == ["5.0", "4.0", "3.0"]  # each look on the clock of its day
+    assert any("expired" in r.getMessage() for r in caplog.records)  # day 5 on: expired, at error level
