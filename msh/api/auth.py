@@ -79,21 +79,21 @@ def load_applications(
     certificates: bool = False,
     env: Mapping[str, str] | None = None,
     base_dir: Path | None = None,
+    setting: str = "api.applications",
 ) -> Applications:
     """Read each application's token from its variable or file; :class:`ConfigurationError` (naming the
-    application and where, never the token) when one is missing, empty or shared by two applications."""
+    application and where, never the token) when one is missing, empty or shared by two applications.
+    ``setting`` names the setting in the messages (``admin.operators`` for the admin port's operators)."""
     environ = os.environ if env is None else env
     tokens: dict[str, bytes] = {}
     for credential in credentials:
         if credential.name in tokens:
-            raise ConfigurationError(
-                f"api.applications: {credential.name!r} is named twice; name each application once"
-            )
+            raise ConfigurationError(f"{setting}: {credential.name!r} is named twice; name each application once")
         if credential.source == "env":
             found = environ.get(credential.where)
             if found is None:
                 raise ConfigurationError(
-                    f"api.applications: the token of {credential.name!r} is to come from the environment variable "
+                    f"{setting}: the token of {credential.name!r} is to come from the environment variable "
                     f"{credential.where}, which is not set; set it (or name a file: {credential.name}=file:PATH)"
                 )
             value = found
@@ -105,13 +105,12 @@ def load_applications(
                 value = path.read_text(encoding="utf-8")
             except OSError as exc:
                 raise ConfigurationError(
-                    f"api.applications: the token file of {credential.name!r} ({path}) cannot be read: "
-                    f"{exc.strerror or exc}"
+                    f"{setting}: the token file of {credential.name!r} ({path}) cannot be read: {exc.strerror or exc}"
                 ) from None
         token = value.strip()
         if len(token) < 16:
             raise ConfigurationError(
-                f"api.applications: the token of {credential.name!r} ({credential.source}:{credential.where}) is "
+                f"{setting}: the token of {credential.name!r} ({credential.source}:{credential.where}) is "
                 "shorter than 16 characters; use a long random one (e.g. python -c 'import secrets; "
                 "print(secrets.token_urlsafe(32))')"
             )
@@ -119,7 +118,7 @@ def load_applications(
         for other, known in tokens.items():
             if hmac.compare_digest(encoded, known):
                 raise ConfigurationError(
-                    f"api.applications: {credential.name!r} and {other!r} have the same token; give each its own"
+                    f"{setting}: {credential.name!r} and {other!r} have the same token; give each its own"
                 )
         tokens[credential.name] = encoded
     return Applications(tokens, certificates)

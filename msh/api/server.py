@@ -64,6 +64,11 @@ class ApiServer:
         host = self.context.settings.host
         return f"{self.scheme}://{host}:{self.port}{self.context.settings.path.rstrip('/')}"
 
+    @property
+    def announce(self) -> str:
+        """The line ``msh serve`` prints once serving."""
+        return f"msh: application interfaces at {self.url} (OpenAPI: {self.url}/openapi.json)"
+
     async def start(self) -> None:
         from msh.api.overdue import report_overdue
         from msh.api.webhooks import Webhooks

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import logging
 import signal
 import threading
 from collections.abc import Callable, Iterator
@@ -33,12 +32,13 @@ def _interrupt(signum: int, frame: object) -> None:
 
 
 def _serve(args: argparse.Namespace) -> int:
+    from msh.cli.logformat import configure_logging
     from msh.runtime.config import describe, load_settings
     from msh.runtime.msh import Msh
     from msh.runtime.pidfile import refuse_if_running, remove_pid_file, write_pid_file
     from msh.runtime.serving import bind, run
 
-    logging.basicConfig(level=args.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    configure_logging(args.log_level, args.log_format)
     # Until the server takes the signals over, SIGTERM ends start-up like Ctrl-C.
     with _on_sigterm(_interrupt):
         try:
@@ -52,14 +52,11 @@ def _serve(args: argparse.Namespace) -> int:
             companions: list[Any] = []
             try:
                 msh = Msh(settings)
-                if settings.api.enabled:
-                    from msh.api.server import ApiServer
-
-                    try:  # the tokens are read and the port bound now: a problem stops the start here
-                        companions.append(ApiServer(settings, msh))
-                    except BaseException:
-                        msh.close()
-                        raise
+                try:  # the tokens are read and the ports bound now: a problem stops the start here
+                    companions.extend(_companions(settings, msh))
+                except BaseException:
+                    msh.close()
+                    raise
             except BaseException:
                 sock.close()
                 raise
@@ -84,7 +81,8 @@ def _serve(args: argparse.Namespace) -> int:
             flush=True,
         )
         for companion in companions:
-            print(f"msh: application interfaces at {companion.url} (OpenAPI: {companion.url}/openapi.json)", flush=True)
+            if hasattr(companion, "announce"):
+                print(companion.announce, flush=True)
 
     failed = True
     try:
@@ -107,6 +105,27 @@ def _serve(args: argparse.Namespace) -> int:
     return 0
 
 
+def _companions(settings: Any, msh: Any) -> list[Any]:
+    """What ``msh serve`` runs beside the endpoint: the expiring-certificate warnings, the application
+    interfaces (``api.enabled``) and the admin port (``admin.enabled``)."""
+    from msh.runtime.certificates import CertificateWatch, certificates_in_use
+
+    found: list[Any] = [
+        CertificateWatch(
+            lambda: certificates_in_use(settings, msh.registry), settings.admin.certificate_warning, msh.clock
+        )
+    ]
+    if settings.api.enabled:
+        from msh.api.server import ApiServer
+
+        found.append(ApiServer(settings, msh))
+    if settings.admin.enabled:
+        from msh.admin.server import AdminServer
+
+        found.append(AdminServer(settings, msh))
+    return found
+
+
 def add_serve_command(sub: Subcommands) -> None:
     """Add ``msh serve``."""
     serve = add_command(
@@ -126,9 +145,18 @@ def add_serve_command(sub: Subcommands) -> None:
             "it). A hard kill "
             "(SIGKILL) loses nothing that was committed. With api.enabled, the application interfaces (REST with "
             "OpenAPI at {api.path}/openapi.json, pull batches, SOAP, webhooks) are served on api.host:api.port by "
-            "the same process. Exit status 2 when it cannot start (the line says why)."
+            "the same process; with admin.enabled, /health, /ready, /metrics (Prometheus) and the console on "
+            "admin.host:admin.port (docs/operating.md). Certificates that expire within admin.certificate_warning "
+            "are warned about at start and daily. Exit status 2 when it cannot start (the line says why)."
         ),
         config=True,
     )
     serve.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"])
+    serve.add_argument(
+        "--log-format",
+        default="text",
+        choices=["text", "json"],
+        help="text lines (default) or JSON lines with time, level, logger, message and, where known, messageId, "
+        "cpaId, partner, event",
+    )
     serve.add_argument("--print-settings", action="store_true", help="print the effective settings and exit")

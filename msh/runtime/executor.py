@@ -50,6 +50,7 @@ from msh.runtime.core import Core
 from msh.runtime.forwarding import Forwarding
 from msh.runtime.hop_jobs import HopJobs
 from msh.runtime.inbound_actions import RaceLost
+from msh.runtime.logfields import fields
 from msh.runtime.questions import Answer, Question
 from msh.runtime.security import ReceiptVerdict
 from msh.runtime.sequences import Sequences
@@ -135,6 +136,12 @@ class Executor(HopJobs):
                 message_id,
                 state.attempts,
                 "; ".join(str(e) for e in attempts.received_errors(event.error_list)),
+                extra=fields(
+                    message_id=message_id,
+                    event=EventKind.ERROR_RECEIVED.value,
+                    cpa_id=stored.cpaid,
+                    partner=stored.to_party,
+                ),
             )
         new, actions = step(state, event, now)
         if new != state:

@@ -42,6 +42,7 @@ from msh.engine.signals import party_text_of
 from msh.errors import ErrorCode
 from msh.runtime.aftercommit import AfterCommit
 from msh.runtime.core import Core
+from msh.runtime.logfields import fields
 from msh.runtime.questions import Question
 from msh.runtime.security import ReceiptVerdict
 from msh.runtime.sequences import Sequences, sequence_of_header
@@ -247,8 +248,14 @@ def reject(run: InboundRun, action: Reject) -> None:
         # ebMS2 §3.1.6.4: refused because its TimeToLive had passed: journaled as such too.
         detail = {"errorCode": expired[0].error_code.value, "severity": expired[0].severity.value}
         run.journal(EventKind.EXPIRED, action.message_id, detail, facts=refused)
+    extra = fields(
+        message_id=action.message_id,
+        event=EventKind.REJECTED.value,
+        cpa_id=refused.cpa_id if refused is not None else None,
+        partner=refused.from_party if refused is not None else None,
+    )
     # The one line of a refusal (a security failure or a certificate that is not the party's included).
-    log.warning("message %s refused: %s", action.message_id, "; ".join(str(i) for i in issues))
+    log.warning("message %s refused: %s", action.message_id, "; ".join(str(i) for i in issues), extra=extra)
     run.reply(action.error_message, action.sync, action.to_endpoint)
 
 

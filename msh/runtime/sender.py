@@ -27,6 +27,7 @@ from msh.runtime import attempts
 from msh.runtime.core import PARSE_ON_LOOP, Core
 from msh.runtime.executor import AfterCommit, Executor
 from msh.runtime.inbound import InboundPipeline
+from msh.runtime.logfields import fields
 from msh.runtime.service_targets import client_context, sent_parameters
 from msh.runtime.services import Services
 from msh.store.api import OutboundKind, OutboundMessage, StoreError, Transaction
@@ -145,6 +146,11 @@ class Sender:
         connection slot, or for its answer): its timer then neither resends nor gives up (ebMS2 §6.4.4)."""
         return self._in_flight[message_id] > 0
 
+    @property
+    def transmissions_in_flight(self) -> int:
+        """Transmissions started in this process that have not ended yet."""
+        return sum(self._in_flight.values())
+
     async def transmit(self, message_id: str, attempt: int) -> None:
         """Transmission number ``attempt`` of ``message_id``, and its outcome committed."""
         self._in_flight[message_id] += 1
@@ -181,7 +187,8 @@ class Sender:
             response = await core.transport.send(Request(endpoint_url, content_type, body, ssl_context))
         except TransportFailure as failure:
             core.counters["transmit-failures"] += 1
-            log.warning("transmission %d of %s failed: %s", attempt, message_id, failure.reason)
+            extra = fields(message_id=message_id, event="transmission")
+            log.warning("transmission %d of %s failed: %s", attempt, message_id, failure.reason, extra=extra)
             core.relays.deliver(message_id, None)  # a connection waiting for its answer gets none (ebMS2 §4.3)
             record = attempts.transmission_detail(attempt, endpoint_url, error=failure.reason)
             await self.step(message_id, TransmitFailed(failure.reason, failure.transmitted), record=record)
@@ -244,7 +251,10 @@ class Sender:
         )
         error = event.reason if isinstance(event, TransmitFailed) else None
         if error is not None:
-            log.warning("transmission %d of %s failed: %s (answer: %s)", attempt, message_id, error, answer)
+            extra = fields(message_id=message_id, event="transmission")
+            log.warning(
+                "transmission %d of %s failed: %s (answer: %s)", attempt, message_id, error, answer, extra=extra
+            )
         record = attempts.transmission_detail(attempt, url, http_status=status, error=error, answer=answer)
         if inbound is None:
             await self.step(message_id, *events, record=record)

@@ -32,6 +32,7 @@ from msh.engine import (
 from msh.errors import ErrorCode
 from msh.runtime.aftercommit import AfterCommit
 from msh.runtime.core import Core
+from msh.runtime.logfields import fields
 from msh.store.api import Direction, OutboundKind, TimerKind, Transaction
 from msh.store.events import EventKind, ended
 
@@ -138,7 +139,14 @@ def notify_failed(run: SendingRun, action: NotifyFailed) -> None:
         # ebMS2 §3.1.6.4: its TimeToLive ended it: journaled as such beside the DeliveryFailure.
         expired = {"errorCode": ErrorCode.TIME_TO_LIVE_EXPIRED.value, "severity": issue.severity.value}
         run.journal(EventKind.EXPIRED, expired)
-    log.warning("%s %s failed: %s", "message" if run.own else run.kind.value, run.message_id, issue)
+    row = run.after.rows.get(run.message_id)
+    extra = fields(
+        message_id=run.message_id,
+        event=label.value,
+        cpa_id=row.cpaid if row is not None else None,
+        partner=row.to_party if row is not None else None,
+    )
+    log.warning("%s %s failed: %s", "message" if run.own else run.kind.value, run.message_id, issue, extra=extra)
     on_failed = run.core.callbacks.on_failed
     if run.own and on_failed is not None:
         run.after.notices.append(functools.partial(on_failed, run.message_id, issue))

@@ -22,6 +22,7 @@ from typing import Final
 from msh.engine import TimerDue, TransmitFailed, UnknownMessage
 from msh.runtime.core import Core
 from msh.runtime.executor import AfterCommit, Executor
+from msh.runtime.logfields import fields
 from msh.runtime.sender import Sender
 from msh.store.api import OutboundKind, Timer, TimerKind, Transaction
 from msh.store.order_port import sequence_of
@@ -42,6 +43,13 @@ class TimerLoop:
         self.sender = sender
         self._task: asyncio.Task[None] | None = None
         self._wake: asyncio.Event | None = None
+        self.rounds = 0
+        """Rounds the loop has finished (the readiness check watches it move on, :mod:`msh.admin`)."""
+
+    @property
+    def looping(self) -> bool:
+        """True while the loop's task runs (False before :meth:`start`, after :meth:`stop`, or if it died)."""
+        return self._task is not None and not self._task.done()
 
     def start(self) -> None:
         """Run the loop on the running event loop."""
@@ -70,6 +78,7 @@ class TimerLoop:
             except Exception:
                 log.exception("timer loop: store failure; trying again shortly")
                 nearest = None
+            self.rounds += 1
             wait = poll
             if nearest is not None:
                 wait = max(0.0, min(poll, (nearest - self.core.clock()).total_seconds()))
@@ -109,7 +118,10 @@ class TimerLoop:
                 if ttl is not None and core.clock() >= ttl:
                     # ebMS2 §3.1.6.4: it waited past its TimeToLive (no server ran): not sent (that attempt never
                     # left, §6.5.7); its retry timer, due at the TimeToLive at the latest, gives it up.
-                    log.warning("message %s not transmitted: its TimeToLive %s has passed", timer.message_id, ttl)
+                    extra = fields(message_id=timer.message_id, event="expired", cpa_id=stored.cpaid)
+                    log.warning(
+                        "message %s not transmitted: its TimeToLive %s has passed", timer.message_id, ttl, extra=extra
+                    )
                     reason = f"not sent: its TimeToLive {ttl.isoformat()} passed before it could be"
                     self.executor.step_outbound(
                         tx, timer.message_id, TransmitFailed(reason, transmitted=False), core.clock(), after, stored

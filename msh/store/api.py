@@ -108,6 +108,7 @@ from msh.store.errors import TransactionLost as TransactionLost
 from msh.store.errors import UnknownBlob as UnknownBlob
 from msh.store.errors import UnknownMessage as UnknownMessage
 from msh.store.events import EventKind as EventKind
+from msh.store.records import Backlog as Backlog
 from msh.store.records import Clock as Clock
 from msh.store.records import Direction as Direction
 from msh.store.records import Event as Event

@@ -10,10 +10,11 @@ uses that want no background thread. It commits once per unit, so it shares no f
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from typing import TypeVar
 
 from msh.store.api import Store
-from msh.store.writer import Unit, WriterStats
+from msh.store.writer import Committed, CommitWatchers, Unit, WriterStats
 
 __all__ = ["InlineWriter"]
 
@@ -27,6 +28,7 @@ class InlineWriter:
         self.store = store
         self.stats = WriterStats()
         self._closed = False
+        self._watchers = CommitWatchers()
 
     def call(self, unit: Unit[_T]) -> _T:
         """Run ``unit`` in a transaction and return its result once committed."""
@@ -36,13 +38,18 @@ class InlineWriter:
         try:
             with self.store.transaction() as tx:
                 result = unit(tx)
+                events = list(tx.appended)
+                ran_at = time.perf_counter()
         except BaseException:
             self.stats.failed_units += 1
             raise
         self.stats.batches += 1
         self.stats.units += 1
         self.stats.largest_batch = 1
-        self.stats.busy_seconds += time.perf_counter() - began
+        done_at = time.perf_counter()
+        self.stats.busy_seconds += done_at - began
+        self.stats.commit_seconds += done_at - ran_at
+        self._watchers.tell(events, 1, done_at - ran_at)
         return result
 
     async def run(self, unit: Unit[_T]) -> _T:
@@ -55,3 +62,12 @@ class InlineWriter:
     @property
     def closed(self) -> bool:
         return self._closed
+
+    @property
+    def busy(self) -> bool:
+        """Never: each unit runs on its caller's thread, at once."""
+        return False
+
+    def watch(self, listener: Callable[[Committed], None]) -> None:
+        """Have ``listener`` told of each commit (:class:`~msh.store.writer.Committed`)."""
+        self._watchers.listeners.append(listener)

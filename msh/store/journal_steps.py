@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Mapping
+from dataclasses import replace
 from datetime import datetime
 
 from msh.store import journal, records, rules
@@ -22,6 +23,7 @@ class JournalSteps(ABC):
     """Journal methods of a transaction; the storage steps they use are the store's own."""
 
     _facts: dict[tuple[str, records.Direction], journal.MessageFacts]
+    appended: list[records.Event]
 
     @abstractmethod
     def _live(self) -> None:
@@ -97,7 +99,9 @@ class JournalSteps(ABC):
             cause=journal.cause_of(kept),
             deadline=facts.deadline if kind is EventKind.SUBMITTED else None,
         )
-        return self._add_event(event)
+        event_id = self._add_event(event)
+        self.appended.append(replace(event, id=event_id))
+        return event_id
 
     def _facts_of(self, message_id: str, direction: records.Direction | None) -> journal.MessageFacts | None:
         """The journal facts of a stored message (None if it is not stored in that direction)."""

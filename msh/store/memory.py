@@ -273,6 +273,20 @@ class _MemoryTransaction(MemoryListingSteps, Transaction):
         self._remove(self._store.timers, timer_id)
         return True
 
+    def _timers_due(self, now: datetime) -> tuple[int, datetime | None]:
+        due = [t.due_at for t in self._store.timers.values() if rules.claimable_at(t) <= now]
+        return len(due), min(due, default=None)
+
+    def _inbox_counts(self) -> tuple[dict[records.InboxState, int], datetime | None]:
+        counts: dict[records.InboxState, int] = {}
+        waiting = (records.InboxState.NEW, records.InboxState.DELIVERED_TO_APP)
+        oldest: datetime | None = None
+        for entry in self._store.inbox.values():
+            counts[entry.state] = counts.get(entry.state, 0) + 1
+            if entry.state in waiting and (oldest is None or entry.received_at < oldest):
+                oldest = entry.received_at
+        return counts, oldest
+
     def _next_timer_due(self) -> datetime | None:
         return min((rules.claimable_at(t) for t in self._store.timers.values()), default=None)
 

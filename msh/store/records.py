@@ -18,6 +18,7 @@ from msh.engine import OutboundKind as OutboundKind
 from msh.engine import OutboundState
 
 __all__ = [
+    "Backlog",
     "Clock",
     "Direction",
     "Event",
@@ -205,3 +206,16 @@ class Event:
     severity: str | None = None
     cause: str | None = None
     deadline: datetime | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Backlog:
+    """What waits in the store at one moment (the gauges of :mod:`msh.admin`): the timers due and not taken
+    by any process (``oldest_due``: the earliest one's due time), and the inbox entries in each state
+    (``oldest_waiting``: when the earliest one the application has not settled yet, new or
+    delivered-to-app, was received)."""
+
+    timers_due: int
+    oldest_due: datetime | None
+    inbox: tuple[tuple[InboxState, int], ...]
+    oldest_waiting: datetime | None

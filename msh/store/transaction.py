@@ -46,6 +46,9 @@ class Transaction(JournalSteps, AppPort, OrderPort, ListingPort):
         self.closed = False
         # The journal facts of the messages this transaction wrote or read: (MessageId, direction) -> facts.
         self._facts: dict[tuple[str, records.Direction], journal.MessageFacts] = {}
+        self.appended: list[records.Event] = []
+        """The events appended in this transaction, with their ids, in order (the store writer hands those of
+        the units that committed to its watchers, :mod:`msh.store.writer`)."""
 
     @property
     def readonly(self) -> bool:
@@ -436,7 +439,23 @@ class Transaction(JournalSteps, AppPort, OrderPort, ListingPort):
         self._live()
         return self._next_timer_due()
 
+    def backlog(self, now: datetime) -> records.Backlog:
+        """What waits at ``now``: timers due and not taken, inbox entries by state (:class:`records.Backlog`)."""
+        moment = rules.required_aware("now", now)
+        self._live()
+        due, oldest_due = self._timers_due(moment)
+        counts, oldest_waiting = self._inbox_counts()
+        return records.Backlog(due, oldest_due, tuple(sorted(counts.items())), oldest_waiting)
+
     # -- storage steps (each store's own)
+
+    @abstractmethod
+    def _timers_due(self, now: datetime) -> tuple[int, datetime | None]:
+        """How many timers are claimable at ``now``, and the earliest due time among them."""
+
+    @abstractmethod
+    def _inbox_counts(self) -> tuple[dict[records.InboxState, int], datetime | None]:
+        """Inbox entries per state, and the earliest reception of those new or delivered-to-app."""
 
     @abstractmethod
     def _put_blob(self, source: BinaryIO | bytes) -> int:

@@ -19,6 +19,12 @@ Rules (what a caller can rely on)
     * Units run one at a time, in the order they were queued, on the writer's thread: a unit must not
       wait for the writer itself (:meth:`call` from a unit raises :class:`~msh.store.api.StoreError`).
 
+Watching
+    :meth:`GroupCommitWriter.watch` has ``listener(Committed)`` called after each commit, on the writer's
+    thread, with the journal events the committed units appended and the time the commit took (the
+    metrics of :mod:`msh.admin` count what happened from it, without a bookkeeping of their own). A listener
+    must be quick and must not raise (what it raises is logged and ignored).
+
 Read-only work does not need the writer: ``store.transaction(readonly=True)`` on any thread runs beside it
 (SQLite in WAL mode; PostgreSQL).
 """
@@ -30,14 +36,14 @@ import logging
 import queue
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from concurrent.futures import Future
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Generic, Protocol, TypeVar
 
-from msh.store.api import Store, StoreError, Transaction, TransactionLost
+from msh.store.api import Event, Store, StoreError, Transaction, TransactionLost
 
-__all__ = ["GroupCommitWriter", "Unit", "Writer", "WriterStats"]
+__all__ = ["Committed", "CommitWatchers", "GroupCommitWriter", "Unit", "Writer", "WriterStats"]
 
 log = logging.getLogger("msh.store.writer")
 
@@ -67,6 +73,33 @@ class WriterStats:
         return self.units / self.batches if self.batches else 0.0
 
 
+@dataclass(frozen=True, slots=True)
+class Committed:
+    """What one commit made durable: the journal events its units appended (in order), its units, and the
+    seconds the commit itself took (the disk flush)."""
+
+    events: tuple[Event, ...]
+    units: int
+    commit_seconds: float
+
+
+@dataclass
+class CommitWatchers:
+    """The listeners told of each commit (:meth:`Writer.watch`)."""
+
+    listeners: list[Callable[[Committed], None]] = field(default_factory=list)
+
+    def tell(self, events: Sequence[Event], units: int, commit_seconds: float) -> None:
+        if not self.listeners:
+            return
+        committed = Committed(tuple(events), units, commit_seconds)
+        for listener in self.listeners:
+            try:
+                listener(committed)
+            except Exception:  # a watcher's failure never fails the commit it watches
+                log.exception("a watcher of the store writer failed")
+
+
 class Writer(Protocol):
     """What a caller of a store writer relies on (:class:`GroupCommitWriter`, or its in-process twin
     :class:`msh.store.inline.InlineWriter`): a unit's result only after its commit."""
@@ -78,6 +111,11 @@ class Writer(Protocol):
     async def run(self, unit: Unit[_T]) -> _T: ...
 
     def close(self, timeout: float | None = None) -> None: ...
+
+    def watch(self, listener: Callable[[Committed], None]) -> None: ...
+
+    @property
+    def busy(self) -> bool: ...
 
 
 @dataclass(eq=False)
@@ -105,6 +143,8 @@ class GroupCommitWriter:
         self._thread: threading.Thread | None = None
         self._lock = threading.Lock()
         self._closed = False
+        self._watchers = CommitWatchers()
+        self._in_batch = False
 
     # ------------------------------------------------------------------------------------------ callers
 
@@ -150,6 +190,15 @@ class GroupCommitWriter:
     def closed(self) -> bool:
         return self._closed
 
+    @property
+    def busy(self) -> bool:
+        """True while a transaction runs or units wait for one (a stalled writer stays busy)."""
+        return self._in_batch or not self._queue.empty()
+
+    def watch(self, listener: Callable[[Committed], None]) -> None:
+        """Have ``listener`` told of each commit (see the module docs)."""
+        self._watchers.listeners.append(listener)
+
     # ------------------------------------------------------------------------------------------- thread
 
     def _run(self) -> None:
@@ -172,10 +221,15 @@ class GroupCommitWriter:
                     stopping = True
                     break
                 batch.append(more)  # type: ignore[arg-type]
-            self._commit(batch)
+            self._in_batch = True
+            try:
+                self._commit(batch)
+            finally:
+                self._in_batch = False
 
     def _commit(self, batch: list[_Job[object]]) -> None:
         ran: list[tuple[_Job[object], bool, object]] = []  # (job, ok, result or exception)
+        journaled: list[Event] = []  # the events of the units that did not raise
         carry: list[_Job[object]] = []
         lost: TransactionLost | None = None
         began = ran_at = time.perf_counter()
@@ -184,6 +238,7 @@ class GroupCommitWriter:
                 for index, job in enumerate(batch):
                     if not job.future.set_running_or_notify_cancel():
                         continue  # the caller cancelled it before it ran
+                    mark = len(tx.appended)
                     try:
                         with tx.savepoint():
                             result = job.unit(tx)
@@ -197,6 +252,7 @@ class GroupCommitWriter:
                         ran.append((job, False, exc))
                     else:
                         ran.append((job, True, result))
+                        journaled.extend(tx.appended[mark:])
                 if lost is not None:
                     raise lost
                 ran_at = time.perf_counter()
@@ -216,6 +272,7 @@ class GroupCommitWriter:
         self.stats.batches += 1
         self.stats.units += len(ran)
         self.stats.largest_batch = max(self.stats.largest_batch, len(ran))
+        self._watchers.tell(journaled, len(ran), done_at - ran_at)
         for job, ok, value in ran:
             if ok:
                 job.future.set_result(value)

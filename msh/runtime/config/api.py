@@ -26,7 +26,17 @@ from msh.runtime.config import rules
 from msh.runtime.config.declaration import DURATION_HINT, Section, setting
 from msh.runtime.config.values import PEM_FILES, TEXTS
 
-__all__ = ["ApiSettings", "Credential", "Priority", "Webhook", "credentials", "priorities", "webhooks"]
+__all__ = [
+    "CREDENTIALS_HINT",
+    "ApiSettings",
+    "Credential",
+    "Priority",
+    "Webhook",
+    "check_credentials",
+    "credentials",
+    "priorities",
+    "webhooks",
+]
 
 _NAME: Final = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
 
@@ -131,6 +141,14 @@ def _each(check: object) -> object:
     return run
 
 
+check_credentials = _each(_credential)
+"""The check of a list of ``NAME=env:VARIABLE`` / ``NAME=file:PATH`` credentials (``api.applications``,
+``admin.operators``)."""
+
+CREDENTIALS_HINT: Final = 'write a list like ["{0}=env:{1}_TOKEN", "{2}=file:secrets/{2}.token"]'
+"""The hint of a credentials setting: ``.format(name, VARIABLE STEM, other name)``."""
+
+
 @dataclass(frozen=True, slots=True)
 class ApiSettings(Section):
     """The application interfaces (REST, pull batches, SOAP, webhooks), served by ``msh serve`` on their own
@@ -154,9 +172,9 @@ class ApiSettings(Section):
     applications: tuple[str, ...] = field(
         default=(),
         metadata=setting(
-            'write a list like ["billing=env:BILLING_TOKEN", "orders=file:secrets/orders.token"]',
+            CREDENTIALS_HINT.format("billing", "BILLING", "orders"),
             kind=TEXTS,
-            check=_each(_credential),  # type: ignore[arg-type]
+            check=check_credentials,  # type: ignore[arg-type]
             meaning="the applications and where each one's bearer token is (`NAME=env:VARIABLE`, `NAME=file:PATH`)",
         ),
     )

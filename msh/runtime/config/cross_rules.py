@@ -51,25 +51,63 @@ def _one_half(given: Given, first: str, second: str, needs: str) -> str | None:
     return f"{given.label(set_)} is set but {unset} is not; {needs}"
 
 
-def _api_names_an_application(given: Given) -> str | None:
-    if not given["api.enabled"] or given["api.applications"] or given["api.client_ca"]:
+def _names_someone(section: str, who: str, example: str) -> Callable[[Given], str | None]:
+    """The rule of ``[api]`` and ``[admin]``: enabled, they name someone who can authenticate (``who``)."""
+
+    def check(given: Given) -> str | None:
+        if not given[f"{section}.enabled"] or given[f"{section}.{who}"] or given[f"{section}.client_ca"]:
+            return None
+        label = given.label
+        return (
+            f"{label(section + '.enabled')} is true but {label(section + '.' + who)} names no {who[:-1]} (and "
+            f"{label(section + '.client_ca')} is empty): add one, e.g. [{example}]"
+        )
+
+    return check
+
+
+def _tls_has_a_key_pair(section: str) -> Callable[[Given], str | None]:
+    """The rule of ``[api]`` and ``[admin]``: HTTPS (asked for, or implied by client certificates) has a key pair."""
+
+    def check(given: Given) -> str | None:
+        tls, ca = f"{section}.tls", f"{section}.client_ca"
+        if not (given[tls] or given[ca]):
+            return None
+        if given["tls.certificate"] is not None and given["tls.private_key"] is not None and given[tls]:
+            return None
+        label = given.label
+        return (
+            f"{label(tls)} (or {label(ca)}) needs HTTPS: set {label(tls)} true, "
+            f"{label('tls.certificate')} and {label('tls.private_key')}"
+        )
+
+    return check
+
+
+def _admin_port_is_its_own(given: Given) -> str | None:
+    if not given["admin.enabled"] or given["admin.port"] == 0:
+        return None
+    taken = [k for k in ("server.port", "api.port") if given[k] == given["admin.port"]]
+    if taken == ["api.port"] and not given["api.enabled"]:
+        return None
+    if not taken:
         return None
     label = given.label
     return (
-        f"{label('api.enabled')} is true but {label('api.applications')} names no application (and "
-        f'{label("api.client_ca")} is empty): add one, e.g. ["billing=env:BILLING_TOKEN"]'
+        f"{label('admin.port')} = {given['admin.port']} is also {label(taken[0])}: the admin port is separate from "
+        "the ebMS endpoint and the application interfaces; choose another port (e.g. 8091)"
     )
 
 
-def _api_tls_has_a_key_pair(given: Given) -> str | None:
-    if not (given["api.tls"] or given["api.client_ca"]):
-        return None
-    if given["tls.certificate"] is not None and given["tls.private_key"] is not None and given["api.tls"]:
+def _stall_after_outlasts_polling(given: Given) -> str | None:
+    stall, poll = given["admin.stall_after"], given["timers.poll_interval"]
+    if stall > poll:
         return None
     label = given.label
     return (
-        f"{label('api.tls')} (or {label('api.client_ca')}) needs HTTPS: set {label('api.tls')} true, "
-        f"{label('tls.certificate')} and {label('tls.private_key')}"
+        f"{label('admin.stall_after')} = {format_duration(stall)} is not greater than "
+        f"{label('timers.poll_interval')} = {format_duration(poll)}: the timer loop waits that long between "
+        "rounds, so it would be reported stalled while idle; make admin.stall_after longer"
     )
 
 
@@ -148,13 +186,33 @@ def _untyped_party_id_is_a_uri(given: Given) -> str | None:
 CROSS_RULES: Final[tuple[CrossRule, ...]] = (
     CrossRule(
         ("api.enabled", "api.applications", "api.client_ca"),
-        _api_names_an_application,
+        _names_someone("api", "applications", '"billing=env:BILLING_TOKEN"'),
         "interfaces that no application can authenticate to",
     ),
     CrossRule(
         ("api.tls", "api.client_ca", "tls.certificate", "tls.private_key"),
-        _api_tls_has_a_key_pair,
+        _tls_has_a_key_pair("api"),
         "client certificates asked for over plain HTTP, or HTTPS without a key pair",
+    ),
+    CrossRule(
+        ("admin.enabled", "admin.operators", "admin.client_ca"),
+        _names_someone("admin", "operators", '"ops=env:MSH_OPS_TOKEN"'),
+        "an admin port that no operator can authenticate to",
+    ),
+    CrossRule(
+        ("admin.tls", "admin.client_ca", "tls.certificate", "tls.private_key"),
+        _tls_has_a_key_pair("admin"),
+        "operators' client certificates asked for over plain HTTP, or HTTPS without a key pair",
+    ),
+    CrossRule(
+        ("admin.enabled", "admin.port", "server.port", "api.enabled", "api.port"),
+        _admin_port_is_its_own,
+        "the admin port on the ebMS endpoint's or the application interfaces' port (the second one fails to start)",
+    ),
+    CrossRule(
+        ("admin.stall_after", "timers.poll_interval"),
+        _stall_after_outlasts_polling,
+        "an idle timer loop reported as stalled",
     ),
     CrossRule(
         ("server.tls", "tls.certificate", "tls.private_key"),

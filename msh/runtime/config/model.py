@@ -17,6 +17,7 @@ from typing import Any, ClassVar, Final
 from cpa.precedence import Reading
 from msh.engine.routing import Route
 from msh.runtime.config import rules
+from msh.runtime.config.admin import AdminSettings
 from msh.runtime.config.api import ApiSettings
 from msh.runtime.config.cross_rules import cross_problems
 from msh.runtime.config.declaration import DURATION_HINT, WHOLE_HINT, Section, SettingsError, declared, setting
@@ -26,6 +27,7 @@ from msh.runtime.config.values import AGREEMENT_PATHS, NEW_FILE, PEM_FILE, PEM_F
 __all__ = [
     "SECTIONS",
     "SETTINGS",
+    "AdminSettings",
     "AgreementSettings",
     "ApiSettings",
     "IdentitySettings",
@@ -348,6 +350,7 @@ class Settings:
     receiving: ReceivingSettings = ReceivingSettings()  # noqa: RUF009 (frozen, like the sections above)
     timers: TimerSettings = TimerSettings()  # noqa: RUF009 (frozen, like the sections above)
     api: ApiSettings = ApiSettings()  # noqa: RUF009 (frozen, like the sections above)
+    admin: AdminSettings = AdminSettings()  # noqa: RUF009 (frozen, like the sections above)
     routing: RoutingSettings = RoutingSettings()
     source: str = "<defaults>"
 

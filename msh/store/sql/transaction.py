@@ -339,6 +339,24 @@ class SqlTransaction(SqlAppSteps, SqlOrderSteps, SqlListingSteps, Transaction):
         value = self._conn.execute(select(func.min(_CLAIMABLE_AT, type_=UtcDateTime()))).scalar_one_or_none()
         return None if value is None else rules.required_aware("next_timer_due", value)
 
+    def _timers_due(self, now: datetime) -> tuple[int, datetime | None]:
+        claimable = and_(timers.c.due_at <= now, or_(timers.c.lease_until.is_(None), timers.c.lease_until <= now))
+        statement = select(func.count(), func.min(timers.c.due_at, type_=UtcDateTime())).where(claimable)
+        count, oldest = self._conn.execute(statement).one()
+        return int(count), None if oldest is None else rules.required_aware("due_at", oldest)
+
+    def _inbox_counts(self) -> tuple[dict[records.InboxState, int], datetime | None]:
+        statement = select(inbox.c.state, func.count(), func.min(inbox.c.received_at, type_=UtcDateTime()))
+        counts: dict[records.InboxState, int] = {}
+        oldest: datetime | None = None
+        waiting = (records.InboxState.NEW, records.InboxState.DELIVERED_TO_APP)
+        for state, count, first in self._conn.execute(statement.group_by(inbox.c.state)):
+            counts[records.InboxState(state)] = int(count)
+            if records.InboxState(state) in waiting and first is not None:
+                first = rules.required_aware("received_at", first)
+                oldest = first if oldest is None else min(oldest, first)
+        return counts, oldest
+
     # -- journal
 
     def _add_event(self, event: records.Event) -> int:
