@@ -11,8 +11,10 @@ that applies is its cause (:class:`Reason`):
     The partner refused it with an ErrorList whose Error is ``SecurityFailure`` (ebMS2 §4.2.3.4.1: a
     signature or decryption that failed).
 ``refused``
-    The partner (or the path) refused it with an ErrorList of another errorCode (ebMS2 §4.2.3.4), or
-    reported a DeliveryFailure of its own (ebMS2 §6.5.7).
+    The partner (or the path) refused it with an ErrorList of another errorCode (ebMS2 §4.2.3.4).
+``reported``
+    The partner or an intermediary on the path reported a DeliveryFailure of its own (ebMS2 §6.5.7, §10:
+    e.g. it could not forward the message).
 ``expired``
     Its TimeToLive ended it before it was acknowledged (ebMS2 §3.1.6.4).
 ``unreachable``
@@ -46,6 +48,7 @@ class Reason(StrEnum):
 
     SECURITY_FAILURE = "security-failure"
     REFUSED = "refused"
+    REPORTED = "reported"
     EXPIRED = "expired"
     UNREACHABLE = "unreachable"
     UNACKNOWLEDGED = "unacknowledged"
@@ -66,6 +69,7 @@ _DETAIL: Final = T.StructType(
 )
 """The keys of ``detail`` read here (as :mod:`msh.runtime.attempts` and the sending actions write them)."""
 
+_REPORTED: Final = "DeliveryFailure reported by the partner or the path"
 _READ: Final = (EventKind.TRANSMISSION, EventKind.ERROR_RECEIVED, EventKind.FAILED)
 
 
@@ -105,6 +109,7 @@ def _reason(reached: Column, expired: Column) -> Column:
     code = F.col("said.errorCode")
     return (
         F.when(code == "SecurityFailure", F.lit(Reason.SECURITY_FAILURE.value))
+        .when(code == "DeliveryFailure", F.lit(Reason.REPORTED.value))
         .when(code.isNotNull(), F.lit(Reason.REFUSED.value))
         .when(expired, F.lit(Reason.EXPIRED.value))
         .when(~reached & F.col("last").isNotNull(), F.lit(Reason.UNREACHABLE.value))
@@ -123,6 +128,7 @@ def _texts(reason: Column) -> tuple[Column, Column]:
     tries = F.concat(F.lit(" after "), F.col("attempts").cast("string"), F.lit(" transmission(s)"))
     headline = (
         F.when(reason.isin(Reason.SECURITY_FAILURE.value, Reason.REFUSED.value), refused)
+        .when(reason == Reason.REPORTED.value, F.lit(_REPORTED))
         .when(reason == Reason.EXPIRED.value, F.lit("TimeToLive expired"))
         .when(reason == Reason.UNREACHABLE.value, unreachable)
         .when(reason == Reason.UNACKNOWLEDGED.value, F.lit("transmitted, never acknowledged"))
@@ -133,6 +139,10 @@ def _texts(reason: Column) -> tuple[Column, Column]:
         F.when(
             reason.isin(Reason.SECURITY_FAILURE.value, Reason.REFUSED.value),
             F.concat(refused, F.when(said.isNotNull(), F.concat(F.lit(" ("), said, F.lit(")"))).otherwise("")),
+        )
+        .when(
+            reason == Reason.REPORTED.value,
+            F.concat(F.lit(_REPORTED), F.when(said.isNotNull(), F.concat(F.lit(": "), said)).otherwise("")),
         )
         .when(
             reason == Reason.EXPIRED.value,

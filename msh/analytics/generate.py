@@ -3,13 +3,18 @@
 A hub MSH exchanges messages with many partners whose volumes are skewed (Zipf-like: a few partners send
 most of the traffic); every fifth partner is reached through an intermediary. Each message leaves the events
 the MSHs on its path would journal (:mod:`msh.analytics.columns`): the sender's ``submitted``, one
-``transmission`` per attempt (the failed ones with their transport error), the end-to-end ``delivered``,
+``transmission`` per attempt (its ``detail`` with the URL, the HTTP status and the transport error of the
+failed ones), the end-to-end ``delivered``,
 ``sent`` (a message that asked for no acknowledgment, handed over) or a ``failed`` DeliveryFailure (for
 some, an ``expired`` event beside it: the TimeToLive ended them);
 the intermediary's ``forward``; the receiver's ``received``, the ``duplicate`` it eliminated,
 ``app-delivered`` and ``app-taken``. Some messages need retries, some fail
 (never reached the partner: severity Error), a few are still pending at the end (some past their retry
 window: overdue).
+
+A message planted as refused by its receiver has the receiver's ``rejected`` event and, at the sender, the
+``error-received`` ErrorList (SecurityFailure, Inconsistent or NotSupported, with a description) and the
+``failed`` DeliveryFailure; every ``failed`` event says why in its ``description``.
 
 Planted faults, one list of MessageIds per reconciliation case, are written to ``faults.json`` beside the
 journal (:data:`FAULT_CASES`), so that tests and reviewers can check that the report finds exactly them.
