@@ -146,7 +146,10 @@ def _texts(reason: Column) -> tuple[Column, Column]:
         )
         .when(
             reason == Reason.EXPIRED.value,
-            F.concat(F.lit("TimeToLive expired"), F.when(~F.col("reached"), last_try).otherwise(F.lit(""))),
+            F.concat(
+                F.lit("TimeToLive expired"),
+                F.when(~F.col("reached") & F.col("last").isNotNull(), last_try).otherwise(F.lit("")),
+            ),
         )
         .when(reason == Reason.UNREACHABLE.value, F.concat(unreachable, F.lit(": "), error, tries))
         .when(
