@@ -124,6 +124,9 @@ def _cell(key: str, value: Any, console_url: str | None) -> str:
         # A party's short label, its full name on hover.
         full = escape(str(value))
         return f'<td class="{css}" data-figure="{key}" title="{full}">{escape(party_label(str(value)))}</td>'
+    if key == "cpa_id" and value is not None:
+        full = escape(str(value))
+        return f'<td class="{css}" data-figure="{key}" title="{full}">{escape(ellipsize(str(value), 32))}</td>'
     if key == "message_id" and value is not None and console_url:
         href = escape(console_link(console_url, str(value)))
         return f'<td class="{css}" data-figure="{key}"><a href="{href}">{escape(str(value))}</a></td>'
@@ -210,7 +213,11 @@ def _failure_sections(summary: dict[str, Any], console_url: str | None) -> list[
         return ["<h2>DeliveryFailures</h2>", "<p data-figure='no-failures'>No DeliveryFailure.</p>"]
     causes = summary.get("causes", [])
     failed = [
-        row | {"service_action": f"{row.get('service') or '-'} / {row.get('action') or '-'}"}
+        row
+        | {
+            "service_action": f"{row.get('service') or '-'} / {row.get('action') or '-'}",
+            "failed_at": f"{str(row['failed_at'])[:19].replace('T', ' ')} UTC",  # ISO 8601, to the second
+        }
         for row in summary.get("failed", [])
     ]
     total = sum(int(c["messages"]) for c in causes)
