@@ -30,7 +30,7 @@ td.t,th.t{text-align:left}.cards{display:flex;flex-wrap:wrap;gap:1em}
 .legend span{display:inline-block;margin-right:1em}
 .legend i{display:inline-block;width:10px;height:10px;margin-right:4px}
 .muted{color:#718096;font-size:.85em}
-td.t{max-width:32em;overflow-wrap:anywhere}td[title]{cursor:help}
+td.t{max-width:32em;overflow-wrap:anywhere}td[title]{cursor:help;white-space:nowrap}
 """
 
 
@@ -237,7 +237,7 @@ def _failure_sections(summary: dict[str, Any], console_url: str | None) -> list[
             "failed messages by cause",
             [c["headline"] for c in causes],
             [c["messages"] for c in causes],
-            shown=[ellipsize(c["headline"], 40) for c in causes],
+            shown=[ellipsize(c["headline"], 34) for c in causes],
         ),
         f"<h2>Failed messages</h2><p class='muted'>{listed} failed message(s), newest first{escape(hint)}</p>",
         _table(_FAILED_COLUMNS, failed, "failed", console_url),
