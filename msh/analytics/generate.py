@@ -3,13 +3,18 @@
 A hub MSH exchanges messages with many partners whose volumes are skewed (Zipf-like: a few partners send
 most of the traffic); every fifth partner is reached through an intermediary. Each message leaves the events
 the MSHs on its path would journal (:mod:`msh.analytics.columns`): the sender's ``submitted``, one
-``transmission`` per attempt (the failed ones with their transport error), the end-to-end ``delivered``,
+``transmission`` per attempt (its ``detail`` with the URL, the HTTP status and the transport error of the
+failed ones), the end-to-end ``delivered``,
 ``sent`` (a message that asked for no acknowledgment, handed over) or a ``failed`` DeliveryFailure (for
 some, an ``expired`` event beside it: the TimeToLive ended them);
 the intermediary's ``forward``; the receiver's ``received``, the ``duplicate`` it eliminated,
 ``app-delivered`` and ``app-taken``. Some messages need retries, some fail
 (never reached the partner: severity Error), a few are still pending at the end (some past their retry
 window: overdue).
+
+A message planted as refused by its receiver has the receiver's ``rejected`` event and, at the sender, the
+``error-received`` ErrorList (SecurityFailure, Inconsistent or NotSupported, with a description) and the
+``failed`` DeliveryFailure; every ``failed`` event says why in its ``description``.
 
 Planted faults, one list of MessageIds per reconciliation case, are written to ``faults.json`` beside the
 journal (:data:`FAULT_CASES`), so that tests and reviewers can check that the report finds exactly them.
@@ -41,6 +46,7 @@ FAULT_CASES: Final = (
     "acked_not_delivered",
     "delivered_not_acked",
     "failed_but_delivered",
+    "refused_by_receiver",
 )
 """The reconciliation cases (:mod:`msh.analytics.reconcile`), in the order the report lists them."""
 
@@ -49,6 +55,12 @@ RELAY: Final = "urn:msh:relay"
 _SERVICES: Final = (("urn:svc:orders", ("NewOrder", "ChangeOrder", "CancelOrder")), ("urn:svc:invoices", ("Invoice",)))
 _SERVICE_WEIGHTS: Final = (0.7, 0.3)
 _TRANSPORT_ERRORS: Final = ("connection refused", "timeout", "TLS handshake failed", "HTTP 503")
+# What a receiver says when it refuses a message (ebMS2 §4.2.3.4): errorCode, location, description.
+_REFUSALS: Final = (
+    ("SecurityFailure", "//Header/Signature", "the signature does not verify with the agreement's certificate"),
+    ("Inconsistent", "//Header/MessageHeader/Service", "the agreement has no such service for this party"),
+    ("NotSupported", "//Header/SyncReply", "synchronous replies are not supported"),
+)
 _RETRY: Final = timedelta(minutes=1)
 _RETRIES: Final = 3
 _WINDOW: Final = _RETRY * (_RETRIES + 1)
@@ -210,6 +222,116 @@ def generate_journal(
     return result
 
 
+def _url(party: str) -> str:
+    """The endpoint URL of a party's MSH (or of the intermediary, for a party behind it)."""
+    return f"https://{'-'.join(party.split(':')[-2:])}.example/msh"
+
+
+def _detail(**values: Any) -> str:
+    """An event's ``detail`` as the store keeps it (JSON, the keys :mod:`msh.runtime.attempts` writes)."""
+    return json.dumps(values, separators=(",", ":"))
+
+
+def _transmissions(
+    columns: _Columns, rng: random.Random, facts: tuple[Any, ...], at: datetime, outcome: str, url: str
+) -> tuple[datetime | None, int, str | None]:
+    """The sender's transmissions of a message: when the one that reached the partner did (None: none
+    did), how many there were, and the last transport error."""
+    sender = facts[2]
+    attempts = 1 + min(int(rng.expovariate(2.2)), _RETRIES) if outcome != "failed" else _RETRIES + 1
+    reached_at: datetime | None = None
+    error: str | None = None
+    answer = {"refused": "ErrorList", "sent": "no body", "lost": "no body"}.get(outcome, "Acknowledgment")
+    for attempt in range(1, attempts + 1):
+        last = attempt == attempts
+        if last and outcome not in ("failed", "pending"):
+            detail = _detail(attempt=attempt, url=url, httpStatus=200, error=None, answer=answer)
+            columns.add(sender, at, EventKind.TRANSMISSION, facts, "sender", "outbound", attempt=attempt, detail=detail)
+            reached_at = at
+        else:
+            error = rng.choice(_TRANSPORT_ERRORS)
+            status = 503 if error == "HTTP 503" else None
+            detail = _detail(
+                attempt=attempt, url=url, httpStatus=status, error=error, answer=None if status is None else "no body"
+            )
+            columns.add(
+                sender,
+                at,
+                EventKind.TRANSMISSION,
+                facts,
+                "sender",
+                "outbound",
+                attempt=attempt,
+                cause=error,
+                detail=detail,
+            )
+        if not last:
+            at = at + _RETRY + timedelta(milliseconds=rng.randrange(0, 300))
+    return reached_at, attempts, error
+
+
+def _failed(
+    columns: _Columns,
+    facts: tuple[Any, ...],
+    at: datetime,
+    severity: str,
+    description: str,
+    evidence: str,
+) -> None:
+    """The DeliveryFailure told to the sender's application (ebMS2 §6.5.7), with its description."""
+    detail = _detail(
+        errorCode="DeliveryFailure",
+        severity=severity,
+        description=f"message {facts[0]}: {description}",
+        evidence=evidence,
+    )
+    columns.add(
+        facts[2],
+        at,
+        EventKind.FAILED,
+        facts,
+        "sender",
+        "outbound",
+        severity=severity,
+        cause="DeliveryFailure",
+        detail=detail,
+    )
+
+
+def _refused(columns: _Columns, rng: random.Random, facts: tuple[Any, ...], at: datetime, attempt: int) -> None:
+    """The receiver refuses the message with an ErrorList (ebMS2 §4.2.3.4); the sender's application is told
+    it failed, with what the receiver said."""
+    code, location, text = rng.choice(_REFUSALS)
+    issue = f"Error {code} at {location}: {text}"
+    add = columns.add
+    add(
+        facts[3],
+        at,
+        EventKind.REJECTED,
+        facts,
+        "receiver",
+        "inbound",
+        severity="Error",
+        cause=code,
+        detail=_detail(issues=[issue]),
+    )
+    errors = [{"errorCode": code, "severity": "Error", "location": location, "description": text}]
+    told = at + timedelta(milliseconds=30)
+    add(
+        facts[2],
+        told,
+        EventKind.ERROR_RECEIVED,
+        facts,
+        "sender",
+        "outbound",
+        attempt=attempt,
+        severity="Error",
+        cause=code,
+        detail=_detail(attempt=attempt, errors=errors),
+    )
+    _failed(columns, facts, told, "Error", f"the receiving side reported an error: {issue}", "error-message")
+
+
 def _message(
     columns: _Columns,
     rng: random.Random,
@@ -234,24 +356,16 @@ def _message(
             "acked_not_delivered": "ack-without-delivery",
             "delivered_not_acked": "ack-lost",
             "failed_but_delivered": "failed-reached",
+            "refused_by_receiver": "refused",
         }[fault]
-    attempts = 1 + min(int(rng.expovariate(2.2)), _RETRIES) if outcome != "failed" else _RETRIES + 1
     at = submitted + timedelta(milliseconds=rng.randrange(5, 400))
-    reached_at: datetime | None = None
-    for attempt in range(1, attempts + 1):
-        last = attempt == attempts
-        reached = last and outcome not in ("failed", "pending")
-        if reached:
-            add(sender, at, EventKind.TRANSMISSION, facts, "sender", "outbound", attempt=attempt)
-            reached_at = at
-        else:
-            error = rng.choice(_TRANSPORT_ERRORS)
-            add(sender, at, EventKind.TRANSMISSION, facts, "sender", "outbound", attempt=attempt, cause=error)
-        if not last:
-            at = at + _RETRY + timedelta(milliseconds=rng.randrange(0, 300))
+    url = _url(RELAY if relayed else receiver)
+    reached_at, attempts, error = _transmissions(columns, rng, facts, at, outcome, url)
     if outcome == "failed":
-        add(sender, deadline, EventKind.FAILED, facts, "sender", "outbound", severity="Error", cause="DeliveryFailure")
-        if rng.random() < 0.3:  # its TimeToLive is what ended it (ebMS2 §3.1.6.4)
+        expired = rng.random() < 0.3  # its TimeToLive is what ended it (ebMS2 §3.1.6.4)
+        why = f"could not be transmitted in {attempts} attempts (Retries {_RETRIES}): {error}"
+        _failed(columns, facts, deadline, "Error", why, "time-to-live" if expired else "retries-exhausted")
+        if expired:
             add(
                 sender,
                 deadline,
@@ -261,6 +375,7 @@ def _message(
                 "outbound",
                 severity="Error",
                 cause="TimeToLiveExpired",
+                detail=_detail(errorCode="TimeToLiveExpired", severity="Error"),
             )
         return
     if outcome == "pending" or reached_at is None:
@@ -275,9 +390,13 @@ def _message(
             "intermediary",
             "outbound",
             attempt=1,
+            detail=_detail(attempt=1, url=_url(receiver), httpStatus=200, error=None, answer="Acknowledgment"),
         )
     latency = timedelta(seconds=min(rng.lognormvariate(0, 0.9), _WINDOW.total_seconds() / 2))
     arrived = reached_at + latency / 2
+    if outcome == "refused":
+        _refused(columns, rng, facts, arrived, attempts)
+        return
     if outcome == "sent":
         add(sender, reached_at + timedelta(milliseconds=10), EventKind.SENT, facts, "sender", "outbound")
     if outcome in ("delivered", "sent", "ack-lost", "failed-reached"):
@@ -291,6 +410,8 @@ def _message(
     if outcome in ("delivered", "ack-without-delivery"):
         add(sender, reached_at + latency, EventKind.DELIVERED, facts, "sender", "outbound")
     elif outcome == "failed-reached":
-        add(
-            sender, deadline, EventKind.FAILED, facts, "sender", "outbound", severity="Warning", cause="DeliveryFailure"
+        why = (
+            f"no Acknowledgment after {attempts} transmissions (Retries {_RETRIES}); it was transmitted, "
+            "so it may have been delivered"
         )
+        _failed(columns, facts, deadline, "Warning", why, "retries-exhausted")

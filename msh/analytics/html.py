@@ -3,7 +3,9 @@ link, no font or image to fetch, so it opens offline and shows the same everywhe
 
 Every figure the page shows carries its name in a ``data-figure`` attribute and every chart is an ``<svg>``
 with ``data-chart`` whose bars and points carry ``data-value``: the test suite renders the page in headless
-Chromium and reads them back.
+Chromium and reads them back. Party names are shown as short labels (:mod:`msh.analytics.labels`) with the
+full name in a ``title`` (on hover). With the web console's URL, each failed message's MessageId links to
+its history there (the only links the page may have: navigations, never fetches).
 """
 
 from __future__ import annotations
@@ -11,6 +13,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from html import escape
 from typing import Any, Final
+
+from msh.analytics.labels import console_link, ellipsize, party_label
 
 __all__ = ["render"]
 
@@ -26,6 +30,7 @@ td.t,th.t{text-align:left}.cards{display:flex;flex-wrap:wrap;gap:1em}
 .legend span{display:inline-block;margin-right:1em}
 .legend i{display:inline-block;width:10px;height:10px;margin-right:4px}
 .muted{color:#718096;font-size:.85em}
+td.t{max-width:32em;overflow-wrap:anywhere}td[title]{cursor:help;white-space:nowrap}
 """
 
 
@@ -51,8 +56,10 @@ def _bars(
     unit: str = "",
     *,
     percent: bool = False,
+    shown: Sequence[str] | None = None,
 ) -> str:
-    """A horizontal bar chart."""
+    """A horizontal bar chart; ``shown``: the labels written beside the bars (default: ``labels``, their
+    last 40 characters), the full label on hover."""
     width, row, left = 760, 22, 260
     height = row * len(labels) + 30
     top = max((v for v in values if v is not None), default=0.0) or 1.0
@@ -63,13 +70,15 @@ def _bars(
     for i, (label, value) in enumerate(zip(labels, values, strict=True)):
         y = 10 + i * row
         length = 0.0 if value is None else (width - left - 90) * float(value) / top
-        shown = _pct(value) if percent else _num(value) + unit
+        amount = _pct(value) if percent else _num(value) + unit
+        written = shown[i] if shown is not None else label[-40:]
         parts.append(
-            f'<text x="{left - 6}" y="{y + 14}" font-size="12" text-anchor="end">{escape(label[-40:])}</text>'
+            f'<text x="{left - 6}" y="{y + 14}" font-size="12" text-anchor="end">{escape(written)}'
+            f"<title>{escape(label)}</title></text>"
             f'<rect x="{left}" y="{y + 2}" width="{length:.1f}" height="{row - 6}" fill="{_COLOURS[0]}" '
             f'data-label="{escape(label)}" data-value="{"" if value is None else value}">'
-            f"<title>{escape(label)}: {shown}</title></rect>"
-            f'<text x="{left + length + 4:.1f}" y="{y + 14}" font-size="11">{shown}</text>'
+            f"<title>{escape(label)}: {amount}</title></rect>"
+            f'<text x="{left + length + 4:.1f}" y="{y + 14}" font-size="11">{amount}</text>'
         )
     parts.append("</svg>")
     return "".join(parts)
@@ -109,20 +118,35 @@ def _lines(name: str, title: str, xs: Sequence[str], series: dict[str, Sequence[
     return f'<div class="legend">{"".join(legend)}</div>' + "".join(parts)
 
 
-def _table(columns: Sequence[tuple[str, str]], rows: Sequence[dict[str, Any]], name: str) -> str:
+def _cell(key: str, value: Any, console_url: str | None) -> str:
+    css = "t" if key in _TEXT else ""
+    if key in _PARTIES and value is not None:
+        # A party's short label, its full name on hover.
+        full = escape(str(value))
+        return f'<td class="{css}" data-figure="{key}" title="{full}">{escape(party_label(str(value)))}</td>'
+    if key == "cpa_id" and value is not None:
+        full = escape(str(value))
+        return f'<td class="{css}" data-figure="{key}" title="{full}">{escape(ellipsize(str(value), 32))}</td>'
+    if key == "message_id" and value is not None and console_url:
+        href = escape(console_link(console_url, str(value)))
+        return f'<td class="{css}" data-figure="{key}"><a href="{href}">{escape(str(value))}</a></td>'
+    shown = _pct(value) if key == "delivery_rate" else _num(value)
+    return f'<td class="{css}" data-figure="{key}">{shown}</td>'
+
+
+def _table(
+    columns: Sequence[tuple[str, str]], rows: Sequence[dict[str, Any]], name: str, console_url: str | None = None
+) -> str:
     head = "".join(f'<th class="{"t" if k in _TEXT else ""}">{escape(title)}</th>' for k, title in columns)
-    body = []
-    for row in rows:
-        cells = []
-        for key, _title in columns:
-            value = row.get(key)
-            shown = _pct(value) if key == "delivery_rate" else _num(value)
-            cells.append(f'<td class="{"t" if key in _TEXT else ""}" data-figure="{key}">{shown}</td>')
-        body.append(f"<tr>{''.join(cells)}</tr>")
+    body = ["<tr>" + "".join(_cell(key, row.get(key), console_url) for key, _ in columns) + "</tr>" for row in rows]
     return f'<table data-table="{escape(name)}"><tr>{head}</tr>{"".join(body)}</table>'
 
 
-_TEXT: Final = {"source", "partner", "case", "message_id", "from_party", "to_party", "severity", "cause", "day"}
+_PARTIES: Final = {"source", "partner", "from_party", "to_party", "sender_journal", "receiver_journal"}
+_TEXT: Final = {
+    *("source", "partner", "case", "message_id", "from_party", "to_party", "severity", "cause", "day"),
+    *("cpa_id", "service_action", "failed_at", "explanation", "receiver_says", "sender_outcome", "forwarded_by"),
+}
 _TOTALS: Final = (
     ("sent", "sent"),
     ("received", "received"),
@@ -168,13 +192,97 @@ _PARTNER_COLUMNS: Final = (
 )
 
 
-def render(summary: dict[str, Any]) -> str:
-    """The page of a report summary (:func:`msh.analytics.report.summarise` plus its ``meta``)."""
+def _pair(p: dict[str, Any]) -> str:
+    return f"{party_label(p['source'], 16)} → {party_label(p['partner'], 16)}"
+
+
+_FAILED_COLUMNS: Final = (
+    ("message_id", "MessageId"),
+    ("partner", "partner"),
+    ("cpa_id", "agreement"),
+    ("service_action", "service / action"),
+    ("failed_at", "failed at"),
+    ("severity", "severity"),
+    ("explanation", "cause"),
+)
+
+
+def _failure_sections(summary: dict[str, Any], console_url: str | None) -> list[str]:
+    """The DeliveryFailures by severity, the causes underneath them, and the failed messages' table."""
+    if not summary["failures"]:
+        return ["<h2>DeliveryFailures</h2>", "<p data-figure='no-failures'>No DeliveryFailure.</p>"]
+    causes = summary.get("causes", [])
+    failed = [
+        row
+        | {
+            "service_action": f"{row.get('service') or '-'} / {row.get('action') or '-'}",
+            "failed_at": f"{str(row['failed_at'])[:19].replace('T', ' ')} UTC",  # ISO 8601, to the second
+        }
+        for row in summary.get("failed", [])
+    ]
+    total = sum(int(c["messages"]) for c in causes)
+    listed = f"the newest {len(failed):,} of {total:,}" if len(failed) < total else f"all {total:,}"
+    hint = "" if console_url else " (with msh report --console-url, each MessageId links to its history)"
+    return [
+        "<h2>DeliveryFailures by severity and error code</h2>",
+        _bars(
+            "failures",
+            "DeliveryFailures by cause",
+            [f"{f['severity']} {f['cause']}" for f in summary["failures"]],
+            [f["failures"] for f in summary["failures"]],
+        ),
+        "<h2>Why: the causes underneath the DeliveryFailures</h2>",
+        _bars(
+            "failure-causes",
+            "failed messages by cause",
+            [c["headline"] for c in causes],
+            [c["messages"] for c in causes],
+            shown=[ellipsize(c["headline"], 34) for c in causes],
+        ),
+        f"<h2>Failed messages</h2><p class='muted'>{listed} failed message(s), newest first{escape(hint)}</p>",
+        _table(_FAILED_COLUMNS, failed, "failed", console_url),
+    ]
+
+
+_CASE_COLUMNS: Final = (
+    ("case", "case"),
+    ("message_id", "MessageId"),
+    ("from_party", "from"),
+    ("to_party", "to"),
+    ("sender_outcome", "at the sender"),
+    ("received_copies", "copies received"),
+    ("receiver_says", "the receiver says"),
+    ("forwarded_by", "forwarded by"),
+)
+
+
+def _reconciliation_section(reconciliation: dict[str, Any], console_url: str | None) -> list[str]:
+    rows = [
+        row | {"receiver_says": f"refused by the receiver ({row.get('refused_with') or 'no errorCode'})"}
+        if row["case"] == "refused_by_receiver"
+        else row
+        for row in reconciliation["rows"]
+    ]
+    return [
+        "<h2>Reconciliation between the journals</h2>",
+        _bars(
+            "reconciliation",
+            "messages per reconciliation case",
+            list(reconciliation["counts"]),
+            list(reconciliation["counts"].values()),
+        ),
+        _table(_CASE_COLUMNS, rows, "reconciliation", console_url),
+    ]
+
+
+def render(summary: dict[str, Any], *, console_url: str | None = None) -> str:
+    """The page of a report summary (:func:`msh.analytics.report.summarise` plus its ``meta``); with
+    ``console_url``, MessageIds link to their history in the web console."""
     meta = summary["meta"]
     days = summary["days"]
     partners = summary["partners"]
     top = sorted((p for p in partners if (p.get("sent") or 0) > 0), key=lambda p: -int(p["sent"]))[:20]
-    reconciliation = summary["reconciliation"]
+    pairs = [f"{p['source']} → {p['partner']}" for p in top]
     sections = [
         f"<h1>Delivery report</h1><p class='muted'>{_num(meta['events'])} events from "
         f"{escape(', '.join(meta['journals']))}; pending and overdue as of {escape(meta['as_of'])}; "
@@ -193,27 +301,21 @@ def render(summary: dict[str, Any]) -> str:
         _bars(
             "delivery-rate",
             "delivery rate per partner",
-            [f"{p['source']} → {p['partner']}" for p in top],
+            pairs,
             [p.get("delivery_rate") for p in top],
             percent=True,
+            shown=[_pair(p) for p in top],
         ),
         "<h2>Latency from submission to end-to-end acknowledgment, p95 (busiest 20)</h2>",
         _bars(
             "latency-p95",
             "p95 latency per partner",
-            [f"{p['source']} → {p['partner']}" for p in top],
+            pairs,
             [p.get("latency_p95_s") for p in top],
             " s",
+            shown=[_pair(p) for p in top],
         ),
-        "<h2>DeliveryFailures by severity and cause</h2>",
-        _bars(
-            "failures",
-            "DeliveryFailures by cause",
-            [f"{f['severity']} {f['cause']}" for f in summary["failures"]],
-            [f["failures"] for f in summary["failures"]],
-        )
-        if summary["failures"]
-        else "<p data-figure='no-failures'>No DeliveryFailure.</p>",
+        *_failure_sections(summary, console_url),
         "<h2>Transmissions per message</h2>",
         _bars(
             "attempts",
@@ -221,26 +323,7 @@ def render(summary: dict[str, Any]) -> str:
             [f"{a['attempts']} transmission(s)" for a in summary["attempts"]],
             [a["messages"] for a in summary["attempts"]],
         ),
-        "<h2>Reconciliation between the journals</h2>",
-        _bars(
-            "reconciliation",
-            "messages per reconciliation case",
-            list(reconciliation["counts"]),
-            list(reconciliation["counts"].values()),
-        ),
-        _table(
-            [
-                ("case", "case"),
-                ("message_id", "MessageId"),
-                ("from_party", "from"),
-                ("to_party", "to"),
-                ("sender_outcome", "at the sender"),
-                ("received_copies", "copies received"),
-                ("forwarded_by", "forwarded by"),
-            ],
-            reconciliation["rows"],
-            "reconciliation",
-        ),
+        *_reconciliation_section(summary["reconciliation"], console_url),
         "<h2>Per partner</h2>",
         _table(_PARTNER_COLUMNS, partners, "partners"),
     ]

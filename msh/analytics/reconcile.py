@@ -18,6 +18,10 @@ judged. The cases (:data:`msh.analytics.generate.FAULT_CASES`):
     for an acknowledgment either: a message ``sent`` without one by design is not a case).
 ``failed_but_delivered``
     The sender's application was told the message failed (DeliveryFailure), yet the receiver has it.
+``refused_by_receiver``
+    The receiver's journal has no copy because it refused the message: it journaled a ``rejected`` event
+    for that MessageId and answered with an ErrorList (ebMS2 §4.2.3.4); ``refused_with`` is the errorCode
+    it gave. Said so rather than counted as sent but never received.
 
 Each row also names the intermediaries whose journals forwarded the message (``forwarded_by``).
 """
@@ -52,6 +56,12 @@ def reconcile(events: DataFrame, sent: DataFrame) -> DataFrame:
     )
     receipts = events.filter(receipt)
     received = receipts.groupBy("message_id").agg(F.count(F.lit(1)).alias("received_copies"))
+    # ebMS2 §4.2.3.4: the receiver refused it (journaled as rejected, with the errorCode it sent back).
+    refusals = (
+        events.filter((kind == EventKind.REJECTED) & (F.col("role") == "receiver"))
+        .groupBy("message_id")
+        .agg(F.min("cause").alias("refused_code"), F.min("source").alias("refused_in"), F.lit(True).alias("refused"))
+    )
     ours = sent.select(
         "message_id",
         F.col("source").alias("sender_journal"),
@@ -62,8 +72,10 @@ def reconcile(events: DataFrame, sent: DataFrame) -> DataFrame:
         "reached",
         F.lit(True).alias("in_sender_journal"),
     )
-    both = ours.join(received, "message_id", "full_outer").join(
-        F.broadcast(parties), F.col("to_party") == F.col("party"), "left"
+    both = (
+        ours.join(received, "message_id", "full_outer")
+        .join(F.broadcast(parties), F.col("to_party") == F.col("party"), "left")
+        .join(refusals, "message_id", "left")
     )
     copies = F.coalesce(F.col("received_copies"), F.lit(0))
     acked = F.coalesce(F.col("acked"), F.lit(False))
@@ -71,8 +83,10 @@ def reconcile(events: DataFrame, sent: DataFrame) -> DataFrame:
     handed_over = F.coalesce(F.col("handed_over"), F.lit(False))
     judged = F.coalesce(F.col("covered"), F.lit(False))
     sender = F.coalesce(F.col("in_sender_journal"), F.lit(False))
+    refused = F.coalesce(F.col("refused"), F.lit(False))
     case = (
-        F.when(sender & judged & (copies == 0) & ~acked & F.col("reached"), F.lit("sent_not_received"))
+        F.when(sender & judged & (copies == 0) & ~acked & refused, F.lit("refused_by_receiver"))
+        .when(sender & judged & (copies == 0) & ~acked & F.col("reached"), F.lit("sent_not_received"))
         .when(copies >= 2, F.lit("received_twice"))
         .when(sender & judged & (copies == 0) & acked, F.lit("acked_not_delivered"))
         .when(sender & (copies >= 1) & ~acked & ~failed & ~handed_over, F.lit("delivered_not_acked"))
@@ -88,7 +102,13 @@ def reconcile(events: DataFrame, sent: DataFrame) -> DataFrame:
         both.withColumn("case", case)
         .filter(F.col("case").isNotNull())
         .select(
-            "case", "message_id", "sender_journal", copies.alias("received_copies"), outcome.alias("sender_outcome")
+            "case",
+            "message_id",
+            "sender_journal",
+            copies.alias("received_copies"),
+            outcome.alias("sender_outcome"),
+            F.when(F.col("case") == "refused_by_receiver", F.col("refused_code")).alias("refused_with"),
+            F.when(F.col("case") == "refused_by_receiver", F.col("refused_in")).alias("refused_in"),
         )
     )
     ids = F.broadcast(found.select("message_id").distinct())
@@ -137,10 +157,11 @@ def reconcile(events: DataFrame, sent: DataFrame) -> DataFrame:
             F.coalesce("service", "r_service").alias("service"),
             F.coalesce("action", "r_action").alias("action"),
             "sender_journal",
-            "receiver_journal",
+            F.coalesce("receiver_journal", "refused_in").alias("receiver_journal"),
             "submitted_at",
             "sender_outcome",
             "received_copies",
+            "refused_with",
             "forwarded_by",
         )
     )

@@ -1,10 +1,11 @@
 """``msh report``: the delivery report of one or more journals, on Spark.
 
 Reads the journal folders (:mod:`msh.analytics.columns`) together, computes the figures
-(:mod:`msh.analytics.figures`) and the reconciliation (:mod:`msh.analytics.reconcile`), and writes under
-the output folder one Parquet table per figure (``traffic/``, ``failures/``, ``attempts/``,
-``reconciliation/``, ``messages/``), ``summary.json`` (the totals and the series the charts show) and
-``report.html``, a self-contained page with inline SVG charts (:mod:`msh.analytics.html`).
+(:mod:`msh.analytics.figures`), the cause underneath each DeliveryFailure (:mod:`msh.analytics.causes`)
+and the reconciliation (:mod:`msh.analytics.reconcile`), and writes under the output folder one Parquet
+table per figure (``traffic/``, ``failures/``, ``attempts/``, ``reconciliation/``, ``messages/``,
+``failed/``: one row per failed message with its cause), ``summary.json`` (the totals and the series the
+charts show) and ``report.html``, a self-contained page with inline SVG charts (:mod:`msh.analytics.html`).
 """
 
 from __future__ import annotations
@@ -16,13 +17,13 @@ from dataclasses import dataclass
 from datetime import UTC, date, datetime
 from functools import partial
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, Final, TypeVar
 
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
-from msh.analytics import figures
+from msh.analytics import causes, figures
 from msh.analytics.dataset import check_journal_folders, journal_extent
 from msh.analytics.generate import FAULT_CASES
 from msh.analytics.html import render
@@ -33,7 +34,9 @@ __all__ = ["ReportResult", "read_journals", "run_report", "side_by_side", "spark
 
 _T = TypeVar("_T")
 
-TABLES = ("traffic", "failures", "attempts", "reconciliation", "messages")
+TABLES = ("traffic", "failures", "attempts", "reconciliation", "messages", "failed")
+LISTED: Final = 500
+"""At most this many rows of a list (failed messages, reconciliation cases) in the summary and the page."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -131,7 +134,7 @@ _SUMS = (
 
 
 def summarise(
-    traffic: DataFrame, sent: DataFrame, fails: DataFrame, tries: DataFrame, cases: DataFrame
+    traffic: DataFrame, sent: DataFrame, fails: DataFrame, tries: DataFrame, cases: DataFrame, failed: DataFrame
 ) -> dict[str, Any]:
     """The totals and series the page shows, computed on Spark and collected (they are small)."""
     sums = [F.sum(name).alias(name) for name in (*_SUMS, "pending", "overdue")]
@@ -147,6 +150,7 @@ def summarise(
     spread = tries.groupBy("attempts").agg(F.sum("messages").alias("messages"))
     counts = cases.groupBy("case").agg(F.count(F.lit(1)).alias("messages"))
     listed = cases.orderBy("case", "message_id")
+    underneath = failed.groupBy("reason", "headline").agg(F.count(F.lit(1)).alias("messages"))
     frames = {
         "sources": by_source.select("*", rate).orderBy("source"),
         "partners": by_partner.select("*", rate).orderBy("source", F.desc("sent"), "partner"),
@@ -154,7 +158,9 @@ def summarise(
         "failures": cause.orderBy(F.desc("failures"), "severity", "cause"),
         "attempts": spread.orderBy("attempts"),
         "counts": counts,
-        "listed": listed.limit(500),
+        "listed": listed.limit(LISTED),
+        "causes": underneath.orderBy(F.desc("messages"), "headline"),
+        "failed": failed.orderBy(F.desc("failed_at"), "message_id").limit(LISTED),
     }
     got = side_by_side({name: partial(_rows, frame) for name, frame in frames.items()})
     reconciliation = {
@@ -180,8 +186,10 @@ def run_report(
     *,
     as_of: datetime | None = None,
     stage: Callable[[str], None] | None = None,
+    console_url: str | None = None,
 ) -> ReportResult:
-    """Compute the report of the journals in ``folders`` and write it under ``out`` (module docs)."""
+    """Compute the report of the journals in ``folders`` and write it under ``out`` (module docs); with
+    ``console_url`` (the web console's base URL) the page links each failed message to its history there."""
     say = stage or (lambda _note: None)
     if out.exists() and not out.is_dir():
         raise ConfigurationError(f"{out} is a file; give a folder for the report (--out)")
@@ -189,7 +197,8 @@ def run_report(
     count, latest = journal_extent(list(folders))
     if count == 0:
         raise ConfigurationError("the journals hold no events; export again after some traffic")
-    events = figures.prepare(read_journals(spark, folders))
+    journal = read_journals(spark, folders)
+    events = figures.prepare(journal)
     if latest is None:  # files without statistics (not written by msh): computed instead
         latest = events.agg(F.max("at").alias("latest")).collect()[0]["latest"].replace(tzinfo=UTC)
     moment = as_of or latest
@@ -205,24 +214,26 @@ def run_report(
     say("writing messages")
     sent = written("messages", figures.messages(events), 4)
     # The other tables build on the messages only: computed side by side.
-    say("writing traffic, failures, attempts and reconciliation")
+    say("writing traffic, failures and their causes, attempts and reconciliation")
     jobs: dict[str, Callable[[], DataFrame]] = {
         "traffic": partial(written, "traffic", figures.traffic(events, sent, moment)),
         "failures": partial(written, "failures", figures.failures(events)),
         "attempts": partial(written, "attempts", figures.attempts(sent)),
         "reconciliation": lambda: written("reconciliation", reconcile(events, sent)),
+        "failed": lambda: written("failed", causes.failed_messages(journal, sent)),
     }
     tables = side_by_side(jobs)
     traffic, fails, tries, cases = (tables[name] for name in ("traffic", "failures", "attempts", "reconciliation"))
     say("summarising")
-    summary = summarise(traffic, sent, fails, tries, cases)
+    summary = summarise(traffic, sent, fails, tries, cases, tables["failed"])
     summary["meta"] = {
         "journals": [str(f) for f in folders],
         "events": count,
         "as_of": moment.astimezone(UTC).isoformat(),
         "generated_at": datetime.now(UTC).isoformat(timespec="seconds"),
+        "console_url": console_url,
     }
     (out / "summary.json").write_text(json.dumps(summary, indent=1), encoding="utf-8")
     html = out / "report.html"
-    html.write_text(render(summary), encoding="utf-8")
+    html.write_text(render(summary, console_url=console_url), encoding="utf-8")
     return ReportResult(out, html, summary)

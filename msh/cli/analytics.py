@@ -9,11 +9,26 @@ import contextlib
 from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
+from urllib.parse import urlsplit
 
 from msh.cli.common import Subcommands, add_command, positive_int
 from msh.errors import ConfigurationError
 
-__all__ = ["add_analytics_commands", "add_revalidate_command", "moment"]
+__all__ = ["add_analytics_commands", "add_revalidate_command", "console_url", "moment"]
+
+LOG_LEVELS = ("fatal", "error", "warn", "info", "debug")
+"""Spark's log levels for ``msh report --log-level`` (:data:`msh.analytics.session.LOG_LEVELS`; not
+imported from there: the command line loads pyspark only when a Spark command runs)."""
+
+
+def console_url(text: str) -> str:
+    """The web console's base URL: http or https, with a host; no query or fragment."""
+    parsed = urlsplit(text.strip())
+    if parsed.scheme not in ("http", "https") or not parsed.netloc or parsed.query or parsed.fragment:
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is not the console's base URL: write http(s)://HOST:PORT[/PATH], e.g. http://127.0.0.1:8090"
+        )
+    return text.strip().rstrip("/")
 
 
 def moment(text: str) -> datetime:
@@ -78,18 +93,28 @@ def _report(args: argparse.Namespace) -> int:
         raise ConfigurationError(f"{args.out} is a file; give a folder for the report (--out)")
     progress = Progress("report")
     progress.stage(f"starting Spark ({args.master})")
-    spark = spark_session(args.master, shuffle_partitions=args.shuffle_partitions)
+    level = args.log_level or ("warn" if getattr(args, "debug", False) else "fatal")
+    spark = spark_session(args.master, shuffle_partitions=args.shuffle_partitions, log_level=level)
     try:
         with _spark_failures("the report"):
             result = run_report(
-                spark, [Path(p) for p in args.journals], Path(args.out), as_of=args.as_of, stage=progress.stage
+                spark,
+                [Path(p) for p in args.journals],
+                Path(args.out),
+                as_of=args.as_of,
+                stage=progress.stage,
+                console_url=args.console_url,
             )
     finally:
         progress.done()
         spark.stop()
     counts = result.summary["reconciliation"]["counts"]
     found = ", ".join(f"{case} {n}" for case, n in counts.items())
+    causes = result.summary["causes"]
     print(f"report of {result.summary['meta']['events']:,} events written under {result.folder}")
+    if causes:
+        failed = sum(int(c["messages"]) for c in causes)
+        print(f"failed messages: {failed:,}; " + ", ".join(f"{c['headline']} {c['messages']:,}" for c in causes))
     print(f"reconciliation: {found}")
     print(f"HTML report: {result.html}")
     return 0
@@ -162,9 +187,13 @@ def add_analytics_commands(sub: Subcommands) -> None:
             "agreement, partner, service, action and day: volumes, delivery rate, DeliveryFailures by severity "
             "and cause, transmissions per message, duplicates eliminated, latency to the end-to-end "
             "acknowledgment (p50/p95/p99), pending and overdue messages; and, across the journals of both "
-            "partners (or sender, intermediary and receiver), the reconciliation cases. Writes Parquet tables, "
-            "summary.json and report.html (self-contained, opens offline) under DIR. Needs Java 17 and the "
-            "analytics extra."
+            "partners (or sender, intermediary and receiver), the reconciliation cases (a message the receiver "
+            "refused is said to be refused by the receiver). Each failed message's cause underneath its "
+            "DeliveryFailure (refused by the partner with its errorCode, SecurityFailure, partner unreachable "
+            "at its URL, TimeToLive expired, never acknowledged) is listed with its MessageId, partner, "
+            "agreement, service and action. Writes Parquet tables, summary.json and report.html (self-contained, "
+            "opens offline) under DIR. Spark prints nothing but fatal errors unless --log-level says otherwise. "
+            "Needs Java 17 and the analytics extra."
         ),
     )
     report.add_argument("journals", nargs="+", metavar="JOURNAL_DIR", help="journal folders read together")
@@ -184,6 +213,20 @@ def add_analytics_commands(sub: Subcommands) -> None:
     )
     report.add_argument(
         "--shuffle-partitions", type=positive_int, default=8, metavar="N", help="Spark shuffle partitions (default 8)"
+    )
+    report.add_argument(
+        "--console-url",
+        type=console_url,
+        metavar="URL",
+        help="the MSH web console's base URL (e.g. http://127.0.0.1:8090): each failed message's MessageId "
+        "links to URL/messages/MESSAGEID, its history there (default: no links)",
+    )
+    report.add_argument(
+        "--log-level",
+        choices=LOG_LEVELS,
+        default=None,
+        help="Spark's log level (default fatal: nothing but the command's own lines; --debug means warn); "
+        "above fatal, the JVM's start-up lines are shown too",
     )
 
     journal = sub.add_parser(

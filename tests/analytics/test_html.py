@@ -50,7 +50,9 @@ def test_the_report_page_renders_its_charts_and_figures(report: Any, journal: Pa
     dom = _render(report.html, tmp_path)
     assert dom.xpath("//body/@data-report") == ["msh-delivery"]
     charts = {svg.get("data-chart"): svg for svg in dom.xpath("//svg[@data-chart]")}
-    assert set(charts) == {"daily-volume", "delivery-rate", "latency-p95", "failures", "attempts", "reconciliation"}
+    assert set(charts) == {
+        *("daily-volume", "delivery-rate", "latency-p95", "failures", "failure-causes", "attempts", "reconciliation"),
+    }
     reference = compute(read_events(journal))
     # The cards show the totals.
     for name, total in reference.totals.items():

@@ -101,6 +101,7 @@ def compute(events: Iterable[dict[str, Any]], as_of: datetime | None = None) -> 
     receiver_parties: set[str] = set()
     sender_parties: set[str] = set()
     forwarders: dict[str, set[str]] = defaultdict(set)
+    refused: set[str] = set()
     ref = Reference()
     for e in events:
         kind, role = e["kind"], e["role"]
@@ -150,6 +151,8 @@ def compute(events: Iterable[dict[str, Any]], as_of: datetime | None = None) -> 
                 receiver_parties.add(e["to_party"])
             elif kind == "duplicate":
                 inbound[key]["duplicates"] += 1
+            elif kind == "rejected" and role == "receiver":
+                refused.add(e["message_id"])
             elif kind == "forward" and role == "intermediary":
                 inbound[key]["forwarded"] += 1
                 forwarders[e["message_id"]].add(e["source"])
@@ -210,7 +213,9 @@ def compute(events: Iterable[dict[str, Any]], as_of: datetime | None = None) -> 
         copies = received_copies.get(m.message_id, 0)
         judged = m.partner in covered
         acked, failed = m.delivered_at is not None, m.failed_at is not None
-        if copies >= 2:
+        if judged and copies == 0 and not acked and m.message_id in refused:
+            cases["refused_by_receiver"].add(m.message_id)
+        elif copies >= 2:
             cases["received_twice"].add(m.message_id)
         elif judged and copies == 0 and not acked and m.reached:
             cases["sent_not_received"].add(m.message_id)
@@ -243,3 +248,62 @@ def compute(events: Iterable[dict[str, Any]], as_of: datetime | None = None) -> 
         )
     }
     return ref
+
+
+def _refused_with(detail: dict[str, Any]) -> dict[str, Any] | None:
+    """The Error of an ErrorList that says why: the first of severity Error, else a DeliveryFailure."""
+    errors = [e for e in detail.get("errors") or [] if isinstance(e, dict)]
+    return next((e for e in errors if e.get("severity") == "Error"), None) or next(
+        (e for e in errors if e.get("errorCode") == "DeliveryFailure"), None
+    )
+
+
+def failure_causes(events: Iterable[dict[str, Any]]) -> dict[tuple[str, str], dict[str, Any]]:
+    """Per failed message (source, MessageId) of the sending applications, its cause as
+    msh.analytics.causes defines it: ``reason``, ``headline``, ``partner_code``, ``url``, ``error``."""
+    import json
+
+    sent: dict[tuple[str, str], dict[str, Any]] = {}
+    for e in sorted(events, key=lambda e: (e["at"], e["event_id"])):
+        if e["role"] != "sender" or e["message_id"] is None:
+            continue
+        m = sent.setdefault((e["source"], e["message_id"]), {"tries": [], "said": None, "expired": False})
+        detail = json.loads(e["detail"]) if e["detail"] else {}
+        kind = e["kind"]
+        if kind == "submitted":
+            m["submitted"] = True
+        elif kind == "delivered":
+            m["delivered"] = True
+        elif kind == "failed":
+            m["failed"] = True
+        elif kind == "expired":
+            m["expired"] = True
+        elif kind == "transmission":
+            m["tries"].append((e["attempt"] or 0, detail.get("url"), detail.get("error") or e["cause"], e["cause"]))
+        elif kind == "error-received" and m["said"] is None:
+            m["said"] = _refused_with(detail)
+    found: dict[tuple[str, str], dict[str, Any]] = {}
+    for key, m in sent.items():
+        if not (m.get("submitted") and m.get("failed")) or m.get("delivered"):
+            continue
+        last = max(m["tries"], key=lambda t: t[0]) if m["tries"] else None
+        reached = any(t[3] is None for t in m["tries"])
+        code = m["said"]["errorCode"] if m["said"] else None
+        url = last[1] if last else None
+        if code == "SecurityFailure":
+            reason, headline = "security-failure", f"refused by the partner: {code}"
+        elif code == "DeliveryFailure":
+            reason, headline = "reported", "DeliveryFailure reported by the partner or the path"
+        elif code is not None:
+            reason, headline = "refused", f"refused by the partner: {code}"
+        elif m["expired"]:
+            reason, headline = "expired", "TimeToLive expired"
+        elif not reached and last is not None:
+            reason, headline = "unreachable", f"partner unreachable at {url or 'its endpoint'}"
+        elif reached:
+            reason, headline = "unacknowledged", "transmitted, never acknowledged"
+        else:
+            reason, headline = "other", "other"
+        error = last[2] if last else None
+        found[key] = {"reason": reason, "headline": headline, "partner_code": code, "url": url, "error": error}
+    return found
