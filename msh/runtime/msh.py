@@ -59,6 +59,7 @@ from msh.runtime.core import (
 )
 from msh.runtime.executor import AfterCommit, Executor
 from msh.runtime.inbound import InboundPipeline
+from msh.runtime.operating import Operating
 from msh.runtime.security import MessageSecurity
 from msh.runtime.sender import Sender
 from msh.runtime.services import DEFAULT_TIMEOUT, PingResult, RemoteStatus, Services
@@ -107,8 +108,9 @@ def _with(also: AlsoCommit | None, prepared: Prepared) -> Callable[[store_api.Tr
     return unit
 
 
-class Msh:
-    """One MSH: agreements, store, and (after :meth:`start`) its runtime (see the module docs)."""
+class Msh(Operating):
+    """One MSH: agreements, store, and (after :meth:`start`) its runtime (see the module docs); the operator's
+    :meth:`resend` and :meth:`purge` come from :class:`~msh.runtime.operating.Operating`."""
 
     def __init__(
         self,
