@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from sqlalchemy import and_, delete, exists, func, not_, or_, select
+from sqlalchemy import and_, delete, func, not_, or_, select
 from sqlalchemy.engine import Connection, RowMapping
 
 from msh.store.records import InboxState
@@ -23,11 +23,21 @@ __all__ = ["SqlRetentionSteps"]
 _SETTLED = (InboxState.ACKNOWLEDGED_BY_APP.value, InboxState.ABANDONED.value)
 _out, _in = outbound_messages.c, inbound_messages.c
 
-_NO_TIMER = not_(exists().where(timers.c.message_id == _out.message_id))
+_NO_TIMER = not_(select(timers.c.id).where(timers.c.message_id == _out.message_id).correlate_except(timers).exists())
 _FINAL_OUT = and_(_out.status.in_(OUTBOUND_FINAL), _NO_TIMER)
 # A received copy is settled when its inbox entry is, or when it has none; and no forward of it is under way.
-_UNSETTLED_ENTRY = exists().where(inbox.c.inbound_id == _in.id, inbox.c.state.not_in(_SETTLED))
-_SENDING = exists().where(_out.message_id == _in.message_id, _out.status.not_in(OUTBOUND_FINAL))
+_UNSETTLED_ENTRY = (
+    select(inbox.c.inbound_id)
+    .where(inbox.c.inbound_id == _in.id, inbox.c.state.not_in(_SETTLED))
+    .correlate_except(inbox)
+    .exists()
+)
+_SENDING = (
+    select(_out.message_id)
+    .where(_out.message_id == _in.message_id, _out.status.not_in(OUTBOUND_FINAL))
+    .correlate_except(outbound_messages)
+    .exists()
+)
 _SETTLED_IN = and_(not_(_UNSETTLED_ENTRY), not_(_SENDING))
 
 
