@@ -176,7 +176,8 @@ def test_persist_duration_keeps_a_message_past_a_shorter_keep() -> None:
 
     async def main() -> None:
         net = TestNetwork(seed=1)
-        a, b = net.add("a", short), net.add("b", settings("b"))
+        a = net.add("a", short)
+        net.add("b", settings("b"))
         await net.start()
         try:
             message_id = await a.submit_async(order(1))
