@@ -54,6 +54,8 @@ def _own_copy(event: records.Event) -> records.Event:
 
 
 class _MemoryTransaction(MemoryRetentionSteps, Transaction):
+    _store: MemoryStore
+
     def __init__(self, store: MemoryStore, readonly: bool) -> None:
         super().__init__(store.now, readonly)
         self._store = store
