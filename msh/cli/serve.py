@@ -59,9 +59,7 @@ def _serve(args: argparse.Namespace) -> int:
                         msh.close()
                         raise
                 if settings.retention.enabled:
-                    from msh.runtime.retention import PurgeSchedule
-
-                    schedules.append(PurgeSchedule(msh.core))  # retention: purges every retention.interval
+                    schedules.append(msh.purge_schedule())  # retention: purges every retention.interval
             except BaseException:
                 sock.close()
                 raise

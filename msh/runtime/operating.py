@@ -13,7 +13,7 @@ from datetime import datetime
 from msh.runtime.core import Core
 from msh.runtime.executor import Executor
 from msh.runtime.resending import Resending, ResendResult
-from msh.runtime.retention import PurgeReport, Retention
+from msh.runtime.retention import PurgeReport, PurgeSchedule, Retention
 from msh.runtime.sender import Sender
 
 __all__ = ["Operating"]
@@ -54,3 +54,8 @@ class Operating:
         (:mod:`msh.runtime.retention`), with their payloads; the journal is kept and records each removal.
         ``before``: only those settled before this time too; ``dry_run``: say what would go, remove nothing."""
         return Retention(self.core).purge(before=before, dry_run=dry_run)
+
+    def purge_schedule(self) -> PurgeSchedule:
+        """The purge every ``retention.interval``, to run beside the server (a companion of
+        :func:`msh.runtime.serving.serve`, as ``msh serve`` runs it when ``retention.enabled``)."""
+        return PurgeSchedule(self.core)
