@@ -25,6 +25,8 @@ Subcommands:
 - ``msh messages`` (sent and received messages, newest first, paged) and ``msh history MESSAGE_ID`` (every
   journal event of one message): :mod:`msh.cli.listing`, on the store through the MSH. ``msh --version``
   prints the installed version.
+- ``msh resend MESSAGE_ID…`` (a failed message again, same MessageId, ebMS2 §6.4.1) and ``msh purge`` (remove
+  what retention allows, ebMS2 §6.4.6): :mod:`msh.cli.operate`, on the store directly like ``send``.
 
 Bad input never ends in a traceback: a usage error, a bad file or setting, a busy port, a refused
 submission print one line on stderr, ``msh <command>: error: <what is wrong, where, what to do>``, and
@@ -52,6 +54,7 @@ from msh.cli.inbox import add_inbox_command
 from msh.cli.keys import add_keys_command
 from msh.cli.listing import add_history_command, add_messages_command
 from msh.cli.messages import add_message_commands
+from msh.cli.operate import add_operate_commands
 from msh.cli.ping import add_ping_command
 from msh.cli.send import add_send_command
 from msh.cli.serve import add_serve_command
@@ -110,6 +113,7 @@ def build_parser() -> argparse.ArgumentParser:
         add_inbox_command,
         add_messages_command,
         add_history_command,
+        add_operate_commands,
         add_keys_command,
         add_analytics_commands,
     ):

@@ -50,6 +50,7 @@ def _serve(args: argparse.Namespace) -> int:
                 refuse_if_running(settings.server.pid_file)  # another msh serve of these settings: say so first
             sock = bind(settings.server.host, settings.server.port)  # a busy port fails before the store opens
             companions: list[Any] = []
+            schedules: list[Any] = []
             try:
                 msh = Msh(settings)
                 try:  # the tokens are read and the ports bound now: a problem stops the start here
@@ -57,6 +58,8 @@ def _serve(args: argparse.Namespace) -> int:
                 except BaseException:
                     msh.close()
                     raise
+                if settings.retention.enabled:
+                    schedules.append(msh.purge_schedule())  # retention: purges every retention.interval
             except BaseException:
                 sock.close()
                 raise
@@ -87,7 +90,7 @@ def _serve(args: argparse.Namespace) -> int:
     failed = True
     try:
         # SIGINT and SIGTERM stop the server in order (msh.runtime.serving.serve); the process then ends here.
-        run(settings, msh, sock=sock, ready=ready, companions=companions)
+        run(settings, msh, sock=sock, ready=ready, companions=[*companions, *schedules])
         failed = False
     finally:
         # While the last transaction commits, a repeated SIGTERM must not cut it short (a second Ctrl-C
