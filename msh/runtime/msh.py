@@ -4,7 +4,8 @@
 
 Application API (synchronous, thread-safe; each call is one store transaction)
     :meth:`Msh.submit` -> MessageId (:meth:`Msh.submit_async` on an event loop); :meth:`Msh.status`,
-    :meth:`Msh.attempts`, :meth:`Msh.receipt`; :meth:`Msh.inbox`, :meth:`Msh.fetch`, :meth:`Msh.ack`;
+    :meth:`Msh.attempts`, :meth:`Msh.receipt`; :meth:`Msh.messages`, :meth:`Msh.history` (operators,
+    :mod:`~msh.runtime.queries`); :meth:`Msh.inbox`, :meth:`Msh.fetch`, :meth:`Msh.ack`;
     ``await`` :meth:`Msh.ping` (ebMS2 §8) and :meth:`Msh.remote_status` (§7: the To party's word on one of
     our messages), with the runtime in this process or beside ``msh serve`` on the same store; callbacks
     ``on_delivered(message_id)``, ``on_sent(message_id)`` (no acknowledgment by design),
@@ -59,6 +60,7 @@ from msh.runtime.core import (
 )
 from msh.runtime.executor import AfterCommit, Executor
 from msh.runtime.inbound import InboundPipeline
+from msh.runtime.queries import MessageQueries
 from msh.runtime.security import MessageSecurity
 from msh.runtime.sender import Sender
 from msh.runtime.services import DEFAULT_TIMEOUT, PingResult, RemoteStatus, Services
@@ -107,7 +109,7 @@ def _with(also: AlsoCommit | None, prepared: Prepared) -> Callable[[store_api.Tr
     return unit
 
 
-class Msh:
+class Msh(MessageQueries):
     """One MSH: agreements, store, and (after :meth:`start`) its runtime (see the module docs)."""
 
     def __init__(

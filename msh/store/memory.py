@@ -32,6 +32,7 @@ from msh.engine.ordering import OrderPosition, SequenceCounter
 from msh.store import app_records, records, rules
 from msh.store.api import Store
 from msh.store.blobs import iter_chunks
+from msh.store.memory_listing import MemoryListingSteps
 from msh.store.order_port import SequenceKey
 from msh.store.transaction import BlobInfo, Transaction
 
@@ -52,7 +53,9 @@ def _own_copy(event: records.Event) -> records.Event:
     return replace(event, detail=copy.deepcopy(event.detail))
 
 
-class _MemoryTransaction(Transaction):
+class _MemoryTransaction(MemoryListingSteps, Transaction):
+    _store: MemoryStore
+
     def __init__(self, store: MemoryStore, readonly: bool) -> None:
         super().__init__(store.now, readonly)
         self._store = store

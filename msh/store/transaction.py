@@ -24,6 +24,7 @@ from msh.store.blobs import open_chunks
 from msh.store.errors import DuplicateMessage, StoreError, UnknownBlob, UnknownMessage
 from msh.store.events import EventKind
 from msh.store.journal_steps import JournalSteps
+from msh.store.listing import ListingPort
 from msh.store.order_port import OrderPort
 
 __all__ = ["BlobInfo", "Transaction"]
@@ -32,7 +33,7 @@ BlobInfo = tuple[int, int]
 """A stored blob's (chunk count, size in bytes)."""
 
 
-class Transaction(JournalSteps, AppPort, OrderPort):
+class Transaction(JournalSteps, AppPort, OrderPort, ListingPort):
     """One unit of work on the store; see :mod:`msh.store.api` for the rules shared by every method.
 
     The public methods are the port; each applies its rules and calls the storage steps (the abstract

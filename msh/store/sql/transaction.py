@@ -40,6 +40,7 @@ from msh.store.prepared import Prepared
 from msh.store.schema import UtcDateTime, blob_chunks, events, inbound_messages, inbox, outbound_messages, timers
 from msh.store.sql import rows
 from msh.store.sql.app_steps import SqlAppSteps
+from msh.store.sql.listing_steps import SqlListingSteps
 from msh.store.sql.order_steps import SqlOrderSteps
 from msh.store.sql.statements import (
     BLOB_KEYS,
@@ -79,7 +80,7 @@ class SqlOwner(Protocol):
     def failure(self, exc: Exception) -> StoreError: ...
 
 
-class SqlTransaction(SqlAppSteps, SqlOrderSteps, Transaction):
+class SqlTransaction(SqlAppSteps, SqlOrderSteps, SqlListingSteps, Transaction):
     """One transaction on one connection of a :class:`~msh.store.sql.SqlStore`."""
 
     def __init__(self, store: SqlOwner, connection: Connection, readonly: bool) -> None:
