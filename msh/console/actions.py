@@ -9,6 +9,7 @@ as the application ``console``.
 
 from __future__ import annotations
 
+import functools
 from typing import Final
 
 from starlette.datastructures import FormData
@@ -17,8 +18,9 @@ from starlette.responses import Response
 
 from msh.api import inbox_ops
 from msh.api.problems import Problem
-from msh.console.session import CsrfRefused
+from msh.console.session import CsrfRefused, Level
 from msh.console.web import Console
+from msh.runtime.resending import ResendOutcome
 from msh.store.api import InboxEntry
 
 __all__ = ["APPLICATION", "inbox_action", "operator", "resend_action"]
@@ -115,8 +117,8 @@ async def resend_action(request: Request) -> Response:
         session.flash("refused", "give the MessageId and a reason to resend a message")
         return console.redirect(request, back)
     force = form.get("force") == "1"
-    for line in await resend(console, [message_id], reason=reason, requested_by=operator(request), force=force):
-        session.flash(line[0], line[1])
+    for level, text in await resend(console, [message_id], reason=reason, requested_by=operator(request), force=force):
+        session.flash(level, text)
     return console.redirect(request, back)
 
 
@@ -128,6 +130,18 @@ def _quote(text: str) -> str:
 
 async def resend(
     console: Console, message_ids: list[str], *, reason: str, requested_by: str, force: bool
-) -> list[tuple[str, str]]:
-    """Resend through the MSH (:meth:`Msh.resend`); one (level, text) line per message."""
-    raise NotImplementedError("Msh.resend is merged from the resend branch")
+) -> list[tuple[Level, str]]:
+    """Resend through the MSH (:meth:`Msh.resend`, blocking: on the work pool); one (level, text) per message."""
+    msh = console.msh
+    results = await msh.off_loop(
+        functools.partial(msh.resend, message_ids, reason=reason, requested_by=requested_by, force=force)
+    )
+    lines: list[tuple[Level, str]] = []
+    for result in results:
+        if result.outcome is ResendOutcome.RESENT:
+            lines.append(
+                ("ok", f"{result.message_id} resent as a new attempt series ({result.status}): {result.detail}")
+            )
+        else:
+            lines.append(("refused", f"{result.message_id} not resent: {result.detail}"))
+    return lines

@@ -103,7 +103,9 @@ def _channel(channel: DeliveryChannel) -> ChannelView:
         f"ackRequested {mc.ack_requested.value}, ackSignatureRequested {mc.ack_signature_requested.value}, "
         f"duplicateElimination {mc.duplicate_elimination.value}, syncReplyMode {mc.sync_reply_mode.value}"
     )
-    return ChannelView(channel.channel_id, endpoints, "; ".join(protocols) or "—", reliability, signing, characteristics)
+    return ChannelView(
+        channel.channel_id, endpoints, "; ".join(protocols) or "—", reliability, signing, characteristics
+    )
 
 
 def _party(info: PartyInfo, ours: set[str], now: datetime) -> PartyView:
@@ -128,7 +130,9 @@ def _state(cpa: CollaborationProtocolAgreement, now: datetime) -> str:
     return "in force"
 
 
-def agreement_views(agreements: list[CollaborationProtocolAgreement], our_party: str, now: datetime) -> list[AgreementView]:
+def agreement_views(
+    agreements: list[CollaborationProtocolAgreement], our_party: str, now: datetime
+) -> list[AgreementView]:
     """The agreements, sorted by CPAId, as the page shows them at ``now``."""
     ours = {our_party}
     return [

@@ -15,9 +15,9 @@ from markupsafe import Markup, escape
 __all__ = ["PALETTE", "Series", "line_chart", "nice_max"]
 
 PALETTE: Final = ("#2563eb", "#d97706", "#059669", "#dc2626", "#7c3aed", "#0891b2", "#6b7280")
-_W: Final = 640
-_H: Final = 220
-_LEFT: Final = 48
+_W: Final = 420
+_H: Final = 210
+_LEFT: Final = 44
 _RIGHT: Final = 12
 _TOP: Final = 12
 _BOTTOM: Final = 28
@@ -31,15 +31,17 @@ class Series:
     values: Sequence[float | None]
 
 
-def nice_max(value: float) -> float:
-    """A round upper bound for an axis (1, 2 or 5 times a power of ten) at or above ``value``."""
+def nice_max(value: float, *, whole: bool = False) -> float:
+    """A round upper bound for an axis of four steps at or above ``value``: each step 1, 2 or 5 times a power of
+    ten (``whole``: a whole number, for counts)."""
     if value <= 0:
-        return 1.0
-    power = 10 ** math.floor(math.log10(value))
-    for step in (1, 2, 5, 10):
-        if value <= step * power:
-            return float(step * power)
-    return float(10 * power)
+        return 4.0 if whole else 1.0
+    quarter = value / 4
+    power = 10 ** math.floor(math.log10(quarter))
+    step = next(m * power for m in (1, 2, 5, 10) if quarter <= m * power)
+    if whole:
+        step = max(1.0, math.ceil(step))
+    return float(step * 4)
 
 
 def _number(value: float, unit: str) -> str:
@@ -56,7 +58,7 @@ def _label(moment: datetime, spans_days: bool) -> str:
 
 def line_chart(title: str, starts: Sequence[datetime], series: Sequence[Series], *, unit: str = "") -> Markup:
     """An SVG line chart of ``series`` over the buckets beginning at ``starts`` (times in UTC)."""
-    top = nice_max(max((v for s in series for v in s.values if v is not None), default=0.0))
+    top = nice_max(max((v for s in series for v in s.values if v is not None), default=0.0), whole=unit == "")
     count = len(starts)
     width, height = _W - _LEFT - _RIGHT, _H - _TOP - _BOTTOM
 
@@ -73,10 +75,13 @@ def line_chart(title: str, starts: Sequence[datetime], series: Sequence[Series],
     for k in range(5):  # horizontal grid lines with their values
         value = top * k / 4
         parts.append(f'<line class="grid" x1="{_LEFT}" x2="{_W - _RIGHT}" y1="{y(value):.1f}" y2="{y(value):.1f}"/>')
-        parts.append(f'<text class="tick" x="{_LEFT - 6}" y="{y(value) + 4:.1f}" text-anchor="end">{_number(value, unit)}</text>')
+        parts.append(
+            f'<text class="tick" x="{_LEFT - 6}" y="{y(value) + 4:.1f}" text-anchor="end">{_number(value, unit)}</text>'
+        )
     spans_days = count > 1 and (starts[-1] - starts[0]).days >= 1
     for i in range(0, count, max(1, count // 6)):
-        parts.append(f'<text class="tick" x="{x(i):.1f}" y="{_H - 8}" text-anchor="middle">{_label(starts[i], spans_days)}</text>')
+        label = _label(starts[i], spans_days)
+        parts.append(f'<text class="tick" x="{x(i):.1f}" y="{_H - 8}" text-anchor="middle">{label}</text>')
     for n, s in enumerate(series):
         colour = PALETTE[n % len(PALETTE)]
         points = [(x(i), y(v), v, i) for i, v in enumerate(s.values) if v is not None]
@@ -89,6 +94,8 @@ def line_chart(title: str, starts: Sequence[datetime], series: Sequence[Series],
                 f'<circle cx="{px:.1f}" cy="{py:.1f}" r="3" fill="{colour}"><title>{escape(tip)}</title></circle>'
             )
     if not any(v is not None for s in series for v in s.values):
-        parts.append(f'<text class="empty" x="{_W / 2}" y="{_H / 2}" text-anchor="middle">no data in this window</text>')
+        parts.append(
+            f'<text class="empty" x="{_W / 2}" y="{_H / 2}" text-anchor="middle">no data in this window</text>'
+        )
     parts.append("</svg>")
     return Markup("".join(parts))

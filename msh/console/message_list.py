@@ -15,6 +15,7 @@ from starlette.datastructures import QueryParams
 from starlette.requests import Request
 from starlette.responses import Response
 
+from msh.console.partners import known_partners, resolve_partner
 from msh.console.web import Console
 from msh.store.api import Direction
 from msh.store.listing import STATUSES, MessageFilter, MessagePage
@@ -48,8 +49,9 @@ def _time(name: str, text: str, problems: list[str]) -> datetime | None:
     return moment.replace(tzinfo=UTC) if moment.tzinfo is None else moment.astimezone(UTC)
 
 
-def parse_filters(params: QueryParams, cursor: str | None) -> Filters:
-    """The listing's filter from the page's query parameters; a bad value is left out and reported."""
+def parse_filters(params: QueryParams, cursor: str | None, partners: dict[str, str] | None = None) -> Filters:
+    """The listing's filter from the page's query parameters; a bad value is left out and reported. A partner
+    given by its bare PartyId value is looked for as the agreements' ``partners`` name it (with its type)."""
     given = {k: params.get(k, "").strip()[:500] for k in ("direction", "status", *_TEXT, "since", "until")}
     problems: list[str] = []
     direction = None
@@ -65,6 +67,8 @@ def parse_filters(params: QueryParams, cursor: str | None) -> Filters:
         problems.append(f"status: {status!r} is a state of {STATUSES[status].value} messages only")
         status = None
     text = {k: (given[k] or None) for k in _TEXT}
+    if text["partner"] is not None:
+        text["partner"] = resolve_partner(text["partner"], partners or {})
     query = MessageFilter(
         direction=direction,
         status=status,
@@ -90,7 +94,8 @@ async def messages_page(request: Request) -> Response:
     console: Console = request.app.state.console
     cursor = request.query_params.get("cursor") or None
     trail = [c for c in request.query_params.get("trail", "").split(",") if c][-_MAX_TRAIL:]
-    filters = parse_filters(request.query_params, cursor)
+    partners = known_partners(console.msh.registry)
+    filters = parse_filters(request.query_params, cursor, partners)
     problems = list(filters.problems)
     try:
         page: MessagePage = await console.msh.off_loop(console.msh.messages, filters.query)
@@ -112,6 +117,7 @@ async def messages_page(request: Request) -> Response:
         given=filters.given,
         problems=problems,
         statuses=list(STATUSES),
+        partners=partners,
         older=older,
         newer=newer,
         page_number=len(trail) + (1 if cursor else 0) + 1,

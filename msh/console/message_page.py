@@ -3,6 +3,7 @@ journal event in order), its transmissions, its payloads (download links) and th
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from typing import Final
 
@@ -18,7 +19,9 @@ from msh.store.app_records import AppInboxItem, InboxClaim
 __all__ = ["download_payload", "message_page"]
 
 _GOOD: Final = frozenset({"delivered", "sent", "app-taken", "forward-delivered", "hop-acknowledged"})
-_BAD: Final = frozenset({"failed", "rejected", "app-rejected", "expired", "error-received", "conflicting-duplicate", "forward-failed"})
+_BAD: Final = frozenset(
+    {"failed", "rejected", "app-rejected", "expired", "error-received", "conflicting-duplicate", "forward-failed"}
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -35,7 +38,7 @@ def _stored(message_id: str, tx: Transaction) -> Stored:
     inbound = tx.find_inbound(message_id)
     entry = tx.inbox_entry(inbound.id) if inbound is not None else None
     claim = tx.inbox_claim(inbound.id) if inbound is not None else None
-    return Stored(outbound, inbound, entry, claim, tx.message_events(message_id, limit=2000))
+    return Stored(outbound, inbound, entry, claim, [])
 
 
 def tone(event: Event) -> str:
@@ -54,6 +57,7 @@ async def message_page(request: Request) -> Response:
     console: Console = request.app.state.console
     message_id = request.path_params["message_id"]
     stored = await console.read(lambda tx: _stored(message_id, tx))
+    stored = dataclasses.replace(stored, events=await console.msh.off_loop(console.msh.history, message_id))
     if stored.outbound is None and stored.inbound is None and not stored.events:
         return console.render(
             request, "not_found.html", status=404, title="No such message", what=f"no message {message_id!r} is stored"
@@ -72,7 +76,9 @@ async def message_page(request: Request) -> Response:
     item = None
     if stored.inbound is not None and stored.entry is not None:
         i = stored.inbound
-        item = AppInboxItem(stored.entry, i.cpaid, i.service, i.action, i.conversation_id, i.from_party, stored.claim, 0)
+        item = AppInboxItem(
+            stored.entry, i.cpaid, i.service, i.action, i.conversation_id, i.from_party, stored.claim, 0
+        )
     return console.render(
         request,
         "message.html",

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from datetime import datetime
 
 from starlette.requests import Request
@@ -10,6 +11,7 @@ from starlette.responses import Response
 from msh.console.agreements import agreement_views
 from msh.console.charts import PALETTE, Series, line_chart
 from msh.console.overview import overview
+from msh.console.partners import known_partners
 from msh.console.settings_view import route_rows, setting_rows
 from msh.console.traffic import Span, Traffic, traffic
 from msh.console.web import Console
@@ -21,8 +23,8 @@ __all__ = ["agreements_page", "dashboard", "inbox_page", "settings_page"]
 _INBOX_LIMIT = 200
 
 
-def _charts(figures: Traffic) -> dict[str, object]:
-    partners = figures.partners
+def _charts(figures: Traffic, labels: dict[str, str]) -> dict[str, object]:
+    partners = [dataclasses.replace(p, name=labels.get(p.name, p.name)) for p in figures.partners]
     return {
         "traffic": line_chart(
             "Messages sent and received per partner",
@@ -56,6 +58,7 @@ async def dashboard(request: Request) -> Response:
         return traffic(tx, now, span), overview(tx, now)
 
     figures, counts = await console.read(read)
+    labels = known_partners(console.msh.registry)
     return console.render(
         request,
         "dashboard.html",
@@ -64,7 +67,8 @@ async def dashboard(request: Request) -> Response:
         spans=list(Span),
         figures=figures,
         counts=counts,
-        charts=_charts(figures),
+        charts=_charts(figures, labels),
+        labels=labels,
         now=now,
     )
 

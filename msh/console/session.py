@@ -21,7 +21,7 @@ from typing import Final, Literal
 from starlette.requests import Request
 from starlette.responses import Response
 
-__all__ = ["COOKIE", "CsrfRefused", "Flash", "Session", "SessionKeys"]
+__all__ = ["COOKIE", "CsrfRefused", "Flash", "Level", "Session", "SessionKeys"]
 
 COOKIE: Final = "msh_console"
 _MAX_FLASHES: Final = 5
@@ -92,7 +92,11 @@ class SessionKeys:
         if body and hmac.compare_digest(signature, self._sign(body)):
             try:
                 data = json.loads(body)
-                flashes = [Flash(f["level"], str(f["text"])) for f in data.get("flashes", []) if f["level"] in ("ok", "refused")]
+                flashes = [
+                    Flash(f["level"], str(f["text"]))
+                    for f in data.get("flashes", [])
+                    if f["level"] in ("ok", "refused")
+                ]
                 return Session(str(data["csrf"]), flashes)
             except (ValueError, KeyError, TypeError):
                 pass

@@ -72,8 +72,14 @@ def route_rows(settings: Settings) -> list[RouteRow]:
     rows = []
     for position, route in enumerate(settings.routing.routes, start=1):
         matches = [f"To {route.to_party_id}" + (f" ({route.to_party_id_type})" if route.to_party_id_type else "")]
-        matches += [f"{label} {value}" for label, value in (("CPA", route.cpa_id), ("service", route.service), ("action", route.action)) if value]
-        party = "the To party itself" if route.next_hop_party is None else " ".join(p for p in route.next_hop_party if p)
+        matches += [
+            f"{label} {value}"
+            for label, value in (("CPA", route.cpa_id), ("service", route.service), ("action", route.action))
+            if value
+        ]
+        party = (
+            "the To party itself" if route.next_hop_party is None else " ".join(p for p in route.next_hop_party if p)
+        )
         persist = "" if route.persist_duration is None else f", persist {route.persist_duration}"
         rows.append(
             RouteRow(

@@ -124,7 +124,9 @@ def _partner_of(event: Event) -> str | None:
     return event.to_party
 
 
-def _count(events: Iterable[Event], start: datetime, bucket: timedelta, submitted_at: dict[str, datetime]) -> dict[str, _Tally]:
+def _count(
+    events: Iterable[Event], start: datetime, bucket: timedelta, submitted_at: dict[str, datetime]
+) -> dict[str, _Tally]:
     tallies: dict[str, _Tally] = defaultdict(_Tally.empty)
     for event in events:
         index = min(BUCKETS - 1, int((event.at - start) / bucket))
@@ -147,7 +149,9 @@ def _count(events: Iterable[Event], start: datetime, bucket: timedelta, submitte
 def _submissions(tx: Transaction, events: Iterable[Event]) -> dict[str, datetime]:
     """When each delivered message of the window was submitted (its row's time when that was before the window)."""
     found = {e.message_id: e.at for e in events if e.kind == EventKind.SUBMITTED and e.message_id is not None}
-    missing = [e.message_id for e in events if e.kind == EventKind.DELIVERED and e.message_id and e.message_id not in found]
+    missing = [
+        e.message_id for e in events if e.kind == EventKind.DELIVERED and e.message_id and e.message_id not in found
+    ]
     for message_id in missing[:_LOOKUPS]:
         row = tx.get_outbound(message_id)
         if row is not None:

@@ -18,6 +18,7 @@ from msh.console.session import Session, SessionKeys
 from msh.runtime.config import Settings
 from msh.runtime.msh import Msh
 from msh.store.api import Transaction
+from msh.store.inbox_status import inbox_status
 
 __all__ = ["HERE", "Console", "ago", "when"]
 
@@ -60,6 +61,7 @@ class Console:
     @classmethod
     def build(cls, msh: Msh, settings: Settings) -> Console:
         env = Environment(loader=FileSystemLoader(HERE / "templates"), autoescape=select_autoescape(default=True))
+        env.globals["inbox_status"] = inbox_status
         env.filters.update(when=when, ago=ago, seconds=_seconds, quote=lambda v: quote(str(v), safe=""))
         return cls(msh, settings, SessionKeys(), env)
 

@@ -17,6 +17,7 @@ from msh.engine import OutboundStatus
 from msh.runtime.compose import Payload, Submission
 from msh.runtime.config import Settings, settings_from_mapping
 from msh.store import open_store
+from msh.store.api import OutboundMessage
 from msh.testing.network import TestNetwork
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -46,6 +47,10 @@ def _settings(name: str, store_url: str) -> Settings:
     return settings_from_mapping(data, base_dir=CONFIG, source=str(path), env={})
 
 
+def _is(stored: OutboundMessage | None, status: OutboundStatus) -> bool:
+    return stored is not None and stored.state.status is status
+
+
 def _order(to: str, action: str, n: int) -> Submission:
     body = f"<{action} n='{n}'><item sku='A-{n:03d}' quantity='{n + 1}'/></{action}>".encode()
     return Submission((to, TYPE), SERVICE, action, (Payload(body, "application/xml", f"{action.lower()}-{n}@example"),))
@@ -53,18 +58,22 @@ def _order(to: str, action: str, n: int) -> Submission:
 
 async def _run(settings_a: Settings, settings_b: Settings, store_path: Path, end: datetime) -> Traffic:
     net = TestNetwork(seed=7, start=end - timedelta(hours=5))
-    a = net.add("a", settings_a, store=open_store(str(store_path)))
+    a = net.add("a", settings_a, store=open_store(str(store_path), clock=net.clock))
     b = net.add("b", settings_b)
     await net.start()
     try:
         delivered, received = [], []
         for n in range(ORDERS):
-            delivered.append(await a.submit_async(_order(PARTY_B, "NewOrder", n)))
-            await net.settle()
+            net.faults.delay = timedelta(milliseconds=150 + 90 * (n % 5))  # each way: the latency varies
+            order = await a.submit_async(_order(PARTY_B, "NewOrder", n))
+            delivered.append(order)
+            await net.run_until(lambda order=order: _is(a.status(order), OutboundStatus.DELIVERED))
             if n < RESPONSES:
-                received.append(await b.submit_async(_order(PARTY_A, "OrderResponse", n)))
-                await net.settle()
+                response = await b.submit_async(_order(PARTY_A, "OrderResponse", n))
+                received.append(response)
+                await net.run_until(lambda response=response: _is(b.status(response), OutboundStatus.DELIVERED))
             await net.advance(timedelta(minutes=29))
+        net.faults.delay = timedelta(0)
         net.faults.down.add(B_URL)
         failed = await a.submit_async(_order(PARTY_B, "NewOrder", 99))
         await net.settle()
