@@ -21,6 +21,8 @@ Subcommands:
   ``MSH_CONFIG``); every setting can be overridden by an environment variable (:mod:`msh.runtime.config`).
   ``send``, ``status`` and ``inbox`` work on the store directly: they need no running server (a message
   sent while no server runs waits in the store and goes out when ``msh serve`` starts).
+- ``msh resend MESSAGE_ID…`` (a failed message again, same MessageId, ebMS2 §6.4.1) and ``msh purge`` (remove
+  what retention allows, ebMS2 §6.4.6): :mod:`msh.cli.operate`, on the store directly like ``send``.
 
 Bad input never ends in a traceback: a usage error, a bad file or setting, a busy port, a refused
 submission print one line on stderr, ``msh <command>: error: <what is wrong, where, what to do>``, and
@@ -46,6 +48,7 @@ from msh.cli.demo import add_demo_command
 from msh.cli.inbox import add_inbox_command
 from msh.cli.keys import add_keys_command
 from msh.cli.messages import add_message_commands
+from msh.cli.operate import add_operate_commands
 from msh.cli.ping import add_ping_command
 from msh.cli.send import add_send_command
 from msh.cli.serve import add_serve_command
@@ -92,6 +95,7 @@ def build_parser() -> argparse.ArgumentParser:
         add_status_command,
         add_ping_command,
         add_inbox_command,
+        add_operate_commands,
         add_keys_command,
         add_analytics_commands,
     ):

@@ -47,6 +47,7 @@ def _serve(args: argparse.Namespace) -> int:
                 return 0
             sock = bind(settings.server.host, settings.server.port)  # a busy port fails before the store opens
             companions: list[Any] = []
+            schedules: list[Any] = []
             try:
                 msh = Msh(settings)
                 if settings.api.enabled:
@@ -57,6 +58,10 @@ def _serve(args: argparse.Namespace) -> int:
                     except BaseException:
                         msh.close()
                         raise
+                if settings.retention.enabled:
+                    from msh.runtime.retention import PurgeSchedule
+
+                    schedules.append(PurgeSchedule(msh.core))  # retention: purges every retention.interval
             except BaseException:
                 sock.close()
                 raise
@@ -79,7 +84,7 @@ def _serve(args: argparse.Namespace) -> int:
 
     try:
         # SIGINT and SIGTERM stop the server in order (msh.runtime.serving.serve); the process then ends here.
-        run(settings, msh, sock=sock, ready=ready, companions=companions)
+        run(settings, msh, sock=sock, ready=ready, companions=[*companions, *schedules])
     finally:
         # While the last transaction commits, a repeated SIGTERM must not cut it short (a second Ctrl-C
         # still can: the user insists).

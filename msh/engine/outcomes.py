@@ -65,6 +65,8 @@ class Evidence(StrEnum):
     """The message's TimeToLive passed before it was acknowledged (ebMS2 §3.1.6.4)."""
     PERSIST_DURATION = "persist-duration"
     """PersistDuration passed since the first transmission (ebMS2 §6.4.6)."""
+    OPERATOR_RESEND = "operator-resend"
+    """The operator had a failed message sent again: a new attempt series, same MessageId (ebMS2 §6.4.1, §6.4.6)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -89,10 +91,11 @@ STATUSES: Final[Mapping[OutboundStatus, StatusDefinition]] = MappingProxyType(
         for d in (
             StatusDefinition(
                 OutboundStatus.PENDING,
-                "committed to the store; its first transmission is issued, no outcome of it is known yet",
-                frozenset({_E.SUBMITTED}),
+                "committed to the store; its first transmission is issued, no outcome of it is known yet (also the "
+                "first transmission of a new attempt series the operator asked for after a failure)",
+                frozenset({_E.SUBMITTED, _E.OPERATOR_RESEND}),
                 "wait",
-                "ebMS2 §6.5.1 steps 3-4",
+                "ebMS2 §6.5.1 steps 3-4, §6.4.1",
             ),
             StatusDefinition(
                 OutboundStatus.AWAITING_ACK,
@@ -183,6 +186,7 @@ _SAYS: Final[Mapping[Evidence, str]] = MappingProxyType(
         Evidence.RETRIES_EXHAUSTED: "no acknowledgment after every retry",
         Evidence.TIME_TO_LIVE: "its TimeToLive passed",
         Evidence.PERSIST_DURATION: "its PersistDuration passed",
+        Evidence.OPERATOR_RESEND: "sent again at the operator's request; its first transmission is under way",
     }
 )
 

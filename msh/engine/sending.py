@@ -74,6 +74,13 @@ Decisions where the specifications are silent:
   or none, sends the resend after all; a partner still unreachable counts as that resend failing. ebMS2
   §7 says an MSH SHOULD NOT use the status service to implement reliable messaging: this only avoids
   sending a body twice after an outage, and is off by default.
+* An operator may have a ``failed`` message sent again (:class:`OperatorResend`): a new attempt series of
+  the identical stored bytes under the same MessageId, its Retries counted afresh, ``pending`` on evidence
+  ``operator-resend``. The receiver's duplicate elimination (ebMS2 §6.4.1) keeps the application from
+  getting it twice; whether a resend may go at all (the message asked for it, PersistDuration since the
+  first transmission has not passed, §6.4.6) is :func:`msh.engine.resend.resend_refusal`'s to say. The
+  series keeps the first transmission's time, so it still ends at PersistDuration and TimeToLive; a
+  resend past either leaves the message failed and transmits nothing.
 * An event for a message the store does not know raises :class:`UnknownMessage`: the runtime ignores
   such acknowledgments and errors (ebMS2 §6.5.2).
 """
@@ -107,6 +114,7 @@ __all__ = [
     "NotifyFailed",
     "NotifyForwarded",
     "NotifySent",
+    "OperatorResend",
     "OutboundState",
     "OutboundStatus",
     "Reliability",
@@ -258,8 +266,16 @@ class StatusUnavailable:
     transmitted: bool
 
 
+@dataclass(frozen=True, slots=True)
+class OperatorResend:
+    """The operator asks for a failed message to be sent again as a new attempt series, same MessageId and
+    identical bytes (the partner's duplicate elimination protects its application, ebMS2 §6.4.1). Who asked
+    and why is the runtime's to journal; the engine needs neither."""
+
+
 Event: TypeAlias = (
     Submit
+    | OperatorResend
     | TransmitSucceeded
     | TransmitFailed
     | AcknowledgmentReceived
@@ -626,6 +642,31 @@ def _status_unavailable(state: OutboundState | None, event: StatusUnavailable, n
     return s, (Transmit(s.message_id, s.attempts),)
 
 
+def _operator_resend(state: OutboundState | None, event: OperatorResend, now: datetime) -> Step:
+    s = _known(state)
+    r = s.reliability
+    first = s.first_sent_at if s.first_sent_at is not None else now
+    limit = timers.deadline(r, first)
+    if limit is not None and now >= limit:
+        # ebMS2 §6.4.6, §3.1.6.4: past PersistDuration since the first send, or past TimeToLive: no resend.
+        return s, ()
+    # ebMS2 §6.4.1, §6.5.4: the identical message again, a new series of Retries; the first send's time stays.
+    due = timers.next_due(r, attempts=1, sent_at=now, first_sent_at=first)
+    again = replace(
+        s,
+        status=_P,
+        attempts=1,
+        refused=0,
+        first_sent_at=first,
+        next_due_at=due,
+        failure=None,
+        evidence=Evidence.OPERATOR_RESEND,
+        receipt_problem=None,
+        unreachable_since=None,
+    )
+    return again, (ScheduleTimer(s.message_id, due), Transmit(s.message_id, 1))
+
+
 def _late_delivery(state: OutboundState | None, event: AcknowledgmentReceived | StatusReported, now: datetime) -> Step:
     """After ``failed`` or ``sent``: the To party's acknowledgment or StatusResponse still records delivery."""
     s = _known(state)
@@ -717,6 +758,8 @@ TRANSITIONS: Final[Mapping[tuple[OutboundStatus | None, type[Any]], Transition]]
         (_S, ErrorReceived): Transition(_error_received, (_F, _S), "ebMS2 §4.2.4: the partner refused it after all"),
         **_after(_F),
         (_F, ErrorReceived): Transition(_ignore, (_F,), "ebMS2 §6.5.7: already reported"),
+        # ebMS2 §6.4.1, §6.4.6: the operator resends a failed message; the receiver eliminates a duplicate.
+        (_F, OperatorResend): Transition(_operator_resend, (_P, _F), "ebMS2 §6.4.1, §6.4.6: operator resend"),
     }
 )
 """(status, event type) -> :class:`Transition`; status None is "no state yet" (only :class:`Submit`)."""

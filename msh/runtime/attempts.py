@@ -173,13 +173,20 @@ def _status_answered(number: int, event: Event) -> Attempt:
 def attempts(events: Iterable[Event]) -> list[Attempt]:
     """The attempts recorded in the journal of one message (its events, oldest first), by attempt number.
 
-    A ``resent`` event without an outcome yet is an attempt in progress (``finished`` False)."""
+    A ``resent`` event without an outcome yet is an attempt in progress (``finished`` False). The attempts of
+    a new series the operator asked for (after a ``resend-requested`` event) are numbered on from the last
+    attempt before it."""
     by_number: dict[int, Attempt] = {}
     received: dict[int, list[ReceivedError]] = {}
+    series = 0  # the attempts before the operator's last resend: a new series counts from 1 again
     for event in events:
+        if event.kind == EventKind.RESEND_REQUESTED:
+            series = max([series, *by_number, *received])
+            continue
         number = _int(event.detail.get("attempt"))
         if number is None:
             continue
+        number += series
         asked = by_number.get(number)
         if event.kind == EventKind.TRANSMISSION:
             by_number[number] = Attempt(

@@ -60,6 +60,7 @@ from msh.runtime.core import (
 )
 from msh.runtime.executor import AfterCommit, Executor
 from msh.runtime.inbound import InboundPipeline
+from msh.runtime.operating import Operating
 from msh.runtime.queries import MessageQueries
 from msh.runtime.security import MessageSecurity
 from msh.runtime.sender import Sender
@@ -109,8 +110,10 @@ def _with(also: AlsoCommit | None, prepared: Prepared) -> Callable[[store_api.Tr
     return unit
 
 
-class Msh(MessageQueries):
-    """One MSH: agreements, store, and (after :meth:`start`) its runtime (see the module docs)."""
+class Msh(MessageQueries, Operating):
+    """One MSH: agreements, store, and (after :meth:`start`) its runtime (see the module docs); the operator's
+    :meth:`messages` and :meth:`history` come from :class:`~msh.runtime.queries.MessageQueries`, :meth:`resend`
+    and :meth:`purge` from :class:`~msh.runtime.operating.Operating`."""
 
     def __init__(
         self,

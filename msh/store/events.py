@@ -48,6 +48,10 @@ class EventKind(StrEnum):
     """A signed receipt that does not prove what was sent (the message stays delivered)."""
     ERROR_RECEIVED = "error-received"
     """An ErrorList about it came back (ebMS2 §4.2; ``errors``)."""
+    RESEND_REQUESTED = "resend-requested"
+    """The operator had the failed message sent again as a new attempt series, same MessageId (ebMS2 §6.4.1;
+    ``requestedBy``, ``reason``, ``force``, ``duplicateElimination``, ``previousAttempts``); the attempts after
+    it are numbered from 1 again."""
     # -- forwards (ebMS2 §10) and signals of ours sent hop by hop: how their sending ended
     FORWARD_DELIVERED = "forward-delivered"
     FORWARD_SENT = "forward-sent"
@@ -89,6 +93,10 @@ class EventKind(StrEnum):
     """The application refused it."""
     INBOX_OVERDUE = "inbox-overdue"
     """Waited in the inbox past the configured time."""
+    # -- retention
+    PURGED = "purged"
+    """The message and its payloads were removed from the store after its outcome was final and its
+    PersistDuration had passed (ebMS2 §6.4.6; ``bytes``, ``status``, ``keptUntil``); the journal stays."""
 
 
 _ENDED = {

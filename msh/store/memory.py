@@ -33,6 +33,7 @@ from msh.store import app_records, records, rules
 from msh.store.api import Store
 from msh.store.blobs import iter_chunks
 from msh.store.memory_listing import MemoryListingSteps
+from msh.store.memory_retention import MemoryRetentionSteps
 from msh.store.order_port import SequenceKey
 from msh.store.transaction import BlobInfo, Transaction
 
@@ -53,7 +54,7 @@ def _own_copy(event: records.Event) -> records.Event:
     return replace(event, detail=copy.deepcopy(event.detail))
 
 
-class _MemoryTransaction(MemoryListingSteps, Transaction):
+class _MemoryTransaction(MemoryListingSteps, MemoryRetentionSteps, Transaction):
     _store: MemoryStore
 
     def __init__(self, store: MemoryStore, readonly: bool) -> None:

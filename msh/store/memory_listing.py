@@ -48,7 +48,7 @@ class MemoryListingSteps(ABC):
     def _blob_info(self, blob_id: int) -> tuple[int, int] | None:
         """The blob's (chunk count, size), or None (the transaction's own step)."""
 
-    def _size(self, blob_id: int) -> int | None:
+    def _listed_size(self, blob_id: int) -> int | None:
         info = self._blob_info(blob_id)
         return None if info is None else info[1]
 
@@ -63,7 +63,7 @@ class MemoryListingSteps(ABC):
             and (after is None or (r.created_at, "o:" + r.message_id) < after)
         ]
         found.sort(key=lambda r: (r.created_at, r.message_id), reverse=True)
-        return [(r, self._size(r.body_blob_id)) for r in found[:limit]]
+        return [(r, self._listed_size(r.body_blob_id)) for r in found[:limit]]
 
     def _listed_inbound(
         self, query: MessageFilter, status: InboxStatus | None, after: Position | None, now: datetime, limit: int
@@ -78,7 +78,7 @@ class MemoryListingSteps(ABC):
                 continue
             if after is not None and (record.received_at, f"i:{record.id:020d}") >= after:
                 continue
-            found.append((record, entry, claim, self._size(record.body_blob_id)))
+            found.append((record, entry, claim, self._listed_size(record.body_blob_id)))
         found.sort(key=lambda listed: (listed[0].received_at, listed[0].id), reverse=True)
         return found[:limit]
 

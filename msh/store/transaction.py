@@ -26,6 +26,7 @@ from msh.store.events import EventKind
 from msh.store.journal_steps import JournalSteps
 from msh.store.listing import ListingPort
 from msh.store.order_port import OrderPort
+from msh.store.retention_port import RetentionPort
 
 __all__ = ["BlobInfo", "Transaction"]
 
@@ -33,7 +34,7 @@ BlobInfo = tuple[int, int]
 """A stored blob's (chunk count, size in bytes)."""
 
 
-class Transaction(JournalSteps, AppPort, OrderPort, ListingPort):
+class Transaction(JournalSteps, AppPort, OrderPort, ListingPort, RetentionPort):
     """One unit of work on the store; see :mod:`msh.store.api` for the rules shared by every method.
 
     The public methods are the port; each applies its rules and calls the storage steps (the abstract

@@ -21,6 +21,7 @@ from msh.runtime.config.api import ApiSettings
 from msh.runtime.config.cross_rules import cross_problems
 from msh.runtime.config.declaration import DURATION_HINT, WHOLE_HINT, Section, SettingsError, declared, setting
 from msh.runtime.config.messaging import ReceivingSettings, SendingSettings, TimerSettings
+from msh.runtime.config.retention import RetentionSettings
 from msh.runtime.config.values import AGREEMENT_PATHS, PEM_FILE, PEM_FILES, STORE_URL
 
 __all__ = [
@@ -36,6 +37,7 @@ __all__ = [
     "ServerSettings",
     "Settings",
     "StoreSettings",
+    "RetentionSettings",
     "TimerSettings",
     "TlsSettings",
     "values_of",
@@ -339,6 +341,7 @@ class Settings:
     receiving: ReceivingSettings = ReceivingSettings()  # noqa: RUF009 (frozen, like the sections above)
     timers: TimerSettings = TimerSettings()  # noqa: RUF009 (frozen, like the sections above)
     api: ApiSettings = ApiSettings()  # noqa: RUF009 (frozen, like the sections above)
+    retention: RetentionSettings = RetentionSettings()  # noqa: RUF009 (frozen, like the sections above)
     routing: RoutingSettings = RoutingSettings()
     source: str = "<defaults>"
 

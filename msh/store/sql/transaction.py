@@ -42,6 +42,7 @@ from msh.store.sql import rows
 from msh.store.sql.app_steps import SqlAppSteps
 from msh.store.sql.listing_steps import SqlListingSteps
 from msh.store.sql.order_steps import SqlOrderSteps
+from msh.store.sql.retention_steps import SqlRetentionSteps
 from msh.store.sql.statements import (
     BLOB_KEYS,
     BLOB_SIZE_KEYS,
@@ -80,7 +81,7 @@ class SqlOwner(Protocol):
     def failure(self, exc: Exception) -> StoreError: ...
 
 
-class SqlTransaction(SqlAppSteps, SqlOrderSteps, SqlListingSteps, Transaction):
+class SqlTransaction(SqlAppSteps, SqlOrderSteps, SqlListingSteps, SqlRetentionSteps, Transaction):
     """One transaction on one connection of a :class:`~msh.store.sql.SqlStore`."""
 
     def __init__(self, store: SqlOwner, connection: Connection, readonly: bool) -> None:
