@@ -33,12 +33,12 @@ class Series:
 
 def nice_max(value: float, *, whole: bool = False) -> float:
     """A round upper bound for an axis of four steps at or above ``value``: each step 1, 2 or 5 times a power of
-    ten (``whole``: a whole number, for counts)."""
+    ten, or 2.5 times (``whole``: a whole number, for counts)."""
     if value <= 0:
         return 4.0 if whole else 1.0
     quarter = value / 4
     power = 10 ** math.floor(math.log10(quarter))
-    step = next(m * power for m in (1, 2, 5, 10) if quarter <= m * power)
+    step = next(m * power for m in (1, 2, 2.5, 5, 10) if quarter <= m * power)
     if whole:
         step = max(1.0, math.ceil(step))
     return float(step * 4)
