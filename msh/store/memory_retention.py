@@ -5,23 +5,32 @@ check and the removal are one step."""
 from __future__ import annotations
 
 from datetime import datetime
-from typing import TYPE_CHECKING, Any, Final
+from typing import Any, Final, Protocol
 
-from msh.store import records
+from msh.store import app_records, records
 from msh.store.retention_port import InboundPosition, OutboundPosition, PurgeCandidate
-
-if TYPE_CHECKING:
-    from msh.store.memory import MemoryStore
 
 __all__ = ["MemoryRetentionSteps"]
 
 _SETTLED: Final = frozenset({records.InboxState.ACKNOWLEDGED_BY_APP, records.InboxState.ABANDONED})
 
 
+class _Tables(Protocol):
+    """What the steps read of the in-memory store (:class:`msh.store.memory.MemoryStore`)."""
+
+    outbound: dict[str, records.OutboundMessage]
+    inbound: dict[int, records.InboundMessage]
+    first_copy: dict[str, int]
+    de_records: dict[str, int]
+    inbox: dict[int, records.InboxEntry]
+    claims: dict[int, app_records.InboxClaim]
+    timers: dict[int, records.Timer]
+
+
 class MemoryRetentionSteps:
     """A mixin of the in-memory transaction (which gives ``_store``, ``_set``, ``_remove``, ``_blob_info``)."""
 
-    _store: MemoryStore
+    _store: _Tables
 
     def _set(self, table: dict[Any, Any], key: object, value: object) -> None:
         raise NotImplementedError  # pragma: no cover - the transaction's own
