@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import functools
 from typing import Final
+from urllib.parse import quote
 
 from starlette.datastructures import FormData
 from starlette.requests import Request
@@ -31,8 +32,10 @@ _MAX_REASON: Final = 500
 
 
 def operator(request: Request) -> str:
-    """Who asked: the principal the admin port authenticated (``msh.operator`` in the ASGI scope), else ``console``."""
-    who = request.scope.get("msh.operator")
+    """Who asked: ``console:<name>`` with the operator the admin port authenticated (``scope["state"]["operator"]``,
+    :mod:`msh.admin`), else ``console``."""
+    state = request.scope.get("state")
+    who = state.get("operator") if isinstance(state, dict) else None
     return f"console:{who}" if isinstance(who, str) and who else "console"
 
 
@@ -123,8 +126,6 @@ async def resend_action(request: Request) -> Response:
 
 
 def _quote(text: str) -> str:
-    from urllib.parse import quote
-
     return quote(text, safe="")
 
 

@@ -11,7 +11,7 @@ time from its submission to its ``delivered`` event (the To party's Acknowledgme
 from __future__ import annotations
 
 import statistics
-from collections import Counter, defaultdict
+from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -174,8 +174,3 @@ def traffic(tx: Transaction, now: datetime, span: Span) -> Traffic:
         partners.append(rest.partner(f"{OTHERS} ({len(ranked) - _TOP})"))
     starts = tuple(start + bucket * i for i in range(BUCKETS))
     return Traffic(start, now, bucket, starts, tuple(partners), window.truncated, len(window.events))
-
-
-def counts_of(values: Iterable[str]) -> list[tuple[str, int]]:
-    """How many of each value, the most frequent first."""
-    return Counter(values).most_common()

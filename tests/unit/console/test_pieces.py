@@ -9,6 +9,7 @@ from starlette.datastructures import QueryParams
 from starlette.requests import Request
 from starlette.responses import Response
 
+from msh.console.actions import operator
 from msh.console.charts import Series, line_chart, nice_max
 from msh.console.message_list import parse_filters
 from msh.console.partners import resolve_partner
@@ -100,3 +101,10 @@ def test_the_session_cookie_keeps_the_token_and_flashes_and_refuses_forgeries() 
     forged = value.rsplit(".", 1)[0] + "." + "0" * 64
     assert keys.load(_request(forged)).csrf != session.csrf  # not signed by us: a new session
     assert SessionKeys().load(_request(value)).csrf != session.csrf  # another console's key
+
+
+def test_the_operator_is_the_one_the_admin_port_authenticated() -> None:
+    request = _request()
+    assert operator(request) == "console"
+    request.scope["state"] = {"operator": "alice"}
+    assert operator(request) == "console:alice"
