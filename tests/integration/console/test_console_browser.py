@@ -7,6 +7,9 @@ import re
 from pathlib import Path
 from urllib.parse import quote
 
+import pytest
+
+from msh.console import message_list
 from tests.integration.console.conftest import Site
 from tests.integration.console.scenario import ORDERS, PARTY_A, PARTY_B, RESPONSES
 
@@ -168,3 +171,32 @@ def test_forms_refuse_without_the_session_token(site: Site) -> None:
     assert other.status == 403 and "evil.example" in other.text()
     page.goto(site.url + "/inbox")
     assert entry in page.locator("#inbox tbody").inner_text()  # still waiting: nothing was acknowledged
+
+
+def test_paging_goes_older_and_back_newer(site: Site, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(message_list, "PAGE", 4)
+    page = site.page
+    page.goto(site.url + "/messages?direction=out")
+    ids = lambda: page.locator("#messages tbody a").all_inner_texts()  # noqa: E731
+    first = ids()
+    assert len(first) == 4 and "Newer" not in page.locator(".pager").inner_text()
+    page.locator("a[rel=next]").click()
+    second = ids()
+    assert len(second) == 4 and not set(first) & set(second)
+    page.locator("a[rel=next]").click()
+    third = ids()
+    assert len(third) == ORDERS + 1 - 8 and page.locator("a[rel=next]").count() == 0
+    page.locator("a[rel=prev]").click()
+    assert ids() == second
+    page.locator("a[rel=prev]").click()
+    assert ids() == first
+    assert "page 1" in page.locator("main").inner_text()
+
+
+def test_no_page_is_wider_than_the_screen(site: Site) -> None:
+    page = site.page
+    message = "/messages/" + quote(site.traffic.delivered[0], safe="")
+    for path in ("/", "/messages", message, "/inbox", "/agreements", "/settings"):
+        page.goto(site.url + path)
+        width, screen = page.evaluate("() => [document.documentElement.scrollWidth, window.innerWidth]")
+        assert width <= screen, f"{path} is {width} px wide on a {screen} px screen"
