@@ -52,7 +52,7 @@ class ApiServer:
         self.context = ApiContext(msh, api, applications)
         self.app = create_app(self.context)
         self.ssl = _context(settings)
-        self.listener = sock if sock is not None else bind(api.host, api.port)
+        self.listener = sock if sock is not None else bind(api.host, api.port, section="api")
         self.port = int(self.listener.getsockname()[1])
         self.scheme = "https" if self.ssl is not None else "http"
         self._running: Running | None = None

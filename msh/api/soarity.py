@@ -33,6 +33,7 @@ from datetime import UTC, datetime, timedelta
 from enum import Enum
 from typing import Final
 
+from cpa.duration import XsDuration
 from msh.store.app_records import AppRequest
 
 __all__ = [
@@ -172,7 +173,8 @@ def decide(
     if pair.msg_create < now - window:
         return Decision(
             Outcome.REJECTED,
-            f"MsgCreate {format_msg_create(pair.msg_create)} is older than the time window ({window}): the pair "
+            f"MsgCreate {format_msg_create(pair.msg_create)} is older than the time window "
+            f"({XsDuration.from_timedelta(window)}, api.window): the pair "
             "cannot be remembered that long; do not repeat it, send a new Message-ID with a new MsgCreate",
         )
     if pair.msg_create > now + clock_skew:

@@ -9,8 +9,9 @@ from msh.api.models import BatchMessage, InboxItem, MessageStatus, PayloadOut, T
 from msh.ebms.message import EbxmlMessage
 from msh.engine import explain_state
 from msh.runtime.attempts import Attempt, failure_despite_acknowledgment
-from msh.store.api import Event, EventKind, InboxState, OutboundMessage
+from msh.store.api import Event, EventKind, OutboundMessage
 from msh.store.app_records import AppInboxItem
+from msh.store.inbox_status import inbox_status
 
 __all__ = ["batch_message", "header", "inbox_item", "message_status", "state_of"]
 
@@ -18,18 +19,7 @@ __all__ = ["batch_message", "header", "inbox_item", "message_status", "state_of"
 def state_of(item: AppInboxItem, now: datetime) -> str:
     """available, leased, acknowledged or rejected; or held (waiting for its turn in its sequence, MessageOrder,
     ebMS2 §9.1.1) or abandoned (a message before it never arrived: never offered)."""
-    if item.entry.state is InboxState.HELD:
-        return "held"
-    if item.entry.state is InboxState.ABANDONED:
-        return "abandoned"
-    claim = item.claim
-    if claim is not None and claim.rejected_at is not None:
-        return "rejected"
-    if item.entry.state is InboxState.ACKNOWLEDGED_BY_APP:
-        return "acknowledged"
-    if claim is not None and claim.lease_until is not None and claim.lease_until > now:
-        return "leased"
-    return "available"
+    return inbox_status(item.entry, item.claim, now).value  # one vocabulary with the command line
 
 
 def inbox_item(item: AppInboxItem, now: datetime, ttl: timedelta | None) -> InboxItem:

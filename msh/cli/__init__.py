@@ -23,6 +23,9 @@ Subcommands:
   sent while no server runs waits in the store and goes out when ``msh serve`` starts).
 - ``msh resend MESSAGE_ID…`` (a failed message again, same MessageId, ebMS2 §6.4.1) and ``msh purge`` (remove
   what retention allows, ebMS2 §6.4.6): :mod:`msh.cli.operate`, on the store directly like ``send``.
+- ``msh messages`` (sent and received messages, newest first, paged) and ``msh history MESSAGE_ID`` (every
+  journal event of one message): :mod:`msh.cli.listing`, on the store through the MSH. ``msh --version``
+  prints the installed version.
 
 Bad input never ends in a traceback: a usage error, a bad file or setting, a busy port, a refused
 submission print one line on stderr, ``msh <command>: error: <what is wrong, where, what to do>``, and
@@ -36,6 +39,7 @@ unknown MessageId, a message not taken) is its return value 1.
 from __future__ import annotations
 
 import argparse
+import importlib.metadata
 import os
 import sys
 import traceback
@@ -47,6 +51,7 @@ from msh.cli.common import EXIT_INTERNAL, EXIT_INTERRUPTED, EXIT_USAGE, Parser
 from msh.cli.demo import add_demo_command
 from msh.cli.inbox import add_inbox_command
 from msh.cli.keys import add_keys_command
+from msh.cli.listing import add_history_command, add_messages_command
 from msh.cli.messages import add_message_commands
 from msh.cli.operate import add_operate_commands
 from msh.cli.ping import add_ping_command
@@ -64,6 +69,14 @@ without a final outcome; 70 an unexpected failure (a bug); 130 interrupted (Ctrl
 --debug (before or after COMMAND) adds the Python traceback to any error line."""
 
 
+def _version() -> str:
+    """The installed package's version (its metadata), or why there is none."""
+    try:
+        return importlib.metadata.version("pymsh")
+    except importlib.metadata.PackageNotFoundError:
+        return "unknown (pymsh is not installed; run it from an installed package for its version)"
+
+
 def _add_debug(parser: argparse.ArgumentParser, default: object) -> None:
     parser.add_argument(
         "--debug", action="store_true", default=default, help="show the Python traceback of an error (for reports)"
@@ -77,14 +90,16 @@ def build_parser() -> argparse.ArgumentParser:
         description=(
             "ebXML Messaging 2.0 Message Service Handler: run an MSH (serve), send messages and follow them\n"
             "(send, status; status --remote asks the partner), ping a partner's MSH (ping), take the received\n"
-            "ones (inbox); tools for message files, CPP/CPA agreements and keys (message, cpa, keys), the\n"
-            "two-partner demo (demo) and delivery analytics on Spark (export, report, journal, revalidate).\n"
+            "ones (inbox), list every message and read one's journal (messages, history); tools for message\n"
+            "files, CPP/CPA agreements and keys (message, cpa, keys), the two-partner demo (demo) and delivery\n"
+            "analytics on Spark (export, report, journal, revalidate).\n"
             "Every command has --help."
         ),
         epilog=_EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     _add_debug(parser, False)
+    parser.add_argument("--version", action="version", version=f"msh (pymsh) {_version()}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     for add in (
         add_message_commands,
@@ -96,6 +111,8 @@ def build_parser() -> argparse.ArgumentParser:
         add_ping_command,
         add_inbox_command,
         add_operate_commands,
+        add_messages_command,
+        add_history_command,
         add_keys_command,
         add_analytics_commands,
     ):

@@ -31,6 +31,8 @@ def _inbox(args: argparse.Namespace) -> int:
                 InboxState.DELIVERED_TO_APP, limit=args.limit
             )
             entries = sorted(waiting, key=lambda e: (e.received_at, e.id))[: args.limit]
+        # One vocabulary with the REST interface and msh messages (msh.store.inbox_status).
+        statuses = msh.inbox_statuses(entries)
         if args.json:
             print(
                 json.dumps(
@@ -38,17 +40,18 @@ def _inbox(args: argparse.Namespace) -> int:
                         {
                             "id": e.id,
                             "messageId": e.message_id,
-                            "state": e.state.value,
+                            "state": status.value,
                             "receivedAt": e.received_at.isoformat(),
+                            "deliveredAt": None if e.delivered_at is None else e.delivered_at.isoformat(),
                         }
-                        for e in entries
+                        for e, status in zip(entries, statuses, strict=True)
                     ],
                     indent=2,
                 )
             )
         else:
-            for e in entries:
-                print(f"{e.id:>6}  {e.state.value:<20} {e.received_at.isoformat()}  {e.message_id}")
+            for e, status in zip(entries, statuses, strict=True):
+                print(f"{e.id:>6}  {status.value:<12} {e.received_at.isoformat()}  {e.message_id}")
             print(f"{len(entries)} message(s)")
             if held and not (args.held or args.all):
                 print(
@@ -114,7 +117,9 @@ def add_inbox_command(sub: Subcommands) -> None:
         help="list or take received messages",
         description=(
             "List the messages waiting for the application: new ones, and those an application fetched but did "
-            "not acknowledge (--all: every one). With --take DIR, "
+            "not acknowledge (--all: every one), each with its state: available, leased (taken through the REST "
+            "interface, lease running), acknowledged, rejected (refused by an application to the dead-letter list), "
+            "held or abandoned (the same words as the REST interface and msh messages). With --take DIR, "
             "write each waiting message into its own folder DIR/<MessageId made safe>/ (its payloads and "
             "message.json: MessageId, From, To, CPAId, Service, Action, ConversationId, RefToMessageId and each "
             "payload's file, Content-ID, content type, size and SHA-256), written atomically, and acknowledge it "

@@ -73,7 +73,11 @@ def _serve(args: argparse.Namespace) -> int:
     routes = len(settings.routing.routes)
     routing = f"; {routes} route{'' if routes == 1 else 's'}" if routes else ""
 
+    listening = False
+
     def ready(port: int) -> None:
+        nonlocal listening
+        listening = True
         print(
             f"msh: party {settings.identity.party_id} listening on {scheme}://{settings.server.host}:{port}"
             f"{settings.server.path} (store {msh.store.url}; agreements {agreements}{routing})",
@@ -82,16 +86,22 @@ def _serve(args: argparse.Namespace) -> int:
         for companion in companions:
             print(f"msh: application interfaces at {companion.url} (OpenAPI: {companion.url}/openapi.json)", flush=True)
 
+    failed = True
     try:
         # SIGINT and SIGTERM stop the server in order (msh.runtime.serving.serve); the process then ends here.
         run(settings, msh, sock=sock, ready=ready, companions=[*companions, *schedules])
+        failed = False
     finally:
         # While the last transaction commits, a repeated SIGTERM must not cut it short (a second Ctrl-C
         # still can: the user insists).
         with _on_sigterm(signal.SIG_IGN):
             msh.close()
             counts = ", ".join(f"{k} {v}" for k, v in sorted(msh.counters.items()))
-            print(f"msh: stopped ({counts or 'no traffic'})", flush=True)
+            if listening:
+                print(f"msh: stopped ({counts or 'no traffic'})", flush=True)
+            elif not failed:
+                print("msh: stopped while starting (nothing was served)", flush=True)
+            # else: it never started; the error line that follows says why (no "stopped" before it).
     return 0
 
 

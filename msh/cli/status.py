@@ -285,7 +285,7 @@ def _status(args: argparse.Namespace) -> int:
     with running_msh(args, keys=False) as msh:
         if args.receipt is not None:
             return _write_receipt(msh, args.message_ids[0], Path(args.receipt))
-        unknown = 0
+        unknown = failed = 0
         out = []
         for message_id in args.message_ids:
             stored = msh.status(message_id)
@@ -294,13 +294,14 @@ def _status(args: argparse.Namespace) -> int:
                 if not args.json:
                     print(f"{message_id}: unknown (never submitted to this store, {msh.store.url})")
                 continue
+            failed += stored.state.status.value == "failed"
             attempts = msh.attempts(message_id)
             out.append(_status_json(stored, attempts))
             if not args.json:
                 print(_status_text(stored, attempts))
         if args.json:
             print(json.dumps(out, indent=2))
-        return 1 if unknown else 0
+        return 1 if unknown or failed else 0  # the command's own "no": a message unknown or failed
 
 
 def add_status_command(sub: Subcommands) -> None:
@@ -320,7 +321,7 @@ def add_status_command(sub: Subcommands) -> None:
             "signal of ours sent along a route, each transmission with its outcome (the HTTP status and what the "
             "answer carried, or why it failed: connection refused, TLS failure, timeout; and any ErrorList the partner "
             "sent back; a StatusRequest asked in place of a resend, sending.status_before_resend, with its answer), "
-            "and when the next attempt is due. Exit status 1 if one MESSAGE_ID is unknown. "
+            "and when the next attempt is due. Exit status 1 if one MESSAGE_ID is unknown or failed. "
             "With --receipt FILE, write the signed receipt of one MESSAGE_ID instead. With --remote, ask each "
             "message's To party for its status (a StatusRequest, ebMS2 §7.1.1, sent where the message went) and "
             "print its StatusResponse (Received, Processed, Forwarded, NotRecognized or UnAuthorized, and when it "

@@ -171,8 +171,8 @@ class InboundPipeline:
                 result.cpa, header.from_party, peer_certificate, now=now, to_party=header.to_party
             )
             if issue is not None:
+                # Logged once, when the refusal is executed (inbound_actions.reject), with every issue.
                 core.counters["certificate-mismatches"] += 1
-                log.warning("message %s refused: %s", header.message_id, issue.description)
                 result = replace(result, issues=(*result.issues, issue))
         verified, receipts = False, tuple[ReceiptVerdict, ...]()
         if header is not None and result.ok and result.cpa is not None and not relayed:
@@ -196,8 +196,8 @@ class InboundPipeline:
         try:
             opened = security.open(message, result, at=now)
         except SecurityError as exc:
+            # Logged once, when the refusal is executed (inbound_actions.reject), with every issue.
             core.counters["security-failures"] += 1
-            log.warning("message %s refused: %s", header.message_id, exc)
             return message, raw, replace(result, issues=(*result.issues, *exc.issues)), False
         if opened.verified:
             core.counters["signatures-verified"] += 1

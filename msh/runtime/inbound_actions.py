@@ -247,7 +247,8 @@ def reject(run: InboundRun, action: Reject) -> None:
         # ebMS2 §3.1.6.4: refused because its TimeToLive had passed: journaled as such too.
         detail = {"errorCode": expired[0].error_code.value, "severity": expired[0].severity.value}
         run.journal(EventKind.EXPIRED, action.message_id, detail, facts=refused)
-    log.info("message %s refused: %s", action.message_id, "; ".join(str(i) for i in issues))
+    # The one line of a refusal (a security failure or a certificate that is not the party's included).
+    log.warning("message %s refused: %s", action.message_id, "; ".join(str(i) for i in issues))
     run.reply(action.error_message, action.sync, action.to_endpoint)
 
 

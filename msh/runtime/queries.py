@@ -8,17 +8,18 @@ at the MSH's clock's now (:mod:`msh.store.listing` says what a row holds).
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from datetime import datetime
 
-from msh.store.api import Event, Store
+from msh.store.api import Event, InboxEntry, Store
+from msh.store.inbox_status import InboxStatus, inbox_status
 from msh.store.listing import MessageFilter, MessagePage
 
 __all__ = ["MessageQueries"]
 
 
 class MessageQueries(ABC):
-    """``messages(filter)`` and ``history(message_id)`` of the MSH."""
+    """``messages(filter)``, ``history(message_id)`` and ``inbox_statuses(entries)`` of the MSH."""
 
     @property
     @abstractmethod
@@ -42,3 +43,10 @@ class MessageQueries(ABC):
         MessageId the MSH never saw."""
         with self.store.transaction(readonly=True) as tx:
             return tx.message_history(message_id)
+
+    def inbox_statuses(self, entries: Sequence[InboxEntry]) -> list[InboxStatus]:
+        """The status of each inbox entry in the one vocabulary of :mod:`msh.store.inbox_status` (available,
+        leased, acknowledged, rejected, held, abandoned), with what the application interfaces did with it."""
+        now = self.clock()
+        with self.store.transaction(readonly=True) as tx:
+            return [inbox_status(entry, tx.inbox_claim(entry.id), now) for entry in entries]

@@ -70,8 +70,9 @@ ListedInbound = tuple[InboundMessage, InboxEntry, InboxClaim | None, int | None]
 
 @dataclass(frozen=True, slots=True)
 class MessageFilter:
-    """Which messages to list (None: any); ``since``/``until``: submitted or received at or after ``since``
-    and before ``until``; ``cursor``: the ``next_cursor`` of the page before."""
+    """Which messages to list (None: any); ``partner``: the party as listed (``type:value``) or its value
+    alone; ``since``/``until``: submitted or received at or after ``since`` and before ``until``; ``cursor``:
+    the ``next_cursor`` of the page before."""
 
     direction: Direction | None = None
     status: str | None = None

@@ -19,10 +19,17 @@ from msh.store.records import Direction, Event, InboundMessage, InboxEntry, Outb
 __all__ = ["MemoryListingSteps"]
 
 
+def _same_party(wanted: str, party: str | None) -> bool:
+    """The party as stored (type:value), or its value alone."""
+    return party is not None and (party == wanted or party.endswith(":" + wanted))
+
+
 def _passes(query: MessageFilter, at: datetime, partner: str | None, cpaid: str, service: str, action: str) -> bool:
     """Whether a message with these facts passes the filter's partner, agreement, service, action and times."""
-    wanted = ((query.partner, partner), (query.cpa_id, cpaid), (query.service, service), (query.action, action))
+    wanted = ((query.cpa_id, cpaid), (query.service, service), (query.action, action))
     if any(want is not None and want != have for want, have in wanted):
+        return False
+    if query.partner is not None and not _same_party(query.partner, partner):
         return False
     if query.since is not None and at < query.since:
         return False

@@ -47,8 +47,9 @@ __all__ = [
 log = logging.getLogger("msh.server")
 
 
-def bind(host: str, port: int) -> socket.socket:
-    """A listening TCP socket on ``host``:``port`` (0: any free port; read it from ``getsockname()``)."""
+def bind(host: str, port: int, *, section: str = "server") -> socket.socket:
+    """A listening TCP socket on ``host``:``port`` (0: any free port; read it from ``getsockname()``);
+    ``section``: the settings section that names them (``server``, ``api``), said when the port is busy."""
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
     sock = socket.socket(family, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
@@ -59,8 +60,8 @@ def bind(host: str, port: int) -> socket.socket:
         from msh.errors import ConfigurationError
 
         raise ConfigurationError(
-            f"server.host/server.port: cannot listen on {host}:{port}: {exc.strerror}; stop what uses that port or "
-            f"choose another (server.port, or MSH_SERVER_PORT)"
+            f"{section}.host/{section}.port: cannot listen on {host}:{port}: {exc.strerror}; stop what uses that "
+            f"port or choose another ({section}.port, or MSH_{section.upper()}_PORT)"
         ) from None
     sock.listen(2048)
     sock.setblocking(False)

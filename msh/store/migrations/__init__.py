@@ -14,7 +14,10 @@ Adding a revision: copy the newest file in ``versions/``, give it the next ``rev
 
 from __future__ import annotations
 
+import contextlib
+import logging
 import threading
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Final
 
@@ -35,6 +38,7 @@ _HERE: Final = Path(__file__).resolve().parent
 _IN_PROCESS: Final = threading.Lock()
 # An arbitrary constant: the PostgreSQL advisory lock that serialises concurrent upgrades.
 _PG_LOCK_KEY: Final = 0x6D73_6873_746F_7265 & 0x7FFF_FFFF_FFFF_FFFF  # "mshstore"
+log = logging.getLogger("msh.store.migrations")
 
 
 def _config(connection: Connection | None = None) -> Config:
@@ -42,6 +46,21 @@ def _config(connection: Connection | None = None) -> Config:
     config.set_main_option("script_location", str(_HERE))
     config.attributes["connection"] = connection
     return config
+
+
+@contextlib.contextmanager
+def _quiet_alembic() -> Iterator[None]:
+    """Alembic's own INFO lines (context, DDL mode, each revision run) only when our log asks for DEBUG: at the
+    default level one line of ours says what changed. A level set on the ``alembic`` logger is left alone."""
+    alembic = logging.getLogger("alembic")
+    if alembic.level != logging.NOTSET or log.isEnabledFor(logging.DEBUG):
+        yield
+        return
+    alembic.setLevel(logging.WARNING)
+    try:
+        yield
+    finally:
+        alembic.setLevel(logging.NOTSET)
 
 
 def head_revision() -> str:
@@ -53,8 +72,9 @@ def head_revision() -> str:
 
 def current_revision(connection: Connection) -> str | None:
     """The revision the database is at (None for a database the store never touched)."""
-    context = MigrationContext.configure(connection, opts={"version_table": VERSION_TABLE})
-    return context.get_current_revision()
+    with _quiet_alembic():
+        context = MigrationContext.configure(connection, opts={"version_table": VERSION_TABLE})
+        return context.get_current_revision()
 
 
 def _known(revision: str | None) -> bool:
@@ -78,10 +98,14 @@ def _run(engine: Engine, action: str, target: str) -> None:
                 f"(its newest is {head_revision()!r}): the database was upgraded by a newer MSH; run that "
                 "version, or point the store URL at another database"
             )
-        if action == "upgrade":
-            command.upgrade(_config(connection), target)
-        else:
-            command.downgrade(_config(connection), target)
+        with _quiet_alembic():
+            if action == "upgrade":
+                command.upgrade(_config(connection), target)
+            else:
+                command.downgrade(_config(connection), target)
+        now = current_revision(connection)
+        if now != found:
+            log.info("store schema %s from revision %s to %s", f"{action}d", found or "(empty)", now or "(empty)")
 
 
 def upgrade(engine: Engine, revision: str = "head") -> None:

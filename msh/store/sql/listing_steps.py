@@ -29,8 +29,15 @@ __all__ = ["SqlListingSteps"]
 
 def _passing(query: MessageFilter, at: Any, partner: Any, cpaid: Any, service: Any, action: Any) -> list[Any]:
     """The conditions of the filter's partner, agreement, service, action and times on these columns."""
-    wanted = ((partner, query.partner), (cpaid, query.cpa_id), (service, query.service), (action, query.action))
+    wanted = ((cpaid, query.cpa_id), (service, query.service), (action, query.action))
     found = [column == value for column, value in wanted if value is not None]
+    if query.partner is not None:
+        # The party as stored (type:value), or its value alone: "…:value" (substr, as LIKE ignores case on SQLite).
+        value = query.partner
+        start = func.length(partner) - len(value)
+        found.append(
+            or_(partner == value, and_(func.substr(partner, start + 1) == value, func.substr(partner, start, 1) == ":"))
+        )
     if query.since is not None:
         found.append(at >= query.since)
     if query.until is not None:

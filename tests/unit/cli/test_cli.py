@@ -344,9 +344,10 @@ def test_inbox_lists_what_waits_for_the_application_and_take_reports_in_json(
     assert main(["inbox", "--config", PARTY_B_CONFIG, "--json"]) == 0
     listed = json.loads(capsys.readouterr().out)
     assert keys_off_convention(listed) == []
-    assert [(e["messageId"], e["state"]) for e in listed] == [
-        ("fetched@party-a.example", "delivered-to-app"),
-        ("new@party-a.example", "new"),
+    # one vocabulary with the REST interface: both wait for the application; the fetched one says when
+    assert [(e["messageId"], e["state"], e["deliveredAt"] is not None) for e in listed] == [
+        ("fetched@party-a.example", "available", True),
+        ("new@party-a.example", "available", False),
     ]
     out = tmp_path / "taken"
     assert main(["inbox", "--config", PARTY_B_CONFIG, "--take", str(out), "--json"]) == 0

@@ -111,6 +111,10 @@ def test_pages_follow_each_other_without_gaps_or_repeats(store: Store, clock: Fa
         ({"status": "available"}, ["r1@x"]),
         ({"status": "available", "direction": Direction.OUTBOUND}, []),
         ({"partner": "P2"}, ["s1@x"]),
+        ({"partner": "456"}, ["r3@x", "s3@x", "r2@x", "s2@x", "r1@x"]),  # the value alone: urn:duns:456
+        ({"partner": "duns:456", "direction": Direction.INBOUND}, ["r3@x", "r2@x", "r1@x"]),
+        ({"partner": "56"}, []),  # a value is whole, not a tail of one
+        ({"partner": "URN:DUNS:456"}, []),  # case counts
         ({"partner": "urn:duns:456", "direction": Direction.OUTBOUND}, ["s3@x", "s2@x"]),
         ({"cpa_id": "cpa-9"}, []),
         ({"service": "urn:services:Orders", "action": "OrderAck"}, ["r3@x", "r2@x", "r1@x"]),
