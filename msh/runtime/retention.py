@@ -22,6 +22,7 @@ import contextlib
 import functools
 import logging
 from collections import Counter
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from datetime import datetime
 
@@ -162,8 +163,10 @@ class _Position:
 class PurgeSchedule:
     """``msh serve``'s purge every ``retention.interval`` (a companion of :func:`msh.runtime.serving.serve`)."""
 
-    def __init__(self, core: Core) -> None:
+    def __init__(self, core: Core, *, sleep: Callable[[float], Awaitable[None]] = asyncio.sleep) -> None:
+        """``sleep`` waits between purges (a test passes one that does not wait)."""
         self.core = core
+        self._sleep = sleep
         self._task: asyncio.Task[None] | None = None
 
     async def start(self) -> None:
@@ -179,7 +182,7 @@ class PurgeSchedule:
     async def _loop(self) -> None:
         interval = self.core.settings.retention.interval.total_seconds()
         while True:
-            await asyncio.sleep(interval)
+            await self._sleep(interval)
             try:
                 report = await Retention(self.core).purge_async()
             except Exception:

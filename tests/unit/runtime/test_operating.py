@@ -13,6 +13,8 @@ import dataclasses
 from datetime import timedelta
 from pathlib import Path
 
+import pytest
+
 from msh.engine import OutboundStatus
 from msh.errors import Severity
 from msh.runtime.agreements import load_agreements
@@ -208,3 +210,53 @@ def test_a_stale_listing_never_removes_a_message_resent_meanwhile() -> None:
         assert stored is not None and not stored.state.status.final
 
     run(scenario)
+
+
+def test_msh_serve_purges_every_interval_when_enabled() -> None:
+    from msh.runtime.retention import PurgeSchedule
+
+    async def scenario(net: TestNetwork, a: Msh, b: Msh) -> None:
+        message_id = await a.submit_async(order(1))
+        await net.run_until(final(a, [message_id]))
+        net.clock.advance(MONTH)
+        waits: list[float] = []
+
+        async def no_wait(seconds: float) -> None:
+            waits.append(seconds)
+            await asyncio.sleep(0)
+
+        schedule = PurgeSchedule(a.core, sleep=no_wait)
+        await schedule.start()
+        for _ in range(100):  # a bounded number of turns of the loop, no wall-clock wait
+            if a.status(message_id) is None:
+                break
+            await asyncio.sleep(0)
+        await schedule.stop()
+        assert a.status(message_id) is None
+        assert waits and waits[0] == a.settings.retention.interval.total_seconds()
+
+    run(scenario)
+
+
+def test_retention_settings_are_checked_and_overridden_from_the_environment() -> None:
+    from msh.runtime.config import SettingsError, settings_from_mapping
+    from tests.unit.runtime.test_config import minimal
+
+    s = settings_from_mapping(
+        minimal(retention={"keep": "P7D", "batch_size": 10}),
+        base_dir=Path("."),
+        source="t.toml",
+        env={"MSH_RETENTION_ENABLED": "true", "MSH_RETENTION_INTERVAL": "PT10M"},
+    )
+    assert (s.retention.enabled, s.retention.interval, s.retention.keep, s.retention.batch_size) == (
+        True,
+        timedelta(minutes=10),
+        timedelta(days=7),
+        10,
+    )
+    with pytest.raises(SettingsError) as caught:
+        settings_from_mapping(
+            minimal(retention={"batch_size": 0, "interval": "PT0S"}), base_dir=Path("."), source="t.toml", env={}
+        )
+    text = " ".join(caught.value.problems)
+    assert "retention.batch_size" in text and "retention.interval" in text
