@@ -32,8 +32,8 @@ class Series:
 
 
 def nice_max(value: float, *, whole: bool = False) -> float:
-    """A round upper bound for an axis of four steps at or above ``value``: each step 1, 2 or 5 times a power of
-    ten, or 2.5 times (``whole``: a whole number, for counts)."""
+    """A round upper bound for an axis of four steps at or above ``value``: each step 1, 2, 2.5 or 5 times a power
+    of ten (``whole``: a whole number, for counts)."""
     if value <= 0:
         return 4.0 if whole else 1.0
     quarter = value / 4
