@@ -3,7 +3,10 @@ other ``extra`` application) at ``/``, all behind the operators' authentication.
 
 Operators authenticate like the applications on the interfaces (:mod:`msh.api.auth`): ``Authorization:
 Bearer <token>`` with a token of ``admin.operators``, or over mutual TLS a client certificate whose subject
-CN names an operator; anything else gets 401 as an ``application/problem+json`` document. With
+CN names an operator; a browser (the console) signs in with HTTP Basic authentication (RFC 7617): the
+operator's name and token as user name and password, asked for by the browser's own dialog. Anything else
+gets 401 as an ``application/problem+json`` document carrying ``WWW-Authenticate: Basic`` (so a browser
+asks; the console's forms are protected against cross-site requests by their own CSRF token). With
 ``admin.open_probes``, ``/health`` and ``/ready`` answer anyone. The authenticated operator's name is in
 ``scope["state"]["operator"]`` for the mounted application (``request.state.operator`` in Starlette).
 
@@ -14,6 +17,8 @@ CN names an operator; anything else gets 401 as an ``application/problem+json`` 
 
 from __future__ import annotations
 
+import base64
+import binascii
 from collections.abc import Awaitable, Callable, MutableMapping
 from pathlib import Path
 from typing import Any, Final
@@ -42,6 +47,36 @@ Send = Callable[[MutableMapping[str, Any]], Awaitable[None]]
 ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
 
 _PROBES: Final = ("/health", "/ready")
+_CHALLENGE: Final = (b"www-authenticate", b'Basic realm="msh admin", charset="UTF-8"')
+
+
+def _bearer(authorization: str | None) -> str | None:
+    """``authorization`` with HTTP Basic credentials (RFC 7617: name and token) turned into the bearer form
+    the operators' check reads (the name is checked by :func:`_basic_name_is`); others unchanged."""
+    if authorization is None or authorization[:6].lower() != "basic ":
+        return authorization
+    try:
+        name, _, token = base64.b64decode(authorization[6:].strip(), validate=True).decode("utf-8").partition(":")
+    except (binascii.Error, UnicodeDecodeError):
+        return "Bearer "  # malformed: refused as a missing token would be
+    return f"Bearer {token}" if name else "Bearer "
+
+
+def _basic_name_is(authorization: str, operator: str) -> bool:
+    """Whether the Basic credentials name ``operator`` (their token authenticated it)."""
+    name = base64.b64decode(authorization[6:].strip()).decode("utf-8").partition(":")[0]
+    return name == operator
+
+
+def _challenging(send: Send) -> Send:
+    """``send`` that adds the Basic challenge to a 401 response (so that a browser asks for a sign-in)."""
+
+    async def wrapped(message: MutableMapping[str, Any]) -> None:
+        if message["type"] == "http.response.start" and message.get("status") == 401:
+            message = {**message, "headers": [*message.get("headers", []), _CHALLENGE]}
+        await send(message)
+
+    return wrapped
 
 
 def load_operators(settings: Settings, env: dict[str, str] | None = None) -> Applications:
@@ -72,9 +107,12 @@ class _Authenticated:
             return
         headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope.get("headers", ())}
         try:
-            name = self.operators.authenticate(headers.get("authorization"), client_certificate(scope))
+            given = headers.get("authorization")
+            name = self.operators.authenticate(_bearer(given), client_certificate(scope))
+            if given is not None and given[:6].lower() == "basic " and not _basic_name_is(given, name):
+                raise Problem(401, "unauthorized", "Unauthorized", "the user name is not the token's operator")
         except Problem as problem:
-            await problem.response(scope.get("path"))(scope, receive, send)
+            await problem.response(scope.get("path"))(scope, receive, _challenging(send))
             return
         scope.setdefault("state", {})["operator"] = name
         await self.app(scope, receive, send)

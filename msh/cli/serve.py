@@ -124,8 +124,9 @@ def _companions(settings: Any, msh: Any) -> list[Any]:
         found.append(ApiServer(settings, msh))
     if settings.admin.enabled:
         from msh.admin.server import AdminServer
+        from msh.console.app import build_console
 
-        found.append(AdminServer(settings, msh))
+        found.append(AdminServer(settings, msh, extra=build_console(msh, settings)))
     return found
 
 

@@ -111,9 +111,9 @@ def _with(also: AlsoCommit | None, prepared: Prepared) -> Callable[[store_api.Tr
 
 
 class Msh(MessageQueries, Operating):
-    """One MSH: agreements, store, and (after :meth:`start`) its runtime (see the module docs); the listing
-    queries come from :class:`~msh.runtime.queries.MessageQueries`, the operator's :meth:`resend` and
-    :meth:`purge` from :class:`~msh.runtime.operating.Operating`."""
+    """One MSH: agreements, store, and (after :meth:`start`) its runtime (see the module docs); the operator's
+    :meth:`messages` and :meth:`history` come from :class:`~msh.runtime.queries.MessageQueries`, :meth:`resend`
+    and :meth:`purge` from :class:`~msh.runtime.operating.Operating`."""
 
     def __init__(
         self,

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import base64
 import threading
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -139,6 +140,31 @@ def test_the_mounted_console_is_behind_the_same_authentication_and_knows_the_ope
             r = await client.get("/messages", headers=AUTH)
             assert r.status_code == 200 and r.text == "console at /messages for ops"
             assert (await client.get("/health", headers=AUTH)).json()["alive"] is True  # ours, not the console's
+
+    on_admins(scenario)
+
+
+def test_a_browser_signs_in_with_basic_credentials_naming_the_operator_and_its_token() -> None:
+    """RFC 7617: user name and password in Basic form; the console in a browser signs in this way."""
+
+    def basic(user: str, password: str) -> dict[str, str]:
+        return {"Authorization": "Basic " + base64.b64encode(f"{user}:{password}".encode()).decode()}
+
+    async def console(scope, receive, send):  # type: ignore[no-untyped-def]
+        await PlainTextResponse(f"console for {scope['state']['operator']}")(scope, receive, send)
+
+    async def scenario(s: Admins) -> None:
+        operators = load_operators(s.a.settings, {"MSH_OPS_TOKEN": TOKEN})
+        app = build_admin_app(s.a, s.a.settings, extra=console, operators=operators)
+        async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://admin") as client:
+            refused = await client.get("/")
+            assert refused.status_code == 401
+            assert 'Basic realm="msh admin"' in refused.headers.get_list("www-authenticate")[-1]
+            r = await client.get("/", headers=basic("ops", TOKEN))
+            assert r.status_code == 200 and r.text == "console for ops"
+            assert (await client.get("/", headers=basic("someone-else", TOKEN))).status_code == 401
+            assert (await client.get("/", headers=basic("ops", "wrong-token-0123456789"))).status_code == 401
+            assert (await client.get("/", headers={"Authorization": "Basic %%%"})).status_code == 401
 
     on_admins(scenario)
 
