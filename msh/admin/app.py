@@ -73,7 +73,7 @@ def _challenging(send: Send) -> Send:
 
     async def wrapped(message: MutableMapping[str, Any]) -> None:
         if message["type"] == "http.response.start" and message.get("status") == 401:
-            message = {**message, "headers": [*message.get("headers", []), _CHALLENGE]}
+            message = {**message, "headers": [_CHALLENGE, *message.get("headers", [])]}
         await send(message)
 
     return wrapped

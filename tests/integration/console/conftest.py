@@ -17,6 +17,7 @@ from typing import Any
 
 import pytest
 
+from msh.admin.app import build_admin_app, load_operators
 from msh.console import build_console
 from msh.runtime.msh import Msh
 from tests.integration.console.scenario import Traffic, make_traffic
@@ -62,6 +63,9 @@ def browser() -> Iterator[Any]:
             launched.close()
 
 
+OPERATOR_TOKEN = "console-operator-token-0123456789"
+
+
 @dataclass
 class Site:
     """One viewport's console: its base URL, the browser page, the traffic behind it, and the MSH it shows."""
@@ -89,8 +93,13 @@ def site(request: pytest.FixtureRequest, browser: Any, tmp_path_factory: pytest.
         traffic = pool.submit(make_traffic, folder, datetime.now(UTC)).result(timeout=300)
     msh = Msh(traffic.settings, keys=False)
     try:
-        with serving(build_console(msh, traffic.settings)) as url:
-            context = browser.new_context(**VIEWPORTS[name], accept_downloads=True)
+        # Served as msh serve serves it: mounted on the admin port's application, behind the operators'
+        # sign-in, which a browser gives as Basic credentials (operator name and token).
+        operators = load_operators(traffic.settings, {"MSH_OPS_TOKEN": OPERATOR_TOKEN})
+        admin = build_admin_app(msh, traffic.settings, extra=build_console(msh, traffic.settings), operators=operators)
+        with serving(admin) as url:
+            credentials = {"username": "ops", "password": OPERATOR_TOKEN}
+            context = browser.new_context(**VIEWPORTS[name], accept_downloads=True, http_credentials=credentials)
             context.set_default_timeout(15_000)
             try:
                 yield Site(name, url, context.new_page(), traffic, msh)
