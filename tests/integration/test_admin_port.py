@@ -4,6 +4,7 @@ is ready, and a request without the operators' token gets 401. Every wait is bou
 
 from __future__ import annotations
 
+import html
 import json
 import subprocess
 import sys
@@ -57,6 +58,7 @@ def test_metrics_and_readiness_of_two_running_msh(tmp_path: Path) -> None:
         pair.a.start()
         assert f"admin port at http://127.0.0.1:{ports['a']}" in pair.a.log.read_text()
         send = ["send", "--config", str(pair.a.config), "--to", PARTY_B[0], "--service", SERVICE, "--action", ACTION]
+        ids = []
         for n in range(2):
             sent = subprocess.run(
                 [sys.executable, "-m", "msh.cli", *send, "--wait", "20"],
@@ -66,6 +68,7 @@ def test_metrics_and_readiness_of_two_running_msh(tmp_path: Path) -> None:
                 check=False,
             )
             assert sent.returncode == 0, (n, sent.stdout + sent.stderr)
+            ids.append(sent.stdout.split()[0])
         a_url, b_url = (f"http://127.0.0.1:{ports[k]}" for k in ("a", "b"))
         status, body = get(f"{a_url}/ready")
         assert status == 200, body
@@ -83,6 +86,11 @@ def test_metrics_and_readiness_of_two_running_msh(tmp_path: Path) -> None:
         b = samples(get(f"{b_url}/metrics")[1])
         assert total(b, "msh_messages_received_total") == 2
         assert total(b, "msh_inbox_messages", state="new") == 2
+        # The console is mounted at / by msh serve: the dashboard lists the two messages as delivered.
+        status, page = get(f"{a_url}/")
+        assert status == 200 and "<html" in page.lower()
+        status, page = get(f"{a_url}/messages?status=delivered")
+        assert status == 200 and all(html.escape(i) in page for i in ids), (ids, page[:500])
         assert get(f"{a_url}/metrics", token=None)[0] == 401
         assert get(f"{a_url}/health", token="wrong-token-of-some-length")[0] == 401
         assert TOKEN not in pair.a.log.read_text()
