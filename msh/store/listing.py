@@ -24,7 +24,7 @@ from __future__ import annotations
 import base64
 import binascii
 from abc import ABC, abstractmethod
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
@@ -92,7 +92,7 @@ class MessageRow:
 
     ``created_at`` is when it was submitted (sent) or received; ``updated_at`` when it last changed (its
     state, or for a received message its inbox entry or claim). ``attempts`` counts the transmissions of a
-    sent message (None for a received one), ``duplicates`` the copies of a received message eliminated as
+    sent message its journal holds (what went on the wire, all attempt series; None for a received one), ``duplicates`` the copies of a received message eliminated as
     duplicates (None for a sent one). ``size`` is the stored body (SOAP part and payloads with their MIME
     framing) in bytes. ``kind`` is a sent message's :class:`~msh.store.records.OutboundKind` (None for a
     received one); ``entry_id`` a received copy's inbox entry (None for a sent message).
@@ -171,7 +171,7 @@ def _issue_text(record: OutboundMessage) -> str | None:
     return f"{code}: {failure.description}" if failure.description else code
 
 
-def outbound_row(listed: ListedOutbound, cause: str | None) -> MessageRow:
+def outbound_row(listed: ListedOutbound, cause: str | None, transmissions: Mapping[str, int]) -> MessageRow:
     """The row of a sent message (``cause``: of its last failed transmission, from the journal)."""
     record, size = listed
     return MessageRow(
@@ -185,7 +185,7 @@ def outbound_row(listed: ListedOutbound, cause: str | None) -> MessageRow:
         conversation_id=record.conversation_id,
         created_at=record.created_at,
         updated_at=record.updated_at,
-        attempts=record.state.attempts,
+        attempts=transmissions.get(record.message_id, 0),  # what happened on the wire, from the journal
         duplicates=None,
         last_error=_issue_text(record) or cause,
         size=size,
@@ -239,8 +239,9 @@ class ListingPort(ABC):
         if Direction.OUTBOUND in ways:
             status = None if query.status is None else OutboundStatus(query.status)
             sent = self._listed_outbound(query, status, after, fetch)
-            causes = self._last_causes([record.message_id for record, _ in sent])
-            found += [outbound_row(listed, causes.get(listed[0].message_id)) for listed in sent]
+            ids = [record.message_id for record, _ in sent]
+            causes, tries = self._last_causes(ids), self._transmissions(ids)
+            found += [outbound_row(listed, causes.get(listed[0].message_id), tries) for listed in sent]
         if Direction.INBOUND in ways:
             inbox = None if query.status is None else InboxStatus(query.status)
             received = self._listed_inbound(query, inbox, after, moment, fetch)
@@ -284,6 +285,10 @@ class ListingPort(ABC):
     def _last_causes(self, message_ids: Sequence[str]) -> dict[str, str]:
         """For each of the sent messages that has one, the ``cause`` of its newest outbound journal event
         that has a cause."""
+
+    @abstractmethod
+    def _transmissions(self, message_ids: Sequence[str]) -> dict[str, int]:
+        """For each of the sent messages that has any, how many ``transmission`` events its journal holds."""
 
     @abstractmethod
     def _message_events(self, message_id: str, direction: Direction | None, limit: int) -> list[Event]:

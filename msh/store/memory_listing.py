@@ -12,6 +12,7 @@ from typing import Protocol
 
 from msh.engine import OutboundStatus
 from msh.store.app_records import InboxClaim
+from msh.store.events import EventKind
 from msh.store.inbox_status import InboxStatus, inbox_status
 from msh.store.listing import ListedInbound, ListedOutbound, MessageFilter, Position
 from msh.store.records import Direction, Event, InboundMessage, InboxEntry, OutboundMessage
@@ -88,6 +89,18 @@ class MemoryListingSteps(ABC):
             found.append((record, entry, claim, self._listed_size(record.body_blob_id)))
         found.sort(key=lambda listed: (listed[0].received_at, listed[0].id), reverse=True)
         return found[:limit]
+
+    def _transmissions(self, message_ids: Sequence[str]) -> dict[str, int]:
+        wanted = set(message_ids)
+        counts: dict[str, int] = {}
+        for event in self._store.events.values():
+            if (
+                event.message_id in wanted
+                and event.direction is Direction.OUTBOUND
+                and event.kind == EventKind.TRANSMISSION
+            ):
+                counts[event.message_id] = counts.get(event.message_id, 0) + 1
+        return counts
 
     def _last_causes(self, message_ids: Sequence[str]) -> dict[str, str]:
         wanted = set(message_ids)

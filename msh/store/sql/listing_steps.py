@@ -18,6 +18,7 @@ from sqlalchemy.sql.elements import ColumnElement
 
 from msh.engine import OutboundStatus
 from msh.store.app_records import InboxClaim
+from msh.store.events import EventKind
 from msh.store.inbox_status import InboxStatus
 from msh.store.listing import ListedInbound, ListedOutbound, MessageFilter, Position
 from msh.store.records import Direction, InboxEntry, InboxState
@@ -159,6 +160,21 @@ class SqlListingSteps:
             (rows.inbound_from_row(row), _entry(row), _claim(row), _size(row))
             for row in self._conn.execute(statement).mappings()
         ]
+
+    def _transmissions(self, message_ids: Sequence[str]) -> dict[str, int]:
+        if not message_ids:
+            return {}
+        e = events.c
+        statement = (
+            select(e.message_id, func.count().label("n"))
+            .where(
+                e.message_id.in_(list(message_ids)),
+                e.direction == Direction.OUTBOUND.value,
+                e.kind == EventKind.TRANSMISSION.value,
+            )
+            .group_by(e.message_id)
+        )
+        return {row["message_id"]: int(row["n"]) for row in self._conn.execute(statement).mappings()}
 
     def _last_causes(self, message_ids: Sequence[str]) -> dict[str, str]:
         if not message_ids:
