@@ -92,7 +92,8 @@ class MessageRow:
 
     ``created_at`` is when it was submitted (sent) or received; ``updated_at`` when it last changed (its
     state, or for a received message its inbox entry or claim). ``attempts`` counts the transmissions of a
-    sent message its journal holds (what went on the wire, all attempt series; None for a received one), ``duplicates`` the copies of a received message eliminated as
+    sent message its journal holds (what went on the wire, all attempt series; None for a received one),
+    ``duplicates`` the copies of a received message eliminated as
     duplicates (None for a sent one). ``size`` is the stored body (SOAP part and payloads with their MIME
     framing) in bytes. ``kind`` is a sent message's :class:`~msh.store.records.OutboundKind` (None for a
     received one); ``entry_id`` a received copy's inbox entry (None for a sent message).
