@@ -245,6 +245,7 @@ outbound_messages = Table(
     Index(None, "status"),
     Index(None, "conversation_id"),
     Index(None, "kind", "status"),
+    Index(None, "created_at"),  # the operator's listing, newest first (revision 0009)
     # A replaced body is deleted once no message names it (revision 0004): found by index, not by a scan.
     Index(None, "body_blob_id"),
 )
