@@ -118,7 +118,7 @@ def agreement_warnings(cpa: CollaborationProtocolAgreement, now: datetime) -> tu
     """Why ``cpa`` may not work at ``now``: outside its validity window, or a certificate in it expired or
     not yet valid (an expired partner certificate fails TLS and signature checks; ours, the partner's)."""
     found = [p for p in (agreement_window_problem(cpa, now),) if p is not None]
-    certificates = _from_agreement(cpa)
+    certificates = _from_agreement(cpa, anchors=False)  # each certificate once, under the party declaring it
     found += [f"{e}: replace it in the agreement" for e in expiring(certificates, now, timedelta(0))]
     found += [
         f"certificate {c.name} ({c.source}; subject {c.subject}) is not valid before {c.not_before:%Y-%m-%d %H:%M} UTC"
@@ -151,11 +151,13 @@ def _from_files(setting: str, paths: Iterable[Path]) -> list[NamedCertificate]:
     return out
 
 
-def _from_agreement(cpa: CollaborationProtocolAgreement) -> list[NamedCertificate]:
+def _from_agreement(cpa: CollaborationProtocolAgreement, *, anchors: bool = True) -> list[NamedCertificate]:
+    """The certificates of ``cpa``'s parties, and with ``anchors`` those of their SecurityDetails (each
+    refers to a certificate some party declares: named again as the anchor the other party accepts)."""
     out = []
     for party in cpa.party_infos:
         named: list[Certificate] = list(party.certificates)
-        for details in party.security_details:
+        for details in party.security_details if anchors else ():
             named.extend(details.trust_anchors)  # CPP/A 2.0 §8.4.35: the anchors a party accepts
         for certificate in named:
             for position, der in enumerate(certificate.x509):  # §8.4.33: the first is the party's own
