@@ -114,7 +114,7 @@ def agreement_json(agreement: CollaborationProtocolAgreement, now: datetime) -> 
         )
     return {
         "file": str(agreement.source),
-        "cpaid": agreement.cpaid,
+        "cpaId": agreement.cpaid,
         "version": agreement.version,
         "status": agreement.status.value,
         "start": agreement.start.isoformat(),

@@ -17,6 +17,7 @@ from lxml import etree
 from msh.cli import main
 from msh.security.keys import CPPA, certificate_element
 from tests.support.agreement_files import demo_bytes, replace_once
+from tests.support.json_keys import count_keys, keys_off_convention
 from tests.support.security import NOW, certificate
 
 START, END = b"<tp:Start>2026-01-01T00:00:00Z</tp:Start>", b"<tp:End>2036-01-01T00:00:00Z</tp:End>"
@@ -73,7 +74,8 @@ def test_show_json_carries_the_certificates(tmp_path: Path, capsys: pytest.Captu
     path = _agreement(tmp_path, a=expired, b=_valid("Party B trial"))
     assert main(["cpa", "show", str(path), "--json"]) == 0
     data = json.loads(capsys.readouterr().out)
-    assert data["cpaid"] == "cpa-demo-a-b" and data["window"] == "in force now"
+    assert keys_off_convention(data) == [] and count_keys(data) > 40
+    assert data["cpaId"] == "cpa-demo-a-b" and data["window"] == "in force now"
     party_a, party_b = data["parties"]
     assert party_a["partyIds"] == [
         {"value": "123456789", "type": "urn:oasis:names:tc:ebcore:partyid-type:iso6523:0088"}

@@ -17,6 +17,7 @@ from cpa import load
 from msh.cli import main
 from msh.security.keys import CPPA, load_certificates
 from tests.support.agreement_files import demo_bytes
+from tests.support.json_keys import count_keys, keys_off_convention
 from tests.support.security import NOW, certificate, rsa_key
 
 DS = "http://www.w3.org/2000/09/xmldsig#"
@@ -116,6 +117,7 @@ def test_show_json_and_a_chain_file(tmp_path: Path, capsys: pytest.CaptureFixtur
     path = _pem(tmp_path / "chain.pem", old, ca)
     assert main(["keys", "show", str(path), "--json"]) == 0
     data = json.loads(capsys.readouterr().out)
+    assert keys_off_convention(data) == [] and count_keys(data) > 40
     first, second = data["certificates"]
     assert first["subject"] == "CN=old leaf" and first["expired"] is True and first["daysLeft"] < 0
     assert first["fits"]["signing"]["ok"] is False and "expired on" in first["fits"]["signing"]["reasons"][0]
