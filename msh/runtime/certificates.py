@@ -201,7 +201,8 @@ def warn_not_yet_valid(found: Iterable[NamedCertificate]) -> int:
     """Log each certificate not valid yet (a warning); how many were logged."""
     count = 0
     for c in found:
-        extra = fields(event="certificate-not-yet-valid", cpa_id=c.source.removeprefix("agreement "))
+        cpa_id = c.source.removeprefix("agreement ") if c.source.startswith("agreement ") else None
+        extra = fields(event="certificate-not-yet-valid", cpa_id=cpa_id)
         log.warning(
             "certificate %s (%s; subject %s) is not valid before %s UTC: it cannot be used until then",
             c.name,
