@@ -181,15 +181,16 @@ def add_keys_command(sub: Subcommands) -> None:
         description=(
             "Print the CPP/A 2.0 Certificate element (tp:Certificate with a ds:KeyInfo holding the certificate "
             "and its chain in one ds:X509Data) for the certificate CERT, to paste into the party's PartyInfo in "
-            "the agreement. The chain is the rest of CERT's PEM certificates and those of --chain FILE, each the "
-            "issuer of the one before (checked). Give a chain only if the CAs in it should be trusted for this "
+            "the agreement. The chain is the rest of CERT's certificates (a PEM file of several, or a PKCS#7 "
+            "bundle, put leaf first) and those of --chain FILE, each the issuer of the one before (checked). "
+            "Give a chain only if the CAs in it should be trusted for this "
             "party: the agreement then accepts any certificate they issue as the party's (a private CA of the "
             "partner's, so that it can renew its certificate without a new agreement); without one, exactly "
             "this certificate is trusted. Notes on stderr say which uses it does not fit. A file that holds no "
             "certificate is refused (exit status 2)."
         ),
     )
-    imp.add_argument("cert", metavar="CERT", help="the certificate (PEM, leaf first, or DER)")
+    imp.add_argument("cert", metavar="CERT", help="the certificate (PEM, leaf first; DER; or a PKCS#7 .p7b bundle)")
     imp.add_argument("--chain", metavar="FILE", help="the issuing CA certificates (PEM), the leaf's issuer first")
     imp.add_argument("--cert-id", metavar="ID", help="the Certificate element's certId (default: <CN>_Cert)")
 

@@ -21,6 +21,7 @@ from typing import TypeAlias
 from cryptography import x509
 from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import dsa, ec, rsa
+from cryptography.hazmat.primitives.serialization import pkcs7
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 from lxml import etree
 
@@ -215,7 +216,9 @@ def load_private_key(
 
 
 def load_certificates(path: str | os.PathLike[str]) -> tuple[x509.Certificate, ...]:
-    """The certificates in the PEM file ``path`` (one or more, leaf first) or DER file; at least one.
+    """The certificates in the PEM file ``path`` (one or more, leaf first) or DER file; at least one. A
+    PKCS#7 bundle (``.p7b``, PEM or DER, as CAs often deliver a chain) is read too, its certificates put
+    leaf first (a PKCS#7 set has no order).
 
     Raises :class:`ConfigurationError` in one line for a file that holds none (a private key, a
     certificate request, anything else), saying which file to give instead."""
@@ -224,7 +227,7 @@ def load_certificates(path: str | os.PathLike[str]) -> tuple[x509.Certificate, .
     except OSError as exc:
         raise ConfigurationError(f"certificate file {path}: {exc.strerror or exc}; check the path") from None
     kind = _pem_kind(data)
-    if kind is not None and kind != "CERTIFICATE":
+    if kind is not None and kind != "CERTIFICATE" and kind != "PKCS7":
         raise ConfigurationError(
             f"certificate file {path} holds no readable X.509 certificate but a {kind.lower()}; give the "
             "certificate file (PEM '-----BEGIN CERTIFICATE-----' or DER)"
@@ -232,13 +235,34 @@ def load_certificates(path: str | os.PathLike[str]) -> tuple[x509.Certificate, .
     try:
         if kind == "CERTIFICATE":
             return tuple(x509.load_pem_x509_certificates(data))
-        return (x509.load_der_x509_certificate(data),)
-    except ValueError as exc:
-        detail = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        if kind == "PKCS7":
+            return _leaf_first(pkcs7.load_pem_pkcs7_certificates(data))
+        try:
+            return (x509.load_der_x509_certificate(data),)
+        except ValueError:
+            return _leaf_first(pkcs7.load_der_pkcs7_certificates(data))
+    except ValueError:
         raise ConfigurationError(
-            f"certificate file {path} holds no readable X.509 certificate (PEM or DER: {detail}); give the "
+            f"certificate file {path} holds no readable X.509 certificate (PEM, DER or PKCS#7); give the "
             "certificate file"
         ) from None
+
+
+def _leaf_first(certificates: Sequence[x509.Certificate]) -> tuple[x509.Certificate, ...]:
+    """``certificates`` (an unordered PKCS#7 set) as a chain: the one that issued none of the others first,
+    then each one's issuer (by name) when the set holds it; the rest after, as given."""
+    if not certificates:
+        raise ValueError("the PKCS#7 bundle holds no certificate")
+    issuers = {c.issuer for c in certificates if c.issuer != c.subject}
+    leaves = [c for c in certificates if c.subject not in issuers]
+    chain = [leaves[0] if leaves else certificates[0]]
+    while True:
+        current = chain[-1]
+        issuer = next((c for c in certificates if c.subject == current.issuer and c not in chain), None)
+        if issuer is None or current.issuer == current.subject:
+            break
+        chain.append(issuer)
+    return (*chain, *(c for c in certificates if c not in chain))
 
 
 def _pem_kind(data: bytes) -> str | None:

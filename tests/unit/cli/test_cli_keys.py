@@ -214,3 +214,26 @@ def test_keys_help_lists_the_subcommands(capsys: pytest.CaptureFixture[str]) -> 
     with pytest.raises(SystemExit):
         main(["keys", "generate", "--help"])
     assert "--host NAME|IP" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("encoding", [serialization.Encoding.PEM, serialization.Encoding.DER])
+def test_import_reads_a_pkcs7_bundle_in_any_order(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], encoding: serialization.Encoding
+) -> None:
+    from cryptography.hazmat.primitives.serialization import pkcs7
+
+    root = certificate("Partner Root", ca=True)
+    intermediate = _issued("Partner Issuing CA", root, "Partner Root", ca=True)
+    leaf = _issued("msh.partner.example", intermediate, "Partner Issuing CA")
+    bundle = tmp_path / "chain.p7b"
+    bundle.write_bytes(pkcs7.serialize_certificates([root, leaf, intermediate], encoding))  # as CAs deliver it
+    assert main(["keys", "import", str(bundle), "--cert-id", "A_Cert"]) == 0
+    captured = capsys.readouterr()
+    assert "certificate CN=msh.partner.example" in captured.err and "with 2 chain certificates" in captured.err
+    der = [
+        "".join((node.text or "").split())
+        for node in etree.fromstring(captured.out.strip()).iter(f"{{{DS}}}X509Certificate")
+    ]
+    import base64
+
+    assert [base64.b64decode(d) for d in der] == [_der(leaf), _der(intermediate), _der(root)]
