@@ -6,7 +6,7 @@ between the contexts the MSH makes, in memory (no sockets)."""
 from __future__ import annotations
 
 import ssl
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
@@ -15,9 +15,12 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import rsa
 from cryptography.x509.oid import NameOID
 
+from cpa.model import CollaborationProtocolAgreement
+from cpa.resolve import Exchange, resolve
+from msh.faults.pair import ACTION, PARTY_A, PARTY_B, SERVICE
 from msh.security.keys import KeyPair, generate_key_pair
-from msh.transport.tls import ClientContexts, server_context
-from tests.support.security import NOW, certificate, rsa_key
+from msh.transport.tls import ClientContexts, server_context, trust_anchors_pem
+from tests.support.security import NOW, certificate, demo_agreement, rsa_key
 
 DAY = timedelta(days=1)
 
@@ -72,11 +75,18 @@ def partners() -> tuple[KeyPair, KeyPair]:
 
 
 def test_generated_leaf_certificates_carry_mutual_tls(tmp_path: Path, partners: tuple[KeyPair, KeyPair]) -> None:
+    """The contexts made from the demo agreement naming the generated certificates, as the MSH makes them."""
     a, b = partners
     a_files, b_files = _files(tmp_path, "a", a.certificate, a.key), _files(tmp_path, "b", b.certificate, b.key)
+    cpa = demo_agreement({"A_Cert": a.certificate, "B_Cert": b.certificate})
+    assert isinstance(cpa, CollaborationProtocolAgreement)
     # B's endpoint trusts A's leaf (refused at start before: "no agreement names a certificate to trust").
-    server = server_context(certificate=b_files[0], private_key=b_files[1], client_anchors_pem=_pem(a.certificate))
-    client = _client(_pem(b.certificate), a_files)
+    anchors = trust_anchors_pem([cpa], PARTY_B)
+    server = server_context(certificate=b_files[0], private_key=b_files[1], client_anchors_pem=anchors)
+    # A sends to B: the context for the agreement's channel trusts B's certificate (ServerCertificateRef).
+    params = resolve(cpa, Exchange(PARTY_A, PARTY_B, SERVICE, ACTION), now=datetime.now(UTC))
+    client = ClientContexts(certificate=a_files[0], private_key=a_files[1]).for_parameters(params)
+    assert client is not None and client.check_hostname
     assert client.cert_store_stats()["x509"] == 1  # the agreement's certificate only: no system CAs beside it
     _handshake(client, server, "127.0.0.1")
 
