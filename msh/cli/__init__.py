@@ -8,8 +8,9 @@ Subcommands:
   file is valid, 1 when any is only accepted leniently or rejected, 2 on bad usage.
 - ``msh message verify FILE… --cpa FILE | --cert PEM | --keyinfo``: check their ebMS signatures
   (:mod:`msh.cli.verify`); exit status 0 only when every file verifies.
-- ``msh keys generate PARTY``: a trial key pair, self-signed certificate and the agreement's Certificate
-  element (:mod:`msh.cli.keys`).
+- ``msh keys generate PARTY --host NAME``: a key pair, a self-signed certificate for TLS and signing and
+  the agreement's Certificate element; ``msh keys show FILE``: what a certificate is and fits; ``msh keys
+  import CERT``: the Certificate element of a CA-issued certificate (:mod:`msh.cli.keys`).
 - ``msh demo``: the two-partner reliable-messaging demo (``--codec``: round-trip the sample messages).
 - ``msh cpa validate FILE…``, ``msh cpa show FILE``: check agreements and summarise one; ``msh cpa list``:
   the agreements of the running MSH (:mod:`msh.cli.agreements`); ``msh cpa add FILE | remove CPAID |

@@ -2,19 +2,25 @@
 
 ``validate`` lists every problem of each file, one line each (``file:line: path: message``; a warning reads
 ``file:line: path: Warning: message``), and what it asks of message security that the MSH does not
-implement (``file: agreement ..., DocExchange ...: ...``): exit status 0 when every file loads and can be
-used (warnings or not), 1 when any has an error. ``show`` prints a readable summary of one agreement (any
-agreement ``validate`` accepts): parties, roles, actions and the channels they use, with each channel's
-reliability and security. ``list`` lists the agreements of ``agreements.paths`` this party is in. ``add``,
-``remove`` and ``reload`` change the agreements of a running MSH (:mod:`msh.cli.agreement_changes`).
+implement (``file: agreement ..., DocExchange ...: ...``); it warns (``file: Warning: ...``) for an agreement
+outside its validity window or a certificate in it that has expired or is not valid yet: exit status 0 when
+every file loads and can be used (warnings or not: an expired agreement is still a well-formed one, and
+``FILE: ok with N warnings`` says it), 1 when any has an error. ``show`` prints a readable summary of one
+agreement (any agreement ``validate`` accepts): parties, roles, actions and the channels they use, with each
+channel's reliability and security, and each certificate's subject and expiry (``--json``: the same
+facts with camelCase keys, :mod:`msh.cli.agreement_certificates`). ``list`` lists the agreements of
+``agreements.paths`` this party is in. ``add``, ``remove`` and ``reload`` change the agreements of a
+running MSH (:mod:`msh.cli.agreement_changes`).
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
+from msh.cli.agreement_certificates import agreement_json, certificate_lines, validity_warnings, window_state
 from msh.cli.agreement_changes import add_change_commands
 from msh.cli.common import Subcommands, add_command, running_msh
 
@@ -49,7 +55,11 @@ def _validate(args: argparse.Namespace) -> int:
         else:
             for warning in agreement.warnings:
                 print(warning)
-            count = len(agreement.warnings)
+            # CPP/A 2.0 §9.4.2-§9.4.3, RFC 5280 §4.1.2.5: usable files, though not at this moment.
+            validity = validity_warnings(agreement, datetime.now(UTC))
+            for line in validity:
+                print(f"{path}: Warning: {line}")
+            count = len(agreement.warnings) + len(validity)
             noted = f" with {count} warning{'' if count == 1 else 's'}" if count else ""
             print(f"{path}: ok{noted} (cpaid {agreement.cpaid}, status {agreement.status.value})")
     return 1 if failed else 0
@@ -64,7 +74,11 @@ def _show(args: argparse.Namespace) -> int:
         for problem in exc.problems:
             print(problem)
         return 1
-    print(render_agreement(agreement, datetime.now(UTC)))
+    now = datetime.now(UTC)
+    if args.json:
+        print(json.dumps(agreement_json(agreement, now), indent=2))
+        return 0
+    print(render_agreement(agreement, now))
     return 0
 
 
@@ -168,7 +182,7 @@ def _channel_lines(channel: DeliveryChannel) -> list[str]:
     return lines
 
 
-def _party_lines(party: PartyInfo) -> list[str]:
+def _party_lines(party: PartyInfo, now: datetime) -> list[str]:
     ids = ", ".join(f"{p.value} ({p.type})" if p.type else p.value for p in party.party_ids)
     lines = [f"party {party.party_name}: {ids}"]
     for role in party.collaboration_roles:
@@ -180,8 +194,7 @@ def _party_lines(party: PartyInfo) -> list[str]:
             for action in actions:
                 channels = ", ".join(c.channel_id for c in action.channels)
                 lines.append(f"    {verb} {action.action} via {channels}")
-    certificates = ", ".join(f"{c.cert_id} ({len(c.x509)} X.509)" for c in party.certificates) or "none"
-    lines.append(f"  certificates: {certificates}")
+    lines += ["  " + line for line in certificate_lines(party, now)]
     lines.append(f"  default MSH channel: {party.default_msh_channel.channel_id}")
     for channel in party.delivery_channels:
         lines += ["  " + line for line in _channel_lines(channel)]
@@ -190,12 +203,7 @@ def _party_lines(party: PartyInfo) -> list[str]:
 
 def render_agreement(agreement: CollaborationProtocolAgreement, now: datetime) -> str:
     """The readable summary ``msh cpa show`` prints of ``agreement``, its validity window seen at ``now``."""
-    if agreement.is_valid_at(now):
-        window = "in force now"
-    elif now < agreement.start:
-        window = "not yet in force"
-    else:
-        window = "expired"
+    window = window_state(agreement, now)
     version = f" (version {agreement.version})" if agreement.version else ""
     lines = [
         agreement.source,
@@ -204,9 +212,10 @@ def render_agreement(agreement: CollaborationProtocolAgreement, now: datetime) -
         f"valid: {agreement.start.isoformat()} to {agreement.end.isoformat()} ({window})",
         f"signed: {'yes, signature verified' if agreement.signed else 'no'}",
         *(str(warning) for warning in agreement.warnings),
+        *(f"Warning: {line}" for line in validity_warnings(agreement, now)),
     ]
     for party in agreement.party_infos:
-        lines += _party_lines(party)
+        lines += _party_lines(party, now)
     return "\n".join(lines)
 
 
@@ -233,7 +242,10 @@ def add_cpa_commands(sub: Subcommands) -> None:
             "(P1M, P1Y) are legal and load. Prints one line 'file:line: path: message' per error, one line "
             "'file:line: path: Warning: message' per warning (e.g. a ds:Signature left as an unfilled template: "
             "the agreement loads as unsigned), and 'FILE: ok' for a file that loads. Exit status 0 if every file "
-            "loads (with or without warnings), 1 if any has an error. An expired agreement is not a problem here."
+            "loads (with or without warnings), 1 if any has an error. An agreement outside its validity window "
+            "(tp:Start..tp:End), or with a certificate that has expired or is not valid yet, loads with a line "
+            "'FILE: Warning: ...' for each (msh serve warns the same at start) and exit status 0: it is a "
+            "well-formed agreement that does not work now; the last line then reads 'FILE: ok with N warnings'."
         ),
     )
     validate.add_argument("files", nargs="+", metavar="FILE", help="agreement file(s) to check")
@@ -247,12 +259,15 @@ def add_cpa_commands(sub: Subcommands) -> None:
             "whether it is in force now), each party with its PartyIds, roles, services and the actions it sends "
             "and receives with the channel each uses, and each channel's reliability (acknowledgments, duplicate "
             "elimination, sync reply, retries, retry interval, persist duration, in words such as '1 month 2 "
-            "days') and security (signing, encryption, TLS and client authentication, endpoint), and the "
-            "warnings 'msh cpa validate' gives. Reads every agreement 'msh cpa validate' accepts. Exit status 1 "
-            "(with the problems) if the file does not load."
+            "days') and security (signing, encryption, TLS and client authentication, endpoint), each "
+            "certificate with its subject and expiry, and the warnings 'msh cpa validate' gives. --json prints "
+            "the agreement's identity, window, parties, actions, certificates (subject, issuer, validity, days "
+            "left) and warnings with camelCase keys. Reads every agreement 'msh cpa validate' accepts. Exit "
+            "status 1 (with the problems) if the file does not load."
         ),
     )
     show.add_argument("file", metavar="FILE", help="agreement file to show")
+    show.add_argument("--json", action="store_true", help="print JSON (camelCase keys) instead of the summary")
     add_change_commands(cpa_sub)
     add_command(
         cpa_sub,

@@ -115,7 +115,10 @@ def _companions(settings: Any, msh: Any) -> list[Any]:
 
     found: list[Any] = [
         CertificateWatch(
-            lambda: certificates_in_use(settings, msh.registry), settings.admin.certificate_warning, msh.clock
+            lambda: certificates_in_use(settings, msh.registry),
+            settings.admin.certificate_warning,
+            msh.clock,
+            agreements=lambda: msh.registry,  # agreements outside tp:Start..tp:End are warned about too
         )
     ]
     if settings.api.enabled:
@@ -151,7 +154,8 @@ def add_serve_command(sub: Subcommands) -> None:
             "OpenAPI at {api.path}/openapi.json, pull batches, SOAP, webhooks) are served on api.host:api.port by "
             "the same process; with admin.enabled, /health, /ready, /metrics (Prometheus) and the console on "
             "admin.host:admin.port (docs/operating.md). Certificates that expire within admin.certificate_warning "
-            "are warned about at start and daily. Exit status 2 when it cannot start (the line says why)."
+            "are warned about at start and daily, and so are certificates not valid yet and agreements outside their "
+            "validity window (tp:Start..tp:End). Exit status 2 when it cannot start (the line says why)."
         ),
         config=True,
     )

@@ -4,9 +4,12 @@
 signing certificate and its chain (``security.signing_certificate``), the extra trust anchors
 (``tls.trusted``), and in each agreement in force every party's certificates (CPP/A 2.0 §8.4.33) and the
 trust anchors of its SecurityDetails (§8.4.35). :func:`expiring` is the pure part: which of them expire
-within a window at a given moment, soonest first. :class:`CertificateWatch` (started by ``msh serve``) logs
-them at start and then once a day (``admin.certificate_warning``); the admin port's ``/metrics`` shows
-every certificate's days to expiry (:mod:`msh.admin.metrics`).
+within a window at a given moment, soonest first, and :func:`not_yet_valid` those whose validity has not
+begun. :class:`CertificateWatch` (started by ``msh serve``) logs them at start and then once a day
+(``admin.certificate_warning``), with the agreements in force outside their validity window
+(:func:`agreement_window_problem`); the admin port's ``/metrics`` shows every certificate's days to expiry
+(:mod:`msh.admin.metrics`). :func:`agreement_warnings` is the same look at one agreement, for ``msh cpa
+validate``.
 """
 
 from __future__ import annotations
@@ -27,7 +30,19 @@ from msh.runtime.config import Settings
 from msh.runtime.logfields import fields
 from msh.security import load_certificates
 
-__all__ = ["CertificateWatch", "Expiry", "NamedCertificate", "certificates_in_use", "expiring", "warn_expiring"]
+__all__ = [
+    "CertificateWatch",
+    "Expiry",
+    "NamedCertificate",
+    "agreement_warnings",
+    "agreement_window_problem",
+    "certificates_in_use",
+    "expiring",
+    "not_yet_valid",
+    "warn_agreement_windows",
+    "warn_expiring",
+    "warn_not_yet_valid",
+]
 
 log = logging.getLogger("msh.runtime.certificates")
 
@@ -43,6 +58,7 @@ class NamedCertificate:
     name: str
     subject: str
     not_after: datetime
+    not_before: datetime | None = None
 
     def days_left(self, now: datetime) -> float:
         """Days until it expires at ``now`` (negative: it has expired)."""
@@ -77,8 +93,48 @@ def expiring(certificates: Iterable[NamedCertificate], now: datetime, window: ti
     return tuple(sorted(found, key=lambda e: (e.certificate.not_after, e.certificate.source, e.certificate.name)))
 
 
+def not_yet_valid(certificates: Iterable[NamedCertificate], now: datetime) -> tuple[NamedCertificate, ...]:
+    """The certificates whose validity begins after ``now`` (RFC 5280 §4.1.2.5: unusable until then)."""
+    return tuple(c for c in certificates if c.not_before is not None and now < c.not_before)
+
+
+def agreement_window_problem(cpa: CollaborationProtocolAgreement, now: datetime) -> str | None:
+    """What to say when ``now`` is outside ``cpa``'s validity window (CPP/A 2.0 §9.4.2 Start, §9.4.3 End:
+    messages under it are refused), else None."""
+    if cpa.is_valid_at(now):
+        return None
+    if now < cpa.start:
+        return (
+            f"agreement {cpa.cpaid} is not in force yet: it starts {cpa.start:%Y-%m-%d %H:%M} UTC (tp:Start); "
+            "messages under it are refused until then"
+        )
+    return (
+        f"agreement {cpa.cpaid} is no longer in force: it ended {cpa.end:%Y-%m-%d %H:%M} UTC (tp:End); messages "
+        "under it are refused: agree a new one with the partner (a later tp:End)"
+    )
+
+
+def agreement_warnings(cpa: CollaborationProtocolAgreement, now: datetime) -> tuple[str, ...]:
+    """Why ``cpa`` may not work at ``now``: outside its validity window, or a certificate in it expired or
+    not yet valid (an expired partner certificate fails TLS and signature checks; ours, the partner's)."""
+    found = [p for p in (agreement_window_problem(cpa, now),) if p is not None]
+    certificates = _from_agreement(cpa, anchors=False)  # each certificate once, under the party declaring it
+    found += [f"{e}: replace it in the agreement" for e in expiring(certificates, now, timedelta(0))]
+    found += [
+        f"certificate {c.name} ({c.source}; subject {c.subject}) is not valid before {c.not_before:%Y-%m-%d %H:%M} UTC"
+        for c in not_yet_valid(certificates, now)
+    ]
+    return tuple(found)
+
+
 def _named(certificate: x509.Certificate, source: str, name: str) -> NamedCertificate:
-    return NamedCertificate(source, name, certificate.subject.rfc4514_string(), certificate.not_valid_after_utc)
+    return NamedCertificate(
+        source,
+        name,
+        certificate.subject.rfc4514_string(),
+        certificate.not_valid_after_utc,
+        certificate.not_valid_before_utc,
+    )
 
 
 def _from_files(setting: str, paths: Iterable[Path]) -> list[NamedCertificate]:
@@ -95,11 +151,13 @@ def _from_files(setting: str, paths: Iterable[Path]) -> list[NamedCertificate]:
     return out
 
 
-def _from_agreement(cpa: CollaborationProtocolAgreement) -> list[NamedCertificate]:
+def _from_agreement(cpa: CollaborationProtocolAgreement, *, anchors: bool = True) -> list[NamedCertificate]:
+    """The certificates of ``cpa``'s parties, and with ``anchors`` those of their SecurityDetails (each
+    refers to a certificate some party declares: named again as the anchor the other party accepts)."""
     out = []
     for party in cpa.party_infos:
         named: list[Certificate] = list(party.certificates)
-        for details in party.security_details:
+        for details in party.security_details if anchors else ():
             named.extend(details.trust_anchors)  # CPP/A 2.0 §8.4.35: the anchors a party accepts
         for certificate in named:
             for position, der in enumerate(certificate.x509):  # §8.4.33: the first is the party's own
@@ -139,10 +197,40 @@ def warn_expiring(found: Iterable[Expiry]) -> int:
     return count
 
 
+def warn_not_yet_valid(found: Iterable[NamedCertificate]) -> int:
+    """Log each certificate not valid yet (a warning); how many were logged."""
+    count = 0
+    for c in found:
+        cpa_id = c.source.removeprefix("agreement ") if c.source.startswith("agreement ") else None
+        extra = fields(event="certificate-not-yet-valid", cpa_id=cpa_id)
+        log.warning(
+            "certificate %s (%s; subject %s) is not valid before %s UTC: it cannot be used until then",
+            c.name,
+            c.source,
+            c.subject,
+            f"{c.not_before:%Y-%m-%d %H:%M}",
+            extra=extra,
+        )
+        count += 1
+    return count
+
+
+def warn_agreement_windows(agreements: Iterable[CollaborationProtocolAgreement], now: datetime) -> int:
+    """Log each of ``agreements`` that is outside its validity window at ``now``; how many were logged."""
+    count = 0
+    for cpa in agreements:
+        problem = agreement_window_problem(cpa, now)
+        if problem is not None:
+            log.warning("%s", problem, extra=fields(event="agreement-not-in-force", cpa_id=cpa.cpaid))
+            count += 1
+    return count
+
+
 class CertificateWatch:
-    """Warns about expiring certificates when started and then every ``every`` (a companion of ``msh serve``,
-    :class:`msh.runtime.serving.Companion`); ``scan()`` gives the certificates in use at each look (the
-    agreements may change while it runs)."""
+    """Warns about expiring and not yet valid certificates, and agreements outside their validity window,
+    when started and then every ``every`` (a companion of ``msh serve``,
+    :class:`msh.runtime.serving.Companion`); ``scan()`` gives the certificates in use and ``agreements()``
+    the agreements at each look (they may change while it runs)."""
 
     def __init__(
         self,
@@ -151,16 +239,21 @@ class CertificateWatch:
         clock: Callable[[], datetime],
         *,
         every: timedelta = _DAY,
+        agreements: Callable[[], Iterable[CollaborationProtocolAgreement]] = tuple,
     ) -> None:
         self.scan = scan
         self.window = window
         self.clock = clock
         self.every = every
+        self.agreements = agreements
         self._task: asyncio.Task[None] | None = None
 
     def look(self) -> int:
-        """Warn about what expires now; how many certificates were warned about."""
-        return warn_expiring(expiring(self.scan(), self.clock(), self.window))
+        """Warn about what expires now, what is not valid yet, and the agreements not in force; how many
+        warnings were logged."""
+        now, found = self.clock(), tuple(self.scan())
+        count = warn_expiring(expiring(found, now, self.window)) + warn_not_yet_valid(not_yet_valid(found, now))
+        return count + warn_agreement_windows(self.agreements(), now)
 
     async def _run(self) -> None:
         while True:

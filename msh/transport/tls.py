@@ -6,6 +6,12 @@ one that chains to a trust anchor: the certificates the agreements name as ``Cli
 client presents the same certificate and verifies the partner's server against the agreement's
 ``ServerSecurityDetails`` for that channel (plus ``tls.trusted``), host name included.
 
+Every certificate so named is a trust anchor as it is (:func:`_trust_as_named`): a partner's self-signed
+leaf (``msh keys generate``, a CA flag or not) or a CA-issued certificate named without its CA is trusted
+for exactly what it is, as the agreement says (OpenSSL's partial-chain verification); a named CA
+certificate also vouches for what it issues. Host names are always verified against the server
+certificate's subjectAltName.
+
 A trusted client certificate is not yet the right one: every partner's certificate is trusted, and a
 partner could claim to be another. :func:`client_certificate_issue` binds the certificate presented on the
 connection to the party the message header names as From (DESIGN.md §7): it must be one of the
@@ -70,6 +76,21 @@ def trust_anchors_pem(agreements: Iterable[CollaborationProtocolAgreement], our_
     return "".join(dict.fromkeys(out))
 
 
+def _trust_as_named(context: ssl.SSLContext) -> None:
+    """Make every certificate loaded into ``context``'s verify store a trust anchor by itself (CPP/A 2.0
+    §8.4.33, §8.4.35: the agreement names the certificates to trust; OpenSSL's X509_V_FLAG_PARTIAL_CHAIN),
+    so that a verification succeeds when the peer's chain reaches any of them, a leaf included; without it
+    OpenSSL accepts a named certificate only if it is a self-signed root, and refuses a CA-issued leaf
+    the agreement names without its CA. Host name checks are untouched."""
+    context.verify_flags |= ssl.VERIFY_X509_PARTIAL_CHAIN
+
+
+def _trusts_any(context: ssl.SSLContext) -> bool:
+    """Whether ``context``'s verify store holds any certificate: CA certificates and leaf ones alike
+    (``get_ca_certs()`` lists only those with the CA flag, so a partner's self-signed leaf escapes it)."""
+    return context.cert_store_stats()["x509"] > 0
+
+
 def _load_extra(context: ssl.SSLContext, trusted: Iterable[Path]) -> None:
     for path in trusted:
         try:
@@ -102,10 +123,11 @@ def server_context(
     context.minimum_version = ssl.TLSVersion.TLSv1_2
     _load_own(context, certificate, private_key, "server.tls")
     if require_client_certificate:
+        _trust_as_named(context)
         if client_anchors_pem:
             context.load_verify_locations(cadata=client_anchors_pem)
         _load_extra(context, trusted)
-        if not context.get_ca_certs():
+        if not _trusts_any(context):
             raise ConfigurationError(
                 "tls.require_client_certificate is on but no agreement names a certificate to trust and "
                 "tls.trusted is empty: add the partners' certificates or turn client certificates off"
@@ -166,10 +188,11 @@ class ClientContexts:
             return context
         context = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
         context.minimum_version = ssl.TLSVersion.TLSv1_2
+        _trust_as_named(context)
         if anchors_pem:
             context.load_verify_locations(cadata=anchors_pem)
         _load_extra(context, trusted)
-        if system_cas or (system_cas is None and not context.get_ca_certs()):
+        if system_cas or (system_cas is None and not _trusts_any(context)):
             context.load_default_certs()
         if self._certificate is not None and self._private_key is not None:
             _load_own(context, self._certificate, self._private_key, "TLS client authentication")
