@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING
 
 from msh.cli.agreement_changes import add_change_commands
 from msh.cli.common import Subcommands, add_command, running_msh
+from msh.cli.cpa_new import add_cpa_new_command
 
 if TYPE_CHECKING:
     from cpa.duration import XsDuration
@@ -214,7 +215,7 @@ def render_agreement(agreement: CollaborationProtocolAgreement, now: datetime) -
 
 
 def add_cpa_commands(sub: Subcommands) -> None:
-    """Add ``msh cpa`` and its subcommands ``validate``, ``show``, ``add``, ``remove``, ``reload`` and ``list``."""
+    """Add ``msh cpa`` and its subcommands validate, show, add, remove, reload, new and list."""
     cpa = sub.add_parser(
         "cpa",
         help="work with CPP/CPA 2.0 agreements",
@@ -254,6 +255,7 @@ def add_cpa_commands(sub: Subcommands) -> None:
     )
     show.add_argument("file", metavar="FILE", help="agreement file to show")
     add_change_commands(cpa_sub)
+    add_cpa_new_command(cpa_sub)
     add_command(
         cpa_sub,
         "list",
