@@ -169,14 +169,14 @@ def _warn_other_certificates(path: str, party: str, certificate: x509.Certificat
     party_id = parse_party(party, "--party")[0]
     ours = certificate.public_bytes(Encoding.DER)
     for info in load(path).party_infos:
-        if any(p.value == party_id for p in info.party_ids) and info.certificates:
-            if not any(ours in c.x509 for c in info.certificates):
-                print(
-                    f"note: {path} names other certificates for {party_id} than keys/party.cert.pem; put the key of "
-                    "the one it names in keys/, or have the agreement name this one (msh keys generate prints its "
-                    "Certificate element)",
-                    file=sys.stderr,
-                )
+        named = [c for c in info.certificates if any(p.value == party_id for p in info.party_ids)]
+        if named and not any(ours in c.x509 for c in named):
+            print(
+                f"note: {path} names other certificates for {party_id} than keys/party.cert.pem; put the key of "
+                "the one it names in keys/, or have the agreement name this one (msh keys generate prints its "
+                "Certificate element)",
+                file=sys.stderr,
+            )
 
 
 def _refuse_non_empty(folder: Path, force: bool) -> None:
