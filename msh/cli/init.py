@@ -128,12 +128,13 @@ def _agreement(args: argparse.Namespace, layout: _Layout, url: str, certificate:
     return target
 
 
-def _endpoint(args: argparse.Namespace, party_id: str) -> tuple[str, str, int | None]:
+def _endpoint(args: argparse.Namespace, party_id: str) -> tuple[str, str, int | None, str | None]:
     """Scheme, host and port of our endpoint: ``--cpa``'s endpoint for our party, else https when the
-    partner's URL is (or ``--tls``), ``--host`` and ``--port`` (None: a free one)."""
+    partner's URL is (or ``--tls``), ``--host`` and ``--port`` (None: a free one); and the agreement's URL
+    for us when ``--cpa`` gives one."""
     if args.cpa is None:
         partner_tls = bool(args.their_url and args.their_url.startswith("https://"))
-        return ("https" if partner_tls or args.tls else "http"), args.host, args.port
+        return ("https" if partner_tls or args.tls else "http"), args.host, args.port, None
     from urllib.parse import urlsplit
 
     from cpa import CpaError, load
@@ -154,7 +155,7 @@ def _endpoint(args: argparse.Namespace, party_id: str) -> tuple[str, str, int | 
                         f"--cpa {args.cpa}: our endpoint's path is {parts.path!r}; msh init "
                         "sets up /msh: edit server.path in msh.toml after init"
                     )
-                return parts.scheme, parts.hostname or args.host, port
+                return parts.scheme, parts.hostname or args.host, port, receiver.endpoints[0].uri
     raise ConfigurationError(
         f"--cpa {args.cpa} has no PartyInfo with PartyId {party_id} and an endpoint: check --party"
     )
@@ -197,12 +198,12 @@ def _init(args: argparse.Namespace) -> int:
         raise ConfigurationError("--cpa and the partner's answers are two ways to the agreement; give one of them")
     layout = _Layout(folder, "party")
     kept = {p for p in (layout.settings, layout.key, layout.certificate) if p.exists()}
-    scheme, host, port = _endpoint(args, party_id)
+    scheme, host, port, given_url = _endpoint(args, party_id)
     if layout.settings in kept:  # --force: the endpoint the settings already give (perhaps serving now)
         scheme, port = _existing_endpoint(layout.settings)
     else:
         port = _port(_listen_address(host), port)
-    url = f"{scheme}://{host}:{port}/msh"
+    url = given_url or f"{scheme}://{host}:{port}/msh"
     folder.mkdir(parents=True, exist_ok=True)
     certificate = _key_pair(layout, party_id, host, args.days)
     agreements_before = set(layout.agreements.glob("*.xml")) if layout.agreements.is_dir() else set()
@@ -214,7 +215,7 @@ def _init(args: argparse.Namespace) -> int:
         )
         with open(layout.settings, "x", encoding="utf-8") as out:
             out.write(text)
-    _report(layout, url, agreement, args, kept)
+    _report(layout, f"{url} (listening on port {port})" if given_url else url, agreement, args, kept)
     return 0
 
 
