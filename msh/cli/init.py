@@ -258,6 +258,13 @@ def _report(layout: _Layout, url: str, agreement: Path | None, args: argparse.Na
     print(f"  msh send --config {config} --to {to.split(':')[0]} --service {service} --action {action} --payload FILE")
 
 
+def _port_number(text: str) -> int:
+    """An argparse type: a TCP port number, 1 to 65535."""
+    if not text.isdigit() or not 1 <= int(text) <= 65535:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a port number from 1 to 65535")
+    return int(text)
+
+
 def add_init_command(sub: Subcommands) -> None:
     """Add ``msh init``."""
     init = add_command(
@@ -277,7 +284,9 @@ def add_init_command(sub: Subcommands) -> None:
     init.add_argument("folder", metavar="DIR", help="the folder to set the party up in (new or empty)")
     init.add_argument("--party", required=True, type=non_empty, metavar="PARTYID[:TYPE]", help="our PartyId")
     init.add_argument("--host", default="127.0.0.1", metavar="NAME", help="our endpoint's host (default 127.0.0.1)")
-    init.add_argument("--port", type=int, default=None, metavar="N", help="our endpoint's port (default: a free one)")
+    init.add_argument(
+        "--port", type=_port_number, default=None, metavar="N", help="our endpoint's port (default: a free one)"
+    )
     init.add_argument("--tls", action="store_true", help="an https endpoint even for a partner reached over http")
     init.add_argument("--cpa", metavar="FILE", help="an agreement to use instead of the partner's answers")
     init.add_argument("--force", action="store_true", help="add the missing files to a folder that is not empty")

@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from msh.cli import main
+from msh.faults.pair import free_port
 from msh.runtime.config import load_settings
 
 KEYS = Path(__file__).resolve().parents[3] / "samples" / "keys"
@@ -58,8 +59,11 @@ def test_the_partner_sets_up_from_the_same_agreement_over_https(
     assert init(tmp_path / "a", *partner_https) == 0
     capsys.readouterr()
     agreement = tmp_path / "a" / "agreements" / "cpa-111-222.xml"
-    assert main(["init", str(tmp_path / "b"), "--party", f"222:{TYPE}", "--cpa", str(agreement), "--port", "0"]) == 0
+    # B's endpoint in the agreement is port 9 (privileged): it listens on a port of its own behind it.
+    port = str(free_port())
+    assert main(["init", str(tmp_path / "b"), "--party", f"222:{TYPE}", "--cpa", str(agreement), "--port", port]) == 0
     captured = capsys.readouterr()
+    assert f"endpoint https://127.0.0.1:9/msh (listening on port {port})" in captured.out
     # The agreement names B's sample certificate, not the one init made for B: said, not hidden.
     assert "names other certificates for 222" in captured.err
     settings = load_settings(tmp_path / "b" / "msh.toml", env={})
@@ -101,6 +105,9 @@ def test_a_busy_port_and_conflicting_answers_are_one_line(tmp_path: Path, capsys
     assert "--cpa and the partner's answers are two ways" in capsys.readouterr().err
     assert init(tmp_path / "c", "--partner", f"222:{TYPE}") == 2
     assert "missing --their-url, --service, --action" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        init(tmp_path / "d", "--port", "70000")
+    assert "argument --port: '70000' is not a port number from 1 to 65535" in capsys.readouterr().err
 
 
 def test_serve_without_settings_says_how_to_give_them(
