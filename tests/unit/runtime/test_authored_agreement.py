@@ -75,6 +75,10 @@ def test_a_reliable_signed_exchange_under_an_agreement_from_cpa_new(tmp_path: Pa
             await net.run_until(lambda: all(status(a, i) in ("delivered", "failed") for i in ids))
             statuses = Counter(status(a, i) for i in ids)
             assert statuses == Counter({OutboundStatus.DELIVERED.value: 20})
+            # ebMS2 §4.1.3: every message verified before delivery (copies resent included), every signed
+            # acknowledgment verified by A; resends and eliminated duplicates show the losses were real.
+            assert b.counters["signatures-verified"] >= 20 and a.counters["signatures-verified"] == 20
+            assert b.counters["signals-signed"] == 20 and a.counters["resent"] > 0
             seen = Counter(entry.message_id for entry in b.inbox(None, limit=1000))
             assert seen == Counter(dict.fromkeys(ids, 1))  # ebMS2 §6.4.1: once each, duplicates eliminated
             replies = Submission(("111", TYPE), SERVICE, "OrderResponse", (Payload(b"<ok/>", "application/xml"),))
