@@ -103,6 +103,25 @@ class Answers:
         return any(urlsplit(p.url).scheme == "https" for p in (self.ours, self.theirs))
 
 
+def _certificate_problems(answers: Answers) -> list[str]:
+    """TLS, signing and encryption each need both parties' certificates."""
+    needs = [
+        why
+        for why, wanted in (("https", answers.tls), ("signing", answers.sign), ("encryption", answers.encrypt))
+        if wanted
+    ]
+    missing = [
+        whose
+        for whose, party in (("ours", answers.ours), ("the partner's", answers.theirs))
+        if party.certificate is None
+    ]
+    if needs and missing:
+        # CPP/A 2.0 §8.4.27, §8.4.40, §8.4.50: TLS, signatures and envelopes each name the parties' certificates.
+        verb = "is" if len(missing) == 1 else "are"
+        return [f"{' and '.join(needs)} need both parties' certificates, and {' and '.join(missing)} {verb} missing"]
+    return []
+
+
 def answer_problems(answers: Answers) -> list[str]:
     """What is wrong with ``answers``, one sentence each (empty when an agreement can be written)."""
     problems: list[str] = []
@@ -122,22 +141,7 @@ def answer_problems(answers: Answers) -> list[str]:
         problems.append("an action is given twice in the same direction")
     if any(not e.action.strip() for e in answers.exchanges):
         problems.append("an action name is empty")
-    needs = [
-        why
-        for why, wanted in (("https", answers.tls), ("signing", answers.sign), ("encryption", answers.encrypt))
-        if wanted
-    ]
-    missing = [
-        whose
-        for whose, party in (("ours", answers.ours), ("the partner's", answers.theirs))
-        if party.certificate is None
-    ]
-    if needs and missing:
-        # CPP/A 2.0 §8.4.27, §8.4.40, §8.4.50: TLS, signatures and envelopes each name the parties' certificates.
-        verb = "is" if len(missing) == 1 else "are"
-        problems.append(
-            f"{' and '.join(needs)} need both parties' certificates, and {' and '.join(missing)} {verb} missing"
-        )
+    problems += _certificate_problems(answers)
     texts = (
         answers.ours.party_id,
         answers.theirs.party_id,
@@ -154,6 +158,8 @@ def answer_problems(answers: Answers) -> list[str]:
         problems.append("an answer holds a control character, which XML cannot carry; retype it")
     if not answers.cpa_id.strip():
         problems.append("the cpaid is empty")
+    if (answers.ours.party_id, answers.ours.party_id_type) == (answers.theirs.party_id, answers.theirs.party_id_type):
+        problems.append("our PartyId and the partner's are the same; an agreement is between two parties")
     if answers.end <= answers.start:
         problems.append("the agreement ends before it starts: give a positive number of days")
     if answers.retries < 0:
@@ -280,20 +286,8 @@ def _doc_exchange(info: etree._Element, key: str, exchange_id: str, answers: Ans
                 _e(envelope, "EncryptionCertificateRef", certId=f"{key}_Cert")
 
 
-def _party_info(root: etree._Element, answers: Answers, ours: bool) -> None:
-    key, other_key = _KEYS if ours else _KEYS[::-1]
-    party, other = (answers.ours, answers.theirs) if ours else (answers.theirs, answers.ours)
-    info = _e(
-        root,
-        "PartyInfo",
-        partyName=party.party_id,
-        defaultMshChannelId=f"{key}_SignalChannel",
-        defaultMshPackageId="MshSignalPackage",
-    )
-    party_id = _e(info, "PartyId", party.party_id)
-    if party.party_id_type is not None:
-        party_id.set(f"{{{TP}}}type", party.party_id_type)
-    _e(info, "PartyRef", xlink_type="simple", xlink_href=f"urn:pymsh:party:{_ncname(party.party_id)}")
+def _collaboration_role(info: etree._Element, answers: Answers, key: str, other_key: str, ours: bool) -> None:
+    """CPP/A 2.0 §8.4.5-8: the role in the process the service stands for, with the service's bindings."""
     role = _e(info, "CollaborationRole")
     _e(
         role,
@@ -313,6 +307,23 @@ def _party_info(root: etree._Element, answers: Answers, ours: bool) -> None:
         xlink_href=f"urn:pymsh:role:{'initiator' if ours else 'responder'}",
     )
     _service_binding(role, answers, key, other_key, ours)
+
+
+def _party_info(root: etree._Element, answers: Answers, ours: bool) -> None:
+    key, other_key = _KEYS if ours else _KEYS[::-1]
+    party, other = (answers.ours, answers.theirs) if ours else (answers.theirs, answers.ours)
+    info = _e(
+        root,
+        "PartyInfo",
+        partyName=party.party_id,
+        defaultMshChannelId=f"{key}_SignalChannel",
+        defaultMshPackageId="MshSignalPackage",
+    )
+    party_id = _e(info, "PartyId", party.party_id)
+    if party.party_id_type is not None:
+        party_id.set(f"{{{TP}}}type", party.party_id_type)
+    _e(info, "PartyRef", xlink_type="simple", xlink_href=f"urn:pymsh:party:{_ncname(party.party_id)}")
+    _collaboration_role(info, answers, key, other_key, ours)
     if party.certificate is not None:
         _certificate(info, key, party.certificate)
     if other.certificate is not None:  # what this party trusts: the other's certificate, as its own anchor

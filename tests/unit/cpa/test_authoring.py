@@ -128,6 +128,7 @@ def test_the_validity_window_is_the_answers() -> None:
         ({"exchanges": (Exchange("A"), Exchange("A"))}, "an action is given twice"),
         ({"end": NOW - timedelta(days=2)}, "ends before it starts"),
         ({"cpa_id": "a\x01b"}, "control character"),
+        ({"theirs": PartyAnswers(*OURS, "http://b/msh")}, "our PartyId and the partner's are the same"),
     ],
 )
 def test_bad_answers_are_each_named(changes: dict[str, object], expected: str) -> None:
