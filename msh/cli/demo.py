@@ -49,6 +49,19 @@ def _ports(text: str) -> tuple[int, int, int]:
     return int(parts[0]), int(parts[1]), int(parts[2])
 
 
+def _add_ports(demo: argparse.ArgumentParser) -> None:
+    demo.add_argument(
+        "--ports",
+        type=_ports,
+        default=None,
+        metavar="A,B,PROXY",
+        help=(
+            "the two-partner demo's ports on 127.0.0.1: A's endpoint, B's, and the lossy proxy's in front of B "
+            "(default: three free ones)"
+        ),
+    )
+
+
 def add_demo_command(sub: Subcommands) -> None:
     """Add ``msh demo``."""
     demo = add_command(
@@ -102,15 +115,6 @@ def add_demo_command(sub: Subcommands) -> None:
     demo.add_argument(
         "--no-analytics", action="store_true", help="skip exporting the journals and the Spark delivery report"
     )
-    demo.add_argument(
-        "--ports",
-        type=_ports,
-        default=None,
-        metavar="A,B,PROXY",
-        help=(
-            "the two-partner demo's ports on 127.0.0.1: A's endpoint, B's, and the lossy proxy's in front of B "
-            "(default: three free ones)"
-        ),
-    )
+    _add_ports(demo)
     demo.add_argument("--codec", action="store_true", help="run the codec demo over the sample message files")
     demo.add_argument("--samples", default=None, help="with --codec: folder of sample messages")

@@ -5,6 +5,7 @@ the style of ``samples/config/party-a.toml``; every other setting keeps its defa
 from __future__ import annotations
 
 import json
+from typing import Final
 
 __all__ = ["settings_text"]
 
@@ -12,6 +13,16 @@ __all__ = ["settings_text"]
 def _toml(value: str) -> str:
     """``value`` as a TOML basic string (JSON's string escapes are TOML's)."""
     return json.dumps(value, ensure_ascii=False)
+
+
+_TLS_LINES: Final = (
+    "[tls]",
+    'certificate = "keys/party.cert.pem"   # our certificate: TLS server and TLS client certificate',
+    'private_key = "keys/party.key.pem"    # its private key (PEM); shown by path only',
+    "trusted = []                          # extra trust anchors; the agreement names the partner's",
+    "require_client_certificate = true     # mutual TLS: partners present the certificate the agreement names",
+    "",
+)
 
 
 def settings_text(party_id: str, party_type: str | None, *, host: str, port: int, tls: bool, url: str) -> str:
@@ -51,14 +62,7 @@ def settings_text(party_id: str, party_type: str | None, *, host: str, port: int
         "",
     ]
     if tls:
-        lines += [
-            "[tls]",
-            'certificate = "keys/party.cert.pem"   # our certificate: TLS server and TLS client certificate',
-            'private_key = "keys/party.key.pem"    # its private key (PEM); shown by path only',
-            "trusted = []                          # extra trust anchors; the agreement names the partner's",
-            "require_client_certificate = true     # mutual TLS: partners present the certificate the agreement names",
-            "",
-        ]
+        lines += _TLS_LINES
     lines += [
         "[security]",
         "# The agreement says what is signed and encrypted; these are the keys (the certificate the agreement",
