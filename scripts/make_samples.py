@@ -151,7 +151,8 @@ def main() -> None:
         b"</SOAP:Envelope>\n"
     )
     for path in sorted(out.iterdir()):
-        print(f"wrote {path.name} ({path.stat().st_size} bytes)")
+        if path.suffix != ".py":  # the data package's __init__.py (msh.sample_messages) is not a sample
+            print(f"wrote {path.name} ({path.stat().st_size} bytes)")
 
 
 if __name__ == "__main__":

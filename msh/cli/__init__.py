@@ -12,6 +12,8 @@ Subcommands:
   the agreement's Certificate element; ``msh keys show FILE``: what a certificate is and fits; ``msh keys
   import CERT``: the Certificate element of a CA-issued certificate (:mod:`msh.cli.keys`).
 - ``msh demo``: the two-partner reliable-messaging demo (``--codec``: round-trip the sample messages).
+- ``msh init DIR``: a party set up in a folder: settings, keys, an agreement, a free port (:mod:`msh.cli.init`).
+- ``msh cpa new``: an agreement from a few answers (:mod:`msh.cli.cpa_new`; ``--interactive`` asks them).
 - ``msh cpa validate FILE…``, ``msh cpa show FILE``: check agreements and summarise one; ``msh cpa list``:
   the agreements of the running MSH (:mod:`msh.cli.agreements`); ``msh cpa add FILE | remove CPAID |
   reload``: change the agreements of a running MSH without a restart (:mod:`msh.cli.agreement_changes`).
@@ -52,6 +54,7 @@ from msh.cli.analytics import add_analytics_commands
 from msh.cli.common import EXIT_INTERNAL, EXIT_INTERRUPTED, EXIT_USAGE, Parser
 from msh.cli.demo import add_demo_command
 from msh.cli.inbox import add_inbox_command
+from msh.cli.init import add_init_command
 from msh.cli.keys import add_keys_command
 from msh.cli.listing import add_history_command, add_messages_command
 from msh.cli.messages import add_message_commands
@@ -107,6 +110,7 @@ def build_parser() -> argparse.ArgumentParser:
         add_message_commands,
         add_demo_command,
         add_cpa_commands,
+        add_init_command,
         add_serve_command,
         add_send_command,
         add_status_command,

@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING
 from msh.cli.agreement_certificates import agreement_json, certificate_lines, validity_warnings, window_state
 from msh.cli.agreement_changes import add_change_commands
 from msh.cli.common import Subcommands, add_command, running_msh
+from msh.cli.cpa_new import add_cpa_new_command
 
 if TYPE_CHECKING:
     from cpa.duration import XsDuration
@@ -223,7 +224,7 @@ def render_agreement(agreement: CollaborationProtocolAgreement, now: datetime) -
 
 
 def add_cpa_commands(sub: Subcommands) -> None:
-    """Add ``msh cpa`` and its subcommands ``validate``, ``show``, ``add``, ``remove``, ``reload`` and ``list``."""
+    """Add ``msh cpa`` and its subcommands validate, show, add, remove, reload, new and list."""
     cpa = sub.add_parser(
         "cpa",
         help="work with CPP/CPA 2.0 agreements",
@@ -269,6 +270,7 @@ def add_cpa_commands(sub: Subcommands) -> None:
     show.add_argument("file", metavar="FILE", help="agreement file to show")
     show.add_argument("--json", action="store_true", help="print JSON (camelCase keys) instead of the summary")
     add_change_commands(cpa_sub)
+    add_cpa_new_command(cpa_sub)
     add_command(
         cpa_sub,
         "list",

@@ -15,6 +15,8 @@ __all__ = ["add_demo_command"]
 def _demo(args: argparse.Namespace) -> int:
     if args.codec and args.multihop:
         raise ConfigurationError("--codec and --multihop are two different demos; give one of them")
+    if args.ports is not None and (args.multihop or args.codec):
+        raise ConfigurationError("--ports is for the two-partner demo (the multi-hop demo picks free ports itself)")
     if args.undeliverable is not None and not args.multihop:
         raise ConfigurationError("--undeliverable is for the multi-hop demo; add --multihop")
     if args.codec:
@@ -34,7 +36,30 @@ def _demo(args: argparse.Namespace) -> int:
         )
     from msh.demos.exchange import run_exchange_demo
 
-    return run_exchange_demo(messages=args.messages, loss=args.loss, keep=args.keep, analytics=not args.no_analytics)
+    return run_exchange_demo(
+        messages=args.messages, loss=args.loss, keep=args.keep, analytics=not args.no_analytics, ports=args.ports
+    )
+
+
+def _ports(text: str) -> tuple[int, int, int]:
+    """An argparse type: ``A,B,PROXY``, three TCP port numbers."""
+    parts = [p.strip() for p in text.split(",")]
+    if len(parts) != 3 or not all(p.isdigit() and 1 <= int(p) <= 65535 for p in parts):
+        raise argparse.ArgumentTypeError(f"{text!r} is not three ports A,B,PROXY (e.g. 8081,8082,18082)")
+    return int(parts[0]), int(parts[1]), int(parts[2])
+
+
+def _add_ports(demo: argparse.ArgumentParser) -> None:
+    demo.add_argument(
+        "--ports",
+        type=_ports,
+        default=None,
+        metavar="A,B,PROXY",
+        help=(
+            "the two-partner demo's ports on 127.0.0.1: A's endpoint, B's, and the lossy proxy's in front of B "
+            "(default: three free ones)"
+        ),
+    )
 
 
 def add_demo_command(sub: Subcommands) -> None:
@@ -45,8 +70,8 @@ def add_demo_command(sub: Subcommands) -> None:
         _demo,
         help="run the two-partner reliable-messaging demo",
         description=(
-            "Start partners A and B of samples/cpas/demo-a-b.xml as two MSH processes (ports 8081, 8082 and "
-            "18082 on 127.0.0.1; each with its own SQLite file in a temporary folder), send reliable messages "
+            "Start partners A and B of samples/cpas/demo-a-b.xml as two MSH processes (on free ports of 127.0.0.1, "
+            "or those of --ports; each with its own SQLite file in a temporary folder), send reliable messages "
             "from A to B through a lossy stretch that loses requests and acknowledgments, and print what each "
             "side saw; then both journals are exported and the delivery report (Spark) runs on them, and the "
             "path of its HTML page is printed (skipped, with the reason, where Spark cannot run). "
@@ -90,5 +115,6 @@ def add_demo_command(sub: Subcommands) -> None:
     demo.add_argument(
         "--no-analytics", action="store_true", help="skip exporting the journals and the Spark delivery report"
     )
+    _add_ports(demo)
     demo.add_argument("--codec", action="store_true", help="run the codec demo over the sample message files")
     demo.add_argument("--samples", default=None, help="with --codec: folder of sample messages")

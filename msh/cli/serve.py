@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import os
 import signal
 import threading
 from collections.abc import Callable, Iterator
@@ -42,7 +43,7 @@ def _serve(args: argparse.Namespace) -> int:
     # Until the server takes the signals over, SIGTERM ends start-up like Ctrl-C.
     with _on_sigterm(_interrupt):
         try:
-            settings = load_settings(args.config)
+            settings = _settings(args.config, load_settings)
             if args.print_settings:
                 print(describe(settings))
                 return 0
@@ -106,6 +107,22 @@ def _serve(args: argparse.Namespace) -> int:
                 print("msh: stopped while starting (nothing was served)", flush=True)
             # else: it never started; the error line that follows says why (no "stopped" before it).
     return 0
+
+
+def _settings(path: str | None, load: Callable[[str | None], Any]) -> Any:
+    """The settings of ``--config`` (or ``MSH_CONFIG``); with neither, and the environment's MSH_<SECTION>_<KEY>
+    variables not enough on their own, one line saying how to give a settings file."""
+    from msh.errors import ConfigurationError, MshError
+
+    if path is not None or os.environ.get("MSH_CONFIG", "").strip():
+        return load(path)
+    try:
+        return load(None)
+    except MshError:
+        raise ConfigurationError(
+            "no settings file: give one with --config FILE or the environment variable MSH_CONFIG=FILE "
+            "(msh init DIR writes one)"
+        ) from None
 
 
 def _companions(settings: Any, msh: Any) -> list[Any]:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import time
 from datetime import UTC, datetime
+from importlib import resources
 from pathlib import Path
 
 from msh.ebms.errorlist import error_message, soap_fault
@@ -25,11 +26,30 @@ from msh.ebms.message import (
 from msh.ebms.mime import AttachmentSpec
 from msh.ebms.model import ReplyAddress
 from msh.ebms.salvage import salvage_reply_address
-from msh.errors import EbmsError, EnvelopeError
+from msh.errors import ConfigurationError, EbmsError, EnvelopeError
 
 __all__ = ["round_trip", "run_demo"]
 
-SAMPLES = Path(__file__).resolve().parents[2] / "samples" / "messages"
+SAMPLES_PACKAGE = "msh.sample_messages"
+"""The data package of the sample messages (the checkout's samples/messages, inside the wheel too)."""
+MESSAGE_SUFFIXES = (".http", ".xml", ".mime")
+
+
+def sample_folder() -> Path:
+    """The folder of the installed sample messages (:mod:`importlib.resources`: a wheel, or a checkout
+    installed with ``pip install -e .``); a checkout used without installing it, its samples/messages."""
+    try:
+        folder = resources.files(SAMPLES_PACKAGE)
+    except ModuleNotFoundError:
+        checkout = Path(__file__).resolve().parents[2] / "samples" / "messages"
+        if checkout.is_dir():
+            return checkout
+        raise ConfigurationError(
+            f"the sample messages ({SAMPLES_PACKAGE}) are not installed; reinstall the MSH or pass --samples DIR"
+        ) from None
+    if not isinstance(folder, Path):
+        raise ConfigurationError(f"the sample messages are inside an archive ({folder}); pass --samples DIR")
+    return folder
 
 
 def round_trip(message: EbxmlMessage) -> tuple[bool, str]:
@@ -59,8 +79,14 @@ def _readable_header(path: Path) -> ReplyAddress | None:
 
 def run_demo(samples: str | None = None) -> int:
     """Run the demo over ``samples`` (default: the project's samples/messages). Returns the exit status."""
-    folder = Path(samples) if samples else SAMPLES
-    files = sorted(p for p in folder.iterdir() if p.is_file()) if folder.is_dir() else []
+    folder = Path(samples) if samples else sample_folder()
+    # Every file of a folder given; of the data package, its messages (not its __init__.py).
+    every = samples is not None
+    files = (
+        sorted(p for p in folder.iterdir() if p.is_file() and (every or p.suffix in MESSAGE_SUFFIXES))
+        if folder.is_dir()
+        else []
+    )
     if not files:
         print(f"no sample messages found in {folder}; run scripts/make_samples.py or pass --samples DIR")
         return 1

@@ -2,8 +2,10 @@
 
 Partner A and partner B of ``samples/cpas/demo-a-b.xml`` each run ``msh serve`` in a process of their own
 with their own SQLite file (settings ``samples/config/party-a.toml`` / ``party-b.toml``), over HTTPS with
-mutual TLS. A lossy proxy sits where the agreement says B listens (127.0.0.1:8082; B itself listens on
-18082): during the lossy stretch it loses some requests (B never sees them) and some responses (B stored
+mutual TLS, on three free ports of 127.0.0.1 (or the ones ``--ports A,B,PROXY`` names): A's endpoint, B's,
+and a lossy proxy's in front of B, the port the demo's copy of the agreement gives as B's endpoint, so that
+A reaches B through it. During the lossy stretch the proxy loses some requests (B never sees them) and
+some responses (B stored
 the message but A never gets the acknowledgment). The demo submits messages with payloads to A's store
 (A's server picks them up, as it would from ``msh send``), waits until every one is final, and prints what
 each side saw, read back from each side's store journal. It ends with the check that matters: every
@@ -21,12 +23,13 @@ import errno
 import socket
 import time
 from collections import Counter
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from msh.errors import ConfigurationError
 from msh.faults.outcome import inbox_census, journal, submit_orders, wait_final
-from msh.faults.pair import Partner
+from msh.faults.pair import Partner, free_port, substitute
 from msh.faults.proxy import ProxyStats
 from msh.faults.workfolder import in_work_folder
 from msh.store.events import EventKind
@@ -34,24 +37,44 @@ from msh.store.events import EventKind
 if TYPE_CHECKING:
     from msh.engine import OutboundStatus
 
-__all__ = ["run_exchange_demo"]
+__all__ = ["DemoPorts", "check_ports_free", "choose_ports", "run_exchange_demo"]
 
 ROOT = Path(__file__).resolve().parents[2]
 CONFIG = ROOT / "samples" / "config"
 CPA = ROOT / "samples" / "cpas" / "demo-a-b.xml"
 TP = "http://www.oasis-open.org/committees/ebxml-cppa/schema/cpp-cpa-2_0.xsd"
-A_PORT = 8081  # where samples/config/party-a.toml and the agreement have A listen
-B_PORT_BEHIND_PROXY = 18082
-B_PORT = 8082  # where the agreement has B listen: the lossy proxy takes it
+SAMPLE_A_URL = "https://127.0.0.1:8081/msh"  # A's endpoint in the sample agreement (and party-a.toml's port)
+SAMPLE_B_URL = "https://127.0.0.1:8082/msh"  # B's: the demo's copy names the proxy's port instead
 PARTY_B = ("987654321", "urn:oasis:names:tc:ebcore:partyid-type:iso6523:0088")
 SERVICE, ACTION = "urn:example:services:ordering", "NewOrder"
 
 
-def check_ports_free(ports: tuple[int, ...] | None = None) -> None:
-    """:class:`ConfigurationError` (one line) naming each demo port (default: the three the demo uses) that
-    something else listens on."""
-    if ports is None:
-        ports = (A_PORT, B_PORT, B_PORT_BEHIND_PROXY)
+@dataclass(frozen=True, slots=True)
+class DemoPorts:
+    """The demo's ports on 127.0.0.1: A's endpoint, B's, and the lossy proxy's in front of B."""
+
+    a: int
+    b: int
+    proxy: int
+
+
+def choose_ports(wanted: tuple[int, int, int] | None = None) -> DemoPorts:
+    """``wanted`` (A, B, PROXY) once checked free (:func:`check_ports_free`), else three free ports."""
+    if wanted is not None:
+        if len(set(wanted)) != 3:
+            raise ConfigurationError(f"--ports {','.join(map(str, wanted))}: give three different ports (A,B,PROXY)")
+        check_ports_free(wanted)
+        return DemoPorts(*wanted)
+    chosen: list[int] = []
+    while len(chosen) < 3:
+        port = free_port()
+        if port not in chosen:
+            chosen.append(port)
+    return DemoPorts(*chosen)
+
+
+def check_ports_free(ports: tuple[int, ...]) -> None:
+    """:class:`ConfigurationError` (one line) naming each of ``ports`` that something else listens on."""
     busy = []
     for port in ports:
         with socket.socket() as probe:
@@ -66,7 +89,7 @@ def check_ports_free(ports: tuple[int, ...] | None = None) -> None:
         raise ConfigurationError(
             f"the demo needs ports {', '.join(map(str, ports))} on 127.0.0.1, and {', '.join(busy)} "
             f"{'is' if len(busy) == 1 else 'are'} in use (another demo or msh serve?); stop what listens there "
-            f"(ss -ltnp shows it) and run the demo again"
+            f"(ss -ltnp shows it), choose other ports with --ports A,B,PROXY, or leave --ports out for free ones"
         )
 
 
@@ -77,25 +100,28 @@ def run_exchange_demo(
     seed: int = 7,
     keep: bool = False,
     analytics: bool = True,
+    ports: tuple[int, int, int] | None = None,
 ) -> int:
     """Run the demo; return 0 when every message was delivered exactly once (see the module docs).
 
     With ``analytics``, both journals are then exported and the delivery report is run on them
     (:mod:`msh.demos.analytics`, skipped with a note where Spark cannot run); the report stays in a folder of
     its own. The work folder (stores, logs) is removed after a successful run unless ``keep``; after a
-    failed one it is kept and named, for the logs. :class:`ConfigurationError` when a port it needs is in
-    use."""
-    check_ports_free()
+    failed one it is kept and named, for the logs. ``ports``: A's, B's and the proxy's (default: free
+    ones); :class:`ConfigurationError` when one of them is in use."""
+    chosen = choose_ports(ports)
     return in_work_folder(
         "msh-demo-",
-        lambda work: _run_and_report(work, messages, loss, lossy_share, seed, analytics),
+        lambda work: _run_and_report(work, messages, loss, lossy_share, seed, analytics, chosen),
         keep=keep,
         contents="stores party-a.sqlite, party-b.sqlite; logs a.log, b.log",
     )
 
 
-def _run_and_report(work: Path, messages: int, loss: float, lossy_share: float, seed: int, analytics: bool) -> int:
-    status = _run(work, messages, loss, lossy_share, seed)
+def _run_and_report(
+    work: Path, messages: int, loss: float, lossy_share: float, seed: int, analytics: bool, ports: DemoPorts
+) -> int:
+    status = _run(work, messages, loss, lossy_share, seed, ports)
     if analytics:
         _analytics(work)
     return status
@@ -105,16 +131,22 @@ def _tp(name: str) -> str:
     return f"{{{TP}}}{name}"
 
 
-def signing_agreement(work: Path, cpa: Path = CPA) -> dict[str, dict[str, str]]:
+def signing_agreement(
+    work: Path, cpa: Path = CPA, endpoints: dict[str, str] | None = None
+) -> dict[str, dict[str, str]]:
     """Make a signing key pair for A and B in ``work`` and write ``work/agreement.xml``: ``cpa`` with each
     party's SigningCertificateRef naming its new certificate (added to its PartyInfo) and each party's trust
-    anchors accepting the other's. Returns, per partner (``A``, ``B``), the environment variables that point
-    its settings at the copy and the keys (MSH_<SECTION>_<KEY>)."""
+    anchors accepting the other's, and each endpoint URL of ``endpoints`` (sample URL: demo URL) replaced.
+    Returns, per partner (``A``, ``B``), the environment variables that point its settings at the copy and
+    the keys (MSH_<SECTION>_<KEY>)."""
     from lxml import etree
 
     from msh.security import certificate_element, generate_key_pair, write_key_pair
 
-    root = etree.fromstring(cpa.read_bytes())
+    text = cpa.read_text(encoding="utf-8")
+    if endpoints:
+        text = substitute(text, endpoints, cpa)
+    root = etree.fromstring(text.encode("utf-8"))
     keys: dict[str, tuple[Path, Path]] = {}
     for name, other in (("A", "B"), ("B", "A")):
         pair = generate_key_pair(f"Party {name} (signing, pymsh demo)")
@@ -162,7 +194,7 @@ def _analytics(work: Path) -> None:
     report_on_demo([(CONFIG / f"party-{key}.toml", work / f"party-{key}.sqlite") for key in ("a", "b")])
 
 
-def _run(work: Path, messages: int, loss: float, lossy_share: float, seed: int) -> int:
+def _run(work: Path, messages: int, loss: float, lossy_share: float, seed: int, ports: DemoPorts) -> int:
     from msh.faults.proxy import run_in_thread
     from msh.runtime.config import load_settings
     from msh.runtime.msh import Msh
@@ -172,25 +204,27 @@ def _run(work: Path, messages: int, loss: float, lossy_share: float, seed: int) 
     print("  agreement samples/cpas/demo-a-b.xml: AckRequested, DuplicateElimination, sync acknowledgments,")
     print("  HTTPS with mutual TLS, messages and signals signed (rsa-sha256); A waits 3 s for an acknowledgment,")
     print("  then resends every RetryInterval (5 s)")
-    signing = signing_agreement(work)
+    print(f"  ports on 127.0.0.1: A {ports.a}, B {ports.b}, the lossy proxy in front of B {ports.proxy}")
+    endpoints = {SAMPLE_A_URL: f"https://127.0.0.1:{ports.a}/msh", SAMPLE_B_URL: f"https://127.0.0.1:{ports.proxy}/msh"}
+    signing = signing_agreement(work, endpoints=endpoints)
     print(f"  signing key pairs made for A and B in {work / 'keys'}; the agreement names their certificates")
     b = Partner(
         "B",
         CONFIG / "party-b.toml",
         b_store,
-        B_PORT_BEHIND_PROXY,
+        ports.b,
         work / "b.log",
-        env={"MSH_STORE_URL": str(b_store), "MSH_SERVER_PORT": str(B_PORT_BEHIND_PROXY), **signing["B"]},
+        env={"MSH_STORE_URL": str(b_store), "MSH_SERVER_PORT": str(ports.b), **signing["B"]},
     )
-    a_env = {"MSH_STORE_URL": str(a_store), **signing["A"]}
-    a = Partner("A", CONFIG / "party-a.toml", a_store, A_PORT, work / "a.log", env=a_env)
+    a_env = {"MSH_STORE_URL": str(a_store), "MSH_SERVER_PORT": str(ports.a), **signing["A"]}
+    a = Partner("A", CONFIG / "party-a.toml", a_store, ports.a, work / "a.log", env=a_env)
     partners = (b, a)
     try:
         for partner in partners:
             partner.start()
         with run_in_thread(
-            ("127.0.0.1", B_PORT),
-            ("127.0.0.1", B_PORT_BEHIND_PROXY),
+            ("127.0.0.1", ports.proxy),
+            ("127.0.0.1", ports.b),
             drop_requests=loss,
             drop_responses=loss,
             seed=seed,

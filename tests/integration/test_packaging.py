@@ -24,7 +24,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 TIMEOUT = 300
-_SOURCES = ("pyproject.toml", "README.md", "msh", "cpa", "schemas")
+_SOURCES = ("pyproject.toml", "README.md", "msh", "cpa", "schemas", "samples/messages")
 
 
 def _run(
@@ -51,7 +51,7 @@ def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
     for name in _SOURCES:
         path = ROOT / name
         if path.is_dir():
-            shutil.copytree(path, source / name, ignore=ignore)
+            shutil.copytree(path, source / name, ignore=ignore)  # samples/messages: its parents made on the way
         else:
             shutil.copy2(path, source / name)
     out = work / "dist"
@@ -176,3 +176,19 @@ def test_installed_wheel_has_a_working_msh_command(installed: Path, tmp_path: Pa
     )
     assert inspected.returncode == 0, inspected.stderr
     assert "verdict: valid" in inspected.stdout
+
+
+def test_installed_wheel_runs_the_codec_demo_on_its_own_samples(installed: Path, tmp_path: Path) -> None:
+    """``msh demo --codec`` reads the sample messages the wheel carries (the data package
+    msh.sample_messages), not a samples/ folder of the checkout."""
+    result = _run([str(installed / "bin" / "msh"), "demo", "--codec"], cwd=tmp_path, env=_isolated_env())
+    first = result.stdout.splitlines()[0]
+    folder = Path(first.split(" from ", 1)[1])
+    assert folder.resolve().is_relative_to(installed.resolve()), first
+    shipped = sorted(
+        p.name for p in (ROOT / "samples" / "messages").iterdir() if p.suffix in (".http", ".xml", ".mime")
+    )
+    assert first.startswith(f"ebXML MSH demo: {len(shipped)} sample messages"), first
+    for name in shipped:
+        assert name in result.stdout
+    assert "0 failed" in result.stdout

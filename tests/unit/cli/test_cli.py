@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import subprocess
 import sys
@@ -11,6 +12,7 @@ import pytest
 
 from msh.cli import main
 from msh.demos.codec import run_demo
+from msh.errors import ConfigurationError
 from tests.support.json_keys import keys_off_convention
 
 SAMPLES = Path(__file__).resolve().parents[3] / "samples" / "messages"
@@ -226,21 +228,52 @@ def test_a_bug_is_one_line_with_status_70_and_ctrl_c_130(
     assert one_line(capsys.readouterr().err) == "msh cpa list: interrupted"
 
 
-def test_the_demo_refuses_busy_ports_in_one_line(
-    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
-) -> None:
+def test_the_demo_refuses_busy_ports_in_one_line(capsys: pytest.CaptureFixture[str]) -> None:
     import socket
-
-    from msh.demos import exchange as exchange_demo
 
     with socket.socket() as busy:
         busy.bind(("127.0.0.1", 0))
         busy.listen()
         port = busy.getsockname()[1]
-        monkeypatch.setattr(exchange_demo, "A_PORT", port)
-        assert main(["demo", "--messages", "1"]) == 2
+        assert main(["demo", "--messages", "1", "--ports", f"{port},{port + 1},{port + 2}"]) == 2
     line = one_line(capsys.readouterr().err)
     assert line.startswith("msh demo: error: the demo needs ports") and f"and {port} is in use" in line
+    assert "--ports A,B,PROXY, or leave --ports out for free ones" in line
+
+
+@pytest.mark.parametrize(
+    ("argv", "expected"),
+    [
+        (["demo", "--ports", "8081,8082"], "argument --ports: '8081,8082' is not three ports A,B,PROXY"),
+        (["demo", "--ports", "1,2,99999"], "is not three ports A,B,PROXY"),
+        (["demo", "--ports", "9001,9001,9002"], "--ports 9001,9001,9002: give three different ports (A,B,PROXY)"),
+        (["demo", "--multihop", "--ports", "1,2,3"], "--ports is for the two-partner demo"),
+    ],
+)
+def test_bad_demo_ports_are_one_line(argv: list[str], expected: str, capsys: pytest.CaptureFixture[str]) -> None:
+    with contextlib.suppress(SystemExit):
+        assert main(argv) == 2
+    assert expected in one_line(capsys.readouterr().err)
+
+
+def test_the_demo_picks_free_ports_when_8081_is_taken() -> None:
+    """The demo's default ports are free ones, whatever holds the sample ports (8081, 8082, 18082)."""
+    import socket
+
+    from msh.demos.exchange import check_ports_free, choose_ports
+
+    with contextlib.ExitStack() as stack:
+        for sample in (8081, 8082, 18082):
+            holder = stack.enter_context(socket.socket())
+            with contextlib.suppress(OSError):  # already taken by something else: just as good
+                holder.bind(("127.0.0.1", sample))
+                holder.listen()
+        chosen = choose_ports()
+        ports = (chosen.a, chosen.b, chosen.proxy)
+        assert len(set(ports)) == 3 and not {8081, 8082, 18082} & set(ports)
+        check_ports_free(ports)  # each can be bound now
+        with pytest.raises(ConfigurationError, match="8081"):
+            choose_ports((8081, ports[1], ports[2]))
 
 
 def test_serve_on_a_busy_port_is_one_line(
