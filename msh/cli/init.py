@@ -12,12 +12,10 @@ from __future__ import annotations
 
 import argparse
 import errno
-import inspect
 import ipaddress
 import shutil
 import socket
 import sys
-from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -90,7 +88,7 @@ def _listen_address(host: str) -> str:
 
 def _key_pair(layout: _Layout, party: str, host: str, days: int) -> x509.Certificate:
     """Our certificate: the one in ``keys/`` when ``--force`` kept it, else a new pair written there."""
-    from msh.security.keys import KeyPair, generate_key_pair, load_certificates, write_key_pair
+    from msh.security.keys import generate_key_pair, load_certificates, write_key_pair
 
     if layout.key.exists() and layout.certificate.exists():
         return load_certificates(layout.certificate)[0]
@@ -99,10 +97,8 @@ def _key_pair(layout: _Layout, party: str, host: str, days: int) -> x509.Certifi
             f"{layout.folder / 'keys'} holds only one of {layout.key.name} and {layout.certificate.name}; move it "
             "away so that a matching pair can be made"
         )
-    # The certificate names the endpoint's host (subjectAltName) where the key generator can write one.
-    accepts_hosts = "hosts" in inspect.signature(generate_key_pair).parameters
-    make: Callable[..., KeyPair] = generate_key_pair
-    pair = make(party, days=days, hosts=[host]) if accepts_hosts else make(party, days=days)
+    # The certificate names the endpoint's host (subjectAltName), so that the partner's TLS checks it.
+    pair = generate_key_pair(party, days=days, hosts=[host])
     write_key_pair(pair, layout.key.parent, layout.stem)
     return pair.certificate
 
