@@ -15,6 +15,7 @@ from msh.console.web import Console
 from msh.runtime.attempts import Attempt
 from msh.store.api import Event, InboundMessage, InboxEntry, OutboundMessage, Transaction
 from msh.store.app_records import AppInboxItem, InboxClaim
+from msh.store.events import EventKind
 
 __all__ = ["download_payload", "message_page"]
 
@@ -43,7 +44,7 @@ def _stored(message_id: str, tx: Transaction) -> Stored:
 
 def tone(event: Event) -> str:
     """How an event reads at a glance: good (an end reached), bad (a failure or refusal), or neutral."""
-    if event.kind == "transmission" and event.detail.get("error"):
+    if event.kind == EventKind.TRANSMISSION and event.detail.get("error"):
         return "bad"
     return "good" if event.kind in _GOOD else "bad" if event.kind in _BAD else ""
 
