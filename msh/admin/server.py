@@ -11,30 +11,16 @@ from __future__ import annotations
 
 import logging
 import socket
-import ssl
 
 from msh.admin.app import ASGIApp, build_admin_app
+from msh.api.server import interface_context
 from msh.runtime.config import Settings
 from msh.runtime.msh import Msh
 from msh.transport.server import Running, bind, start_app
-from msh.transport.tls import server_context
 
 __all__ = ["AdminServer"]
 
 log = logging.getLogger("msh.admin")
-
-
-def _context(settings: Settings) -> ssl.SSLContext | None:
-    admin = settings.admin
-    if not admin.tls:
-        return None
-    return server_context(
-        certificate=settings.tls.certificate,
-        private_key=settings.tls.private_key,
-        client_anchors_pem="",
-        trusted=admin.client_ca,
-        require_client_certificate=bool(admin.client_ca),
-    )
 
 
 class AdminServer:
@@ -45,7 +31,7 @@ class AdminServer:
     ) -> None:
         admin = settings.admin
         self.app = build_admin_app(msh, settings, extra=extra)
-        self.ssl = _context(settings)
+        self.ssl = interface_context(settings, settings.admin)
         self.listener = sock if sock is not None else bind(admin.host, admin.port, section="admin")
         self.port = int(self.listener.getsockname()[1])
         self.scheme = "https" if self.ssl is not None else "http"

@@ -19,26 +19,29 @@ from msh.api.app import create_app
 from msh.api.auth import load_applications
 from msh.api.context import ApiContext
 from msh.runtime.config import Settings
-from msh.runtime.config.api import credentials
+from msh.runtime.config.admin import AdminSettings
+from msh.runtime.config.api import ApiSettings, credentials
 from msh.runtime.msh import Msh
 from msh.transport.server import Running, bind, start_app
 from msh.transport.tls import server_context
 
-__all__ = ["ApiServer"]
+__all__ = ["ApiServer", "interface_context"]
 
 log = logging.getLogger("msh.api")
 
 
-def _context(settings: Settings) -> ssl.SSLContext | None:
-    api = settings.api
-    if not api.tls:
+def interface_context(settings: Settings, section: ApiSettings | AdminSettings) -> ssl.SSLContext | None:
+    """The TLS server context of an operators' or applications' port (``section``: ``settings.api`` or
+    ``settings.admin``): our ``[tls]`` certificate, client certificates from the section's ``client_ca``
+    asked for when it names any; None when the section serves plain HTTP."""
+    if not section.tls:
         return None
     return server_context(
         certificate=settings.tls.certificate,
         private_key=settings.tls.private_key,
         client_anchors_pem="",
-        trusted=api.client_ca,
-        require_client_certificate=bool(api.client_ca),
+        trusted=section.client_ca,
+        require_client_certificate=bool(section.client_ca),
     )
 
 
@@ -51,7 +54,7 @@ class ApiServer:
         applications = load_applications(credentials(api.applications), certificates=bool(api.client_ca), base_dir=base)
         self.context = ApiContext(msh, api, applications)
         self.app = create_app(self.context)
-        self.ssl = _context(settings)
+        self.ssl = interface_context(settings, settings.api)
         self.listener = sock if sock is not None else bind(api.host, api.port, section="api")
         self.port = int(self.listener.getsockname()[1])
         self.scheme = "https" if self.ssl is not None else "http"
