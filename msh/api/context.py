@@ -71,13 +71,7 @@ class ApiContext:
 
     async def read(self, fn: Callable[[Transaction], _T]) -> _T:
         """``fn`` in a read-only transaction, off the event loop."""
-        store = self.msh.store
-
-        def run() -> _T:
-            with store.transaction(readonly=True) as tx:
-                return fn(tx)
-
-        return await self.msh.off_loop(run)
+        return await self.msh.read(fn)
 
     async def write(self, unit: Callable[[Transaction], _T]) -> _T:
         """``unit`` through the MSH's store writer (committed before this returns)."""

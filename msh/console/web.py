@@ -70,13 +70,7 @@ class Console:
 
     async def read(self, fn: Callable[[Transaction], _T]) -> _T:
         """``fn`` in a read-only transaction, off the event loop."""
-        store = self.msh.store
-
-        def run() -> _T:
-            with store.transaction(readonly=True) as tx:
-                return fn(tx)
-
-        return await self.msh.off_loop(run)
+        return await self.msh.read(fn)
 
     def session(self, request: Request) -> Session:
         found = request.scope.get("msh.console.session")

@@ -10,16 +10,19 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
 from datetime import datetime
+from typing import Any, TypeVar
 
-from msh.store.api import Event, InboxEntry, Store
+from msh.store.api import Event, InboxEntry, Store, Transaction
 from msh.store.inbox_status import InboxStatus, inbox_status
 from msh.store.listing import MessageFilter, MessagePage
 
 __all__ = ["MessageQueries"]
 
+_T = TypeVar("_T")
+
 
 class MessageQueries(ABC):
-    """``messages(filter)``, ``history(message_id)`` and ``inbox_statuses(entries)`` of the MSH."""
+    """``messages(filter)``, ``history(message_id)``, ``inbox_statuses(entries)`` and ``read(fn)`` of the MSH."""
 
     @property
     @abstractmethod
@@ -30,6 +33,20 @@ class MessageQueries(ABC):
     @abstractmethod
     def clock(self) -> Callable[[], datetime]:
         """The MSH's clock."""
+
+    @abstractmethod
+    async def off_loop(self, fn: Callable[..., _T], *args: Any) -> _T:
+        """``fn(*args)`` on the MSH's work pool."""
+
+    async def read(self, fn: Callable[[Transaction], _T]) -> _T:
+        """``fn`` in one read-only store transaction, on the MSH's work pool (off the event loop): how the
+        interfaces above the runtime (REST, SOAP, console) read the store."""
+
+        def run() -> _T:
+            with self.store.transaction(readonly=True) as tx:
+                return fn(tx)
+
+        return await self.off_loop(run)
 
     def messages(self, query: MessageFilter | None = None) -> MessagePage:
         """A page of sent and received messages, newest first; ``page.next_cursor`` in a new filter's
