@@ -251,7 +251,29 @@ def _report(layout: _Layout, url: str, agreement: Path | None, args: argparse.Na
     to = args.theirs or "PARTYID"
     service = args.service or "SERVICE"
     action = (args.action or ["ACTION"])[0].split(":")[0]
+    if args.cpa is not None and agreement is not None:  # what the given agreement lets us send first
+        to, service, action = _first_send(agreement, args.party.split(":")[0]) or (to, service, action)
     print(f"  msh send --config {config} --to {to.split(':')[0]} --service {service} --action {action} --payload FILE")
+
+
+def _first_send(agreement: Path, party_id: str) -> tuple[str, str, str] | None:
+    """The partner, service and first action our party sends under ``agreement`` (CPP/CPA 2.0 §8.4.9
+    CanSend), or None when it names none we can write on a command line (a typed service)."""
+    from cpa import CpaError, load
+
+    try:
+        loaded = load(agreement)
+    except CpaError:
+        return None
+    ours = [p for p in loaded.party_infos if any(i.value == party_id for i in p.party_ids)]
+    theirs = [p for p in loaded.party_infos if p not in ours]
+    if not ours or not theirs:
+        return None
+    for role in ours[0].collaboration_roles:
+        binding = role.service_binding
+        if binding.can_send and not binding.service_type:
+            return theirs[0].party_ids[0].value, binding.service, binding.can_send[0].action
+    return None
 
 
 def _port_number(text: str) -> int:

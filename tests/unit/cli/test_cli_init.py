@@ -64,6 +64,12 @@ def test_the_partner_sets_up_from_the_same_agreement_over_https(
     assert main(["init", str(tmp_path / "b"), "--party", f"222:{TYPE}", "--cpa", str(agreement), "--port", port]) == 0
     captured = capsys.readouterr()
     assert f"endpoint https://127.0.0.1:9/msh (listening on port {port})" in captured.out
+    # The next send is one the agreement lets B make (CPA §8.4.9 CanSend): Confirm, to A.
+    send = [line.strip() for line in captured.out.splitlines() if line.strip().startswith("msh send")]
+    assert send == [
+        f"msh send --config {tmp_path / 'b' / 'msh.toml'} --to 111 --service urn:example:orders --action Confirm "
+        "--payload FILE"
+    ]
     # The agreement names B's sample certificate, not the one init made for B: said, not hidden.
     assert "names other certificates for 222" in captured.err
     settings = load_settings(tmp_path / "b" / "msh.toml", env={})
