@@ -250,7 +250,7 @@ class Builder:
             return None
         retries_el, interval_el = tp_child(element, "Retries"), tp_child(element, "RetryInterval")
         retries = interval = None
-        # DESIGN.md §4: Retries and RetryInterval have no header form; the MSH takes them from the CPA only.
+        # docs/design.md §4: Retries and RetryInterval have no header form; the MSH takes them from the CPA only.
         if retries_el is None:
             self.problem(element, "ReliableMessaging has no Retries; add one, e.g. <tp:Retries>3</tp:Retries>")
         else:

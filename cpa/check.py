@@ -427,8 +427,8 @@ def check(
     """Judge the header of a received message against its agreement (see the module docs).
 
     ``registry_or_cpa`` is a registry (the CPA is looked up by the header's CPAId) or one agreement (which
-    must carry that CPAId). ``reading`` settles CPA/header disagreements (DESIGN.md §4);
-    ``msh_time_accuracy`` is the clock tolerance of TimeToLive checks (DESIGN.md §3).
+    must carry that CPAId). ``reading`` settles CPA/header disagreements (docs/design.md §4);
+    ``msh_time_accuracy`` is the clock tolerance of TimeToLive checks (docs/design.md §3).
     """
     if now.tzinfo is None:
         raise ValueError(f"now must be timezone-aware (UTC), got {now!r}")

@@ -1,7 +1,7 @@
 """Errors of the agreement (CPP/CPA 2.0) layer.
 
 A bad agreement is the operator's to fix, so :class:`CpaError` is a
-:class:`~msh.errors.ConfigurationError` (DESIGN.md §6). It carries every :class:`CpaProblem` found in one
+:class:`~msh.errors.ConfigurationError` (docs/design.md §6). It carries every :class:`CpaProblem` found in one
 document at once, each saying what is wrong, where (file, line, XPath) and what to do about it, so that an
 operator fixes a file in one pass instead of one error per run.
 

@@ -1,9 +1,9 @@
-"""Which value wins when the CPA and the message header disagree (DESIGN.md §4).
+"""Which value wins when the CPA and the message header disagree (docs/design.md §4).
 
 CPP/A 2.0 settles most messaging parameters with ``always | never | perMessage``: ``perMessage`` lets the
 header decide; ``always`` / ``never`` require the header to agree. What a receiving MSH does when they do
 not agree is its :class:`Reading` (a setting): ``strict`` (ebMS 2.0: an ``Inconsistent`` error of severity
-Error, reading d of the seed), ``header`` (header wins silently, reading a), ``header-warn`` (header wins,
+Error, the draft's reading d), ``header`` (header wins silently, reading a), ``header-warn`` (header wins,
 a Warning is returned, reading b) or ``cpa-warn`` (the CPA wins, a Warning is returned, reading c).
 
 One table, :data:`HEADER_FORMS`, drives this for every parameter that has a header form: how its CPA value
@@ -35,7 +35,7 @@ __all__ = [
 
 
 class Reading(StrEnum):
-    """DESIGN.md §4: how a receiving MSH settles a CPA/header disagreement (the seed's readings a-d)."""
+    """docs/design.md §4: how a receiving MSH settles a CPA/header disagreement (the draft's readings a-d)."""
 
     STRICT = "strict"
     HEADER = "header"
@@ -168,7 +168,7 @@ def cpa_reading(parameter: Parameter, cpa_value: str) -> PerMessage:
 
 def disagreement_severity(reading: Reading) -> Severity | None:
     """The severity of a CPA/header disagreement under ``reading``; None when it is not reported."""
-    # DESIGN.md §4: strict is ebMS 2.0's Error (ebMS2 §3.1.2); a/header is silent; b and c warn.
+    # docs/design.md §4: strict is ebMS 2.0's Error (ebMS2 §3.1.2); a/header is silent; b and c warn.
     if reading is Reading.STRICT:
         return Severity.ERROR
     if reading is Reading.HEADER:

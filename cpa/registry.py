@@ -1,6 +1,6 @@
 """The agreements an MSH holds, looked up by CPAId or by the parties and the message they exchange.
 
-:class:`CpaRegistry` is the in-memory CPA port of DESIGN.md §9. It is safe to use from many threads
+:class:`CpaRegistry` is the in-memory CPA port of docs/design.md §9. It is safe to use from many threads
 without readers ever waiting: its whole state is one immutable :class:`_Index` (dicts that are never
 changed once published); a writer takes a lock, builds the next index and publishes it with a single
 attribute assignment, and a reader works on whichever index it read first.
@@ -65,7 +65,7 @@ def _route_entries(cpa: CollaborationProtocolAgreement) -> dict[RouteKey, list[_
 class CpaRegistry:
     """Many agreements, by CPAId and by route; reads take no lock (see the module docs).
 
-    ``first_resend_timeouts`` (sending channel id -> wait before the first resend, DESIGN.md §3) is passed
+    ``first_resend_timeouts`` (sending channel id -> wait before the first resend, docs/design.md §3) is passed
     to every :meth:`resolve`.
     """
 

@@ -351,7 +351,7 @@ class ReliableMessagingParameters:
     """The sending channel's ReliableMessaging (its ebXMLSenderBinding's, CPP/A 2.0 §8.4.36/§8.4.37, with
     MessageOrderSemantics §8.4.38; ebMS2 §6.4).
 
-    ``first_resend_timeout`` is the MSH setting per channel (DESIGN.md §3), defaulting to RetryInterval and
+    ``first_resend_timeout`` is the MSH setting per channel (docs/design.md §3), defaulting to RetryInterval and
     never shorter (:func:`at_least_retry_interval`). Durations are :class:`~cpa.duration.XsDuration` as the
     agreement wrote them (months included)."""
 
@@ -687,7 +687,7 @@ def resolve(
     ``cpa``.
 
     ``first_resend_timeouts`` maps a sending channel id to the MSH's wait before the first resend
-    (DESIGN.md §3; an MSH setting, so of fixed length), never shorter than the channel's RetryInterval
+    (docs/design.md §3; an MSH setting, so of fixed length), never shorter than the channel's RetryInterval
     (:func:`at_least_retry_interval`); channels not in it wait RetryInterval. Raises
     :class:`AgreementRefused` when the agreement is not in force at ``now`` or does not let From send it
     to To.

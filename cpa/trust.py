@@ -4,7 +4,7 @@ to a party (CPP/A 2.0 §8.4.33 Certificate, §8.4.35 SecurityDetails/TrustAnchor
 :func:`certificate_path` builds the chain from a certificate up to one of the anchors, through any number
 of intermediate certificates, checking each issuer's signature and every certificate's validity at a given
 instant; :class:`UntrustedCertificate` says why there is none. :func:`party_certificate_problem` binds a
-certificate to the party a message claims to come from (DESIGN.md §7): it must chain to a certificate that
+certificate to the party a message claims to come from (docs/design.md §7): it must chain to a certificate that
 party's ``PartyInfo`` names. The TLS client binding (:func:`msh.transport.tls.client_certificate_issue`)
 and the signature check (:mod:`msh.security`) share it.
 """
@@ -175,7 +175,7 @@ def party_certificate_problem(
     when it does, or when the agreement gives no way to tell (the party is not in it, or names no
     certificate).
 
-    DESIGN.md §7: the certificate a partner presents must belong to the party the header claims. It
+    docs/design.md §7: the certificate a partner presents must belong to the party the header claims. It
     belongs when it chains, through any number of CA certificates (``intermediates``, and every certificate
     written in the agreement), to a certificate that party's PartyInfo names, and every certificate of that
     chain is valid at ``at``: expired and not-yet-valid certificates are refused.

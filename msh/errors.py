@@ -1,4 +1,4 @@
-"""The one error tree of the MSH (DESIGN.md §6).
+"""The one error tree of the MSH (docs/design.md §6).
 
 Protocol errors carry their ebMS 2.0 meaning (ebMS2 §4.2.3.2): an ``errorCode``, a ``severity`` and a
 ``location`` (an XPath into the offending message, or ``cid:...`` for a payload part). Turning such an

@@ -1,4 +1,4 @@
-"""Hardened XML parsing, in one place (DESIGN.md §7).
+"""Hardened XML parsing, in one place (docs/design.md §7).
 
 Every byte of XML the MSH reads from outside goes through :func:`parse_xml`:
 

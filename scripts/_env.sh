@@ -35,7 +35,7 @@ if [ ! -x "$VENV/bin/python" ]; then
   echo "== creating virtual environment in $VENV"
   "$PYTHON" -m venv "$VENV"
 fi
-# lxml and xmlsec must run on one libxml2 (DESIGN.md §7): pyproject.toml pins a pair whose wheels carry the
+# lxml and xmlsec must run on one libxml2 (docs/design.md §7): pyproject.toml pins a pair whose wheels carry the
 # same one. Where they do not load together (no wheel for this platform, so xmlsec was built against the
 # system libxml2; or a pair that disagrees), build both from source against the system libxml2 (needs
 # libxml2-dev, libxmlsec1-dev, libxslt1-dev, pkg-config: installed with apt-get when run as root).

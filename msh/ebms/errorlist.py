@@ -1,4 +1,4 @@
-"""Turning errors into messages, in one place (DESIGN.md §6).
+"""Turning errors into messages, in one place (docs/design.md §6).
 
 An error found in a readable message is answered with an ebXML error message: a MessageHeader from the
 receiving party back to the sender, Service ``urn:oasis:names:tc:ebxml-msg:service``, Action

@@ -1,4 +1,4 @@
-"""The bytes an intermediary forwards (ebMS2 §10, §4.1.3; DESIGN.md §5 invariant 5).
+"""The bytes an intermediary forwards (ebMS2 §10, §4.1.3; docs/design.md §5 invariant 5).
 
 An intermediary stores a received message's HTTP body as it came and forwards it to the next MSH with
 only the SOAP Header elements aimed at the next node changed: :func:`forward_message` copies the body,

@@ -164,7 +164,7 @@ def _parser(encoding: str, *, prefixes: bool) -> expat.XMLParserType:
     parser.buffer_text = False
     parser.specified_attributes = True
     parser.namespace_prefixes = prefixes
-    # DESIGN.md §7 / SOAP 1.1 §3: a SOAP message carries no DTD; without one no entity exists to expand.
+    # docs/design.md §7 / SOAP 1.1 §3: a SOAP message carries no DTD; without one no entity exists to expand.
     parser.SetParamEntityParsing(expat.XML_PARAM_ENTITY_PARSING_NEVER)
 
     def refuse_dtd(*_: object) -> None:

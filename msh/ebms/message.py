@@ -238,7 +238,7 @@ def _read_soap(
     try:
         envelope, envelope_warnings = read_envelope(root, lenient=lenient)
     except ValueError as exc:
-        # A value the reader took but the model refuses: never an internal error (DESIGN.md §6).
+        # A value the reader took but the model refuses: never an internal error (docs/design.md §6).
         problem = f"the envelope holds a value that cannot be used: {exc}"
         raise EbmsError(problem, error_code=ErrorCode.OTHER_XML) from exc
     warnings.extend(envelope_warnings)

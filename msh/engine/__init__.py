@@ -1,4 +1,4 @@
-"""The sans-IO reliable-messaging engine (DESIGN.md §2): state machines fed events, returning actions.
+"""The sans-IO reliable-messaging engine (docs/design.md §2): state machines fed events, returning actions.
 
 :mod:`msh.engine.sending` is the sending state machine of one outbound message (ebMS2 §6.5.1, §6.5.4,
 §6.5.7), :mod:`msh.engine.receiving` decides what a receiving MSH does with one inbound message

@@ -147,7 +147,7 @@ class EndpointRef:
 class StoreInbound:
     """Commit the received message, its duplicate-elimination record (when ``duplicate_elimination``), its
     inbox row (when ``deliver``) and ``record_ack``, the acknowledgment about to be sent, all in one
-    transaction (DESIGN.md §5.2, §5.3; ebMS2 §6.5.3: the acknowledgment is persisted too), with the
+    transaction (docs/design.md §5.2, §5.3; ebMS2 §6.5.3: the acknowledgment is persisted too), with the
     message's content ``digest`` (to tell a later copy's content from this one's, §6.5.6). Without
     duplicate elimination the same MessageId may be stored again."""
 

@@ -44,7 +44,7 @@ class Evidence(StrEnum):
     """What a status rests on: the event that justified it."""
 
     SUBMITTED = "submitted"
-    """Committed to the store before anything left (DESIGN.md §5.1)."""
+    """Committed to the store before anything left (docs/design.md §5.1)."""
     TRANSMISSION = "transmission"
     """The outcome of a transmission: an HTTP answer, or a transport failure (journaled with it)."""
     HOP_ACKNOWLEDGMENT = "hop-acknowledgment"

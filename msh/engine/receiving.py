@@ -4,7 +4,7 @@
 looks the MessageId up in the store (in the transaction it will commit in), and passes all of it in with
 the time and an id for the reply. It returns an :class:`InboundDecision` listing actions, in the order the
 runtime applies them: store rows first (one transaction: message, duplicate-elimination record, inbox row
-and the acknowledgment, DESIGN.md §5.2, §5.3), then, after the commit, replies and routed events. An
+and the acknowledgment, docs/design.md §5.2, §5.3), then, after the commit, replies and routed events. An
 acknowledgment is therefore never sent before the message it acknowledges is committed (ebMS2 §6.5.2 2b).
 
 What a business message gets is one row of :data:`BUSINESS_RULES`, keyed by (DuplicateElimination in force,
@@ -448,7 +448,7 @@ def receive(
     issues = check_result.issues
     header = envelope.message_header
     if header is None:
-        # ebMS2 §4.2.4.2: no MessageHeader, no one to address an ErrorList to: a SOAP Fault (DESIGN.md §6).
+        # ebMS2 §4.2.4.2: no MessageHeader, no one to address an ErrorList to: a SOAP Fault (docs/design.md §6).
         fault_issues = issues or (Issue(ErrorCode.OTHER_XML, Severity.ERROR, "the message has no MessageHeader"),)
         return InboundDecision((Reject(None, soap_fault(fault_issues), True, None),), fault_issues)
     actor_issues = (*_actor_issues(envelope), *_status_element_issues(envelope))

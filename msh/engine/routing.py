@@ -1,4 +1,4 @@
-"""The routing table of an MSH that forwards messages for other parties (ebMS2 §10, DESIGN.md §3), sans-IO.
+"""The routing table of an MSH that forwards messages for other parties (ebMS2 §10, docs/design.md §3), sans-IO.
 
 ebMS 2.0 has no routing header: where a message goes next is the intermediary's own configuration. A
 :class:`Route` names the messages it takes (the To PartyId, and optionally the CPAId, Service and Action)
@@ -102,7 +102,7 @@ class Route:
 def find_route(
     routes: Sequence[Route], to_party_ids: Iterable[PartyKey], cpa_id: str, service: str, action: str
 ) -> Route | None:
-    """The first route of ``routes`` the message matches (DESIGN.md §3: the first matching row wins)."""
+    """The first route of ``routes`` the message matches (docs/design.md §3: the first matching row wins)."""
     keys = tuple(to_party_ids)
     for route in routes:
         if route.matches(keys, cpa_id, service, action):

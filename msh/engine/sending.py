@@ -9,7 +9,7 @@ draws the table for the documentation.
 
 The runtime commits the returned state together with the timer actions (:class:`ScheduleTimer`,
 :class:`CancelTimer`) in one transaction, and only then executes :class:`Transmit`, :class:`RequestStatus`
-and the notifications (DESIGN.md §5.1: a message is committed before its first transmission; a resend
+and the notifications (docs/design.md §5.1: a message is committed before its first transmission; a resend
 sends the identical stored bytes). Actions are listed in that order.
 
 Statuses and the evidence each rests on are defined once, in :mod:`msh.engine.outcomes`; a status change
@@ -21,7 +21,7 @@ Decisions where the specifications are silent:
 * ``attempts`` counts the transmissions issued (a :class:`Transmit` action, or a :class:`RequestStatus`
   asked in place of one), including one whose outcome is not known yet; a timer is armed with every
   transmission, so a process that dies between commit and transmission resumes from the timer row
-  (DESIGN.md §5.6).
+  (docs/design.md §5.6).
 * ``transmitted`` (ebMS2 §6.5.7 "the message was transmitted") is true unless every attempt issued is
   known never to have left: ``refused`` counts those (connection refused, name not found, TLS handshake
   refused, an HTTP 4xx, 502 or 503 that says the message was not taken, a SOAP Server fault). An attempt
@@ -306,7 +306,7 @@ Event: TypeAlias = (
 
 @dataclass(frozen=True, slots=True)
 class Transmit:
-    """Send the stored bytes of the message (the same bytes on every attempt, DESIGN.md §5.1)."""
+    """Send the stored bytes of the message (the same bytes on every attempt, docs/design.md §5.1)."""
 
     message_id: str
     attempt: int

@@ -1,4 +1,4 @@
-"""Which signals about our messages count (DESIGN.md §7), sans-IO.
+"""Which signals about our messages count (docs/design.md §7), sans-IO.
 
 An Acknowledgment or an ErrorList about a message we sent is routed to that message's sending machine
 (:class:`~msh.engine.inbound.OutboundEvent`). It counts only when it comes from the party the message
@@ -35,7 +35,7 @@ def party_text_of(party: Party) -> str:
 def foreign_signal(signal: OutboundEvent, *, sent_to: str, sent_under: str) -> str | None:
     """Why ``signal`` about a message that went to the party ``sent_to`` (its :func:`party_text`) under
     the agreement ``sent_under`` does not count; None when it counts."""
-    # ebMS2 §6.3.2.4: the acknowledgment's sender is the party that acknowledges; DESIGN.md §7: only the
+    # ebMS2 §6.3.2.4: the acknowledgment's sender is the party that acknowledges; docs/design.md §7: only the
     # party the message went to may acknowledge it or report on it.
     if signal.from_party is not None and party_text_of(signal.from_party) != sent_to:
         sender = party_text_of(signal.from_party)
@@ -45,7 +45,7 @@ def foreign_signal(signal: OutboundEvent, *, sent_to: str, sent_under: str) -> s
         if isinstance(event, AcknowledgmentReceived) and effective_actor(event.actor) != ACTOR_NEXT_MSH:
             # ebMS2 §10.1.3: an intermediary acknowledges as the next MSH; only the To party end to end.
             return f"it is an end-to-end acknowledgment from the intermediary {sender}; only {sent_to} may send one"
-    # DESIGN.md §7: and only under the agreement the message went under.
+    # docs/design.md §7: and only under the agreement the message went under.
     if signal.cpa_id is not None and signal.cpa_id != sent_under:
         return f"it comes under CPA {signal.cpa_id}, but the message went under {sent_under}"
     return None

@@ -7,7 +7,7 @@ clock. The rules:
   duration added to the instant it starts from (XML Schema Part 2 Appendix E), never a fixed number of
   seconds; an instant past the year 9999 is the latest representable one (it never comes).
 * The first transmission is at ``first_sent_at``. The first resend is due ``first_resend_timeout`` after it
-  (the seed's *timeout*, DESIGN.md §3), every later one ``retry_interval`` after the previous transmission
+  (the draft's *timeout*, docs/design.md §3), every later one ``retry_interval`` after the previous transmission
   (ebMS2 §6.4.4: "at least" that long, so intervals are measured from the time a resend is actually
   issued, never from a nominal schedule a late timer could compress).
 * At most ``retries`` resends: giving up when the timer fires after transmission ``retries + 1``
@@ -54,7 +54,7 @@ def resend_wait(reliability: Reliability, attempts: int) -> XsDuration:
     """How long to wait after transmission number ``attempts`` before the next one (or before giving up)."""
     if attempts < 1:
         raise ValueError(f"attempts counts transmissions made and starts at 1, got {attempts}")
-    # ebMS2 §6.4.4 and DESIGN.md §3: the first wait is the first-resend timeout, later ones RetryInterval.
+    # ebMS2 §6.4.4 and docs/design.md §3: the first wait is the first-resend timeout, later ones RetryInterval.
     return reliability.first_resend_timeout if attempts == 1 else reliability.retry_interval
 
 

@@ -1,4 +1,4 @@
-"""The crash test (DESIGN.md §5.6): two MSH processes exchange messages while each is killed with SIGKILL
+"""The crash test (docs/design.md §5.6): two MSH processes exchange messages while each is killed with SIGKILL
 at random moments and restarted; afterwards the receiving application must hold each message exactly once
 (payload intact) and the sender must hold every message as acknowledged.
 

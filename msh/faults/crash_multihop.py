@@ -1,4 +1,4 @@
-"""The multi-hop crash test (DESIGN.md §5.4-§5.6, ebMS2 §10): A sends to C through the intermediary I while
+"""The multi-hop crash test (docs/design.md §5.4-§5.6, ebMS2 §10): A sends to C through the intermediary I while
 I and C are killed with SIGKILL at random moments and restarted; afterwards C's application must hold each
 message exactly once (payload intact) and A every message as ``delivered`` (C's end-to-end acknowledgment,
 back through I).

@@ -1,4 +1,4 @@
-"""SIGKILL at random moments (DESIGN.md §5.6): a thread that kills MSH processes and restarts them
+"""SIGKILL at random moments (docs/design.md §5.6): a thread that kills MSH processes and restarts them
 (:class:`Killer`), and the run of a crash test under it (:func:`send_under_kills`), for
 :mod:`msh.faults.crash` and :mod:`msh.faults.crash_multihop`."""
 

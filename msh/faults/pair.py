@@ -146,7 +146,7 @@ class Partner:
         self.proc = None
 
     def kill(self) -> None:
-        """SIGKILL: the process dies wherever it is (DESIGN.md §5.6)."""
+        """SIGKILL: the process dies wherever it is (docs/design.md §5.6)."""
         if self.proc is not None and self.proc.poll() is None:
             self.proc.kill()
             self.proc.wait(10)

@@ -1,4 +1,4 @@
-"""What a unit of work leaves to do once its transaction has committed (DESIGN.md §5): nothing leaves the
+"""What a unit of work leaves to do once its transaction has committed (docs/design.md §5): nothing leaves the
 MSH, and no application hears of a change, on the strength of a transaction that could still be lost."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The executor: carries out the engine's decisions inside a store transaction (DESIGN.md §2, §5).
+"""The executor: carries out the engine's decisions inside a store transaction (docs/design.md §2, §5).
 
 Every step of every message is a *unit of work*: a function of a store transaction that the writer runs
 and commits. The executor turns the engine's actions into what such a unit does: rows written (the message
@@ -283,7 +283,7 @@ class Executor(HopJobs):
             # ebMS2 §10.1.3: a hop acknowledgment of our forward (or signal) counts from its next hop only.
             reason = self.forwarding.not_the_next_hop(stored, routed.from_party)
         if reason is not None:
-            # DESIGN.md §7: only the party the message went to, under its agreement, may report on it.
+            # docs/design.md §7: only the party the message went to, under its agreement, may report on it.
             counters["foreign-signals"] += 1
             log.warning("signal about %s ignored: %s", routed.message_id, reason)
             return

@@ -1,4 +1,4 @@
-"""The inbound pipeline: a received body becomes a committed decision and an HTTP answer (DESIGN.md §5.2).
+"""The inbound pipeline: a received body becomes a committed decision and an HTTP answer (docs/design.md §5.2).
 
 For each body POSTed to the endpoint (and each answer that comes back on one of our transmissions):
 
@@ -7,7 +7,7 @@ For each body POSTed to the endpoint (and each answer that comes back on one of 
    binding says (:func:`msh.engine.binding.refusal`: 415, a SOAP Fault, or an ErrorList addressed from
    whatever of its header can still be read) and nothing is stored;
 2. check it against the agreements (:func:`cpa.check.check`) and the TLS client certificate it came with
-   against the party it claims to come from (DESIGN.md §7), and compute its content digest (what
+   against the party it claims to come from (docs/design.md §7), and compute its content digest (what
    duplicate elimination compares, ebMS2 §6.5.6), all outside the store transaction;
 3. decide and commit in one unit of work: :func:`msh.engine.receive` with what the store knows of the
    MessageId, carried out by the executor; a unit that loses the race for its MessageId to another
@@ -166,7 +166,7 @@ class InboundPipeline:
             if trusted is not None:
                 result, relayed = trusted, True
         if peer_certificate is not None and result.cpa is not None and header is not None and not relayed:
-            # DESIGN.md §7: the certificate presented must belong to the party the header claims.
+            # docs/design.md §7: the certificate presented must belong to the party the header claims.
             issue = client_certificate_issue(
                 result.cpa, header.from_party, peer_certificate, now=now, to_party=header.to_party
             )

@@ -1,4 +1,4 @@
-"""The running MSH: the application's Python API and the runtime behind ``msh serve`` (DESIGN.md §2, §5).
+"""The running MSH: the application's Python API and the runtime behind ``msh serve`` (docs/design.md §2, §5).
 
 :class:`Msh` wires the parts of the runtime around the sans-IO engine and offers the application API:
 

@@ -7,7 +7,7 @@ way the inbound pipeline commits the answer, and the executor, in that unit of w
 the answer names (its MessageData/RefToMessageId), when it comes from the party asked under the agreement
 asked under; after the commit it hands the answer to whoever waits (:meth:`Question.answered`). The one
 waiting claims the question itself when its time is up: exactly one of the two owns each question, so an
-answer is acted on once (a status question asked in place of a resend resends at most once, DESIGN.md
+answer is acted on once (a status question asked in place of a resend resends at most once, docs/design.md
 §5.1).
 
 Nothing here is stored: a question lives as long as the process that asked it. An answer that arrives in
@@ -85,7 +85,7 @@ class Question:
 
     def answers(self, action: str, from_party: str, cpa_id: str, about: str | None) -> bool:
         """Whether an ``action`` from ``from_party`` under ``cpa_id`` about message ``about`` answers it:
-        only the party asked, under the agreement asked under, may answer (DESIGN.md §7)."""
+        only the party asked, under the agreement asked under, may answer (docs/design.md §7)."""
         if action != self.expects or from_party != self.partner or cpa_id != self.cpa_id:
             return False
         return self.message_id is None or about == self.message_id

@@ -1,4 +1,4 @@
-"""Transmissions: our messages out to partners, their answers back into the sending machine (DESIGN.md §5.1).
+"""Transmissions: our messages out to partners, their answers back into the sending machine (docs/design.md §5.1).
 
 A transmission sends the stored bytes of a message unchanged (the first one straight from memory, since
 they were just committed; a resend reads them back from the store) through the MSH's transport, to the

@@ -78,7 +78,7 @@ def cancel_timer(run: SendingRun, action: CancelTimer) -> None:
 
 def transmit(run: SendingRun, action: Transmit) -> None:
     if run.queue_transmit:
-        # Another process serves this store: its timer loop transmits (DESIGN.md §5.1).
+        # Another process serves this store: its timer loop transmits (docs/design.md §5.1).
         run.tx.schedule_timer(run.message_id, TimerKind.TRANSMIT, run.now, replace_existing=not run.fresh)
     else:
         run.after.transmits.append((action.message_id, action.attempt))

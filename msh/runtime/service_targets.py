@@ -128,7 +128,7 @@ def client_context(
     core: Core, forwarding: Forwarding, url: str, params: SendingParameters | None
 ) -> ssl.SSLContext | None:
     """The TLS client context for a transmission to ``url``: the route's trust when it is a route's next hop
-    (ebMS2 §10), else the agreement's (``params``), else the settings' trust anchors (DESIGN.md §7)."""
+    (ebMS2 §10), else the agreement's (``params``), else the settings' trust anchors (docs/design.md §7)."""
     route = forwarding.route_for_url(url)
     if route is not None:
         return core.tls.for_route(route)

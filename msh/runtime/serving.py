@@ -5,7 +5,7 @@ over the MSH's inbound pipeline, the TLS context built from the settings and the
 when ``tls.require_client_certificate``), and the limits at the door from ``server.*``; the runtime
 starts before the server listens and stops after it has stopped. SIGINT/SIGTERM stop accepting, let
 requests and transmissions in flight end and stop the runtime; the caller then closes the store (``msh
-serve`` prints ``msh: stopped`` and exits with status 0). A SIGKILL loses nothing committed (DESIGN.md
+serve`` prints ``msh: stopped`` and exits with status 0). A SIGKILL loses nothing committed (docs/design.md
 §5.6). SIGHUP reloads the agreements and the server goes on (:mod:`msh.runtime.reload`).
 """
 

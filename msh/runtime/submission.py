@@ -1,4 +1,4 @@
-"""Submissions: an application's message becomes a committed outbound message (DESIGN.md §5.1).
+"""Submissions: an application's message becomes a committed outbound message (docs/design.md §5.1).
 
 :meth:`Submissions.prepare` resolves the agreement that lets this party send the message, composes its
 envelope (:mod:`msh.runtime.compose`), serialises it once (the bytes every transmission will send) and
@@ -100,7 +100,7 @@ class Submissions:
         return core.registry.resolve(found[0].cpaid, exchange, now=now)
 
     def prepare(self, submission: Submission) -> Prepared:
-        """Resolve, compose and serialise a submission; its unit of work commits it (DESIGN.md §5.1). A
+        """Resolve, compose and serialise a submission; its unit of work commits it (docs/design.md §5.1). A
         message of a conversation in order (ebMS2 §9) is composed, signed and serialised in its unit of work,
         which gives it its SequenceNumber."""
         core = self.core
@@ -184,7 +184,7 @@ class Submissions:
         """The message's Content-Type and bytes (in memory when small, else a spooled file the caller closes),
         and whether it was signed and encrypted."""
         # ebMS2 §4.1.3, §4.1.4.5: signed (then encrypted) as the agreement says, before the bytes are stored,
-        # so that every transmission sends the same signed message (DESIGN.md §5.1).
+        # so that every transmission sends the same signed message (docs/design.md §5.1).
         soap, attachments, signed, encrypted = self.core.security.seal(
             params, serialise_envelope(composed.envelope), composed.attachments
         )

@@ -1,4 +1,4 @@
-"""The timer loop: timers are rows with a due time (DESIGN.md §2), fired here when they come due.
+"""The timer loop: timers are rows with a due time (docs/design.md §2), fired here when they come due.
 
 A timer is claimed with a lease (so two processes on one PostgreSQL database never fire it both, and the
 timers of a process that died are taken over when its leases run out), then fired in a unit of work of its

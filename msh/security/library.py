@@ -1,4 +1,4 @@
-"""python-xmlsec (libxmlsec1), loaded once and checked: the XML-DSig and XML Encryption engine (DESIGN.md §7).
+"""python-xmlsec (libxmlsec1), loaded once and checked: the XML-DSig and XML Encryption engine (docs/design.md §7).
 
 * **One libxml2.** lxml and xmlsec each carry a libxml2; the trees lxml builds are handed to xmlsec, so both
   must run on the same build, or libxml2 structures are misread (wrong results, crashes). xmlsec refuses to

@@ -4,7 +4,7 @@
 Content-Transfer-Encoding: ebMS2 §4.1.3 note, "the signature generation MUST be executed before the
 encoding") and returns the SOAP part with the ``ds:Signature`` added as the last child of the SOAP Header.
 Nothing else in the envelope changes but the white space before the new element, so what the sender
-stores is what it sends on every retry (DESIGN.md §5.1).
+stores is what it sends on every retry (docs/design.md §5.1).
 
 When the agreement also asks for payload encryption, sign first, then encrypt the parts
 (ebMS2 §4.1.4.5: "When both signature and encryption are required of the MSH, sign first and then

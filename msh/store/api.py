@@ -1,6 +1,6 @@
-"""The store port: the durable state of the MSH, read and written in transactions (DESIGN.md §2, §5, §8).
+"""The store port: the durable state of the MSH, read and written in transactions (docs/design.md §2, §5, §8).
 
-The store is the source of truth: every invariant of DESIGN.md §5 is a property of the rows committed
+The store is the source of truth: every invariant of docs/design.md §5 is a property of the rows committed
 through this port. Two implementations behave identically (the shared test suite runs on each):
 :class:`~msh.store.sql.SqlStore` (SQLite file or PostgreSQL, the production store) and
 :class:`~msh.store.memory.MemoryStore` (the in-memory twin for engine and runtime unit tests). Both are

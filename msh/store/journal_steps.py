@@ -3,7 +3,7 @@
 :class:`JournalSteps` is a base of :class:`~msh.store.transaction.Transaction`; it fills the typed columns
 of each event (:mod:`msh.store.journal`) from the facts given or from the message's stored row, read once
 per transaction, so the event is written in the transaction of the change it records: no commit of its
-own (DESIGN.md §5).
+own (docs/design.md §5).
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The in-memory twin of the SQL store, for engine and runtime unit tests (DESIGN.md §9).
+"""The in-memory twin of the SQL store, for engine and runtime unit tests (docs/design.md §9).
 
 It follows every rule of :mod:`msh.store.api` as the SQL store does (the same test suite runs on both;
 the rules themselves are applied once for both by :mod:`msh.store.transaction`): transactions commit at the end

@@ -3,7 +3,7 @@
 A sent message's state is the engine's own :class:`~msh.engine.OutboundState` (with its
 :class:`~msh.engine.Reliability`, :class:`~msh.engine.OutboundStatus` and failure
 :class:`~msh.errors.Issue`): the store keeps it as the engine made it, with no twin type and no
-conversion in between (DESIGN.md §2: the store is above the engine and may use its types, never the
+conversion in between (docs/design.md §2: the store is above the engine and may use its types, never the
 reverse). Every timestamp of a record is an aware UTC datetime.
 """
 
@@ -86,7 +86,7 @@ class OutboundMessage:
 
     ``body_blob_id`` names the complete HTTP body (SOAP part and payloads with their MIME framing) and
     ``content_type`` the Content-Type header value (boundary and start included) sent with it: together
-    they re-send the identical message (DESIGN.md §5.1). ``state`` is the sending state machine's state of
+    they re-send the identical message (docs/design.md §5.1). ``state`` is the sending state machine's state of
     the message (its MessageId, reliability parameters, status, attempts and failure). ``kind`` says whose
     message it is (:class:`OutboundKind`): the application's own, one forwarded as an intermediary, or a
     signal of this MSH.
@@ -121,7 +121,7 @@ class InboundMessage:
 
     ``id`` is the store's number for this copy (also its inbox entry's id). ``ack_envelope`` is the
     Acknowledgment sent for it, its first response (``None`` while none was sent), resent unchanged for
-    every duplicate (DESIGN.md §5.2, ebMS2 §6.5.5); ``duplicate_count`` counts the duplicates since.
+    every duplicate (docs/design.md §5.2, ebMS2 §6.5.5); ``duplicate_count`` counts the duplicates since.
     ``content_digest`` identifies its content (:func:`msh.ebms.digest.content_digest`), to tell an
     identical copy from another message under the same MessageId (ebMS2 §6.5.6); ``None`` for a copy
     stored before the store kept digests (schema revision 0003).
@@ -149,7 +149,7 @@ class InboundMessage:
 
 @dataclass(frozen=True, slots=True)
 class InboxEntry:
-    """A received message as the receiving application sees it (DESIGN.md §5.3).
+    """A received message as the receiving application sees it (docs/design.md §5.3).
 
     ``id`` is the stored copy's :attr:`InboundMessage.id`: without DuplicateElimination one MessageId can
     have several entries, each delivered once. ``received_at`` is when the message entered the inbox: when

@@ -261,7 +261,7 @@ def with_kind(state: OutboundState, kind: OutboundKind) -> OutboundState:
 
 
 def new_entry(record: InboundMessage, *, hold: bool = False, offered_at: datetime | None = None) -> InboxEntry:
-    """The inbox entry of a stored copy, written with it (DESIGN.md §5.3): new, as received (or entering the
+    """The inbox entry of a stored copy, written with it (docs/design.md §5.3): new, as received (or entering the
     inbox ``offered_at``), or ``hold``: held until its turn in its sequence comes (ebMS2 §9.1.1)."""
     state = InboxState.HELD if hold else InboxState.NEW
     return InboxEntry(record.id, record.message_id, state, offered_at or record.received_at, None, None)

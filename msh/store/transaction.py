@@ -1,4 +1,4 @@
-"""The transaction port, written once on a handful of storage steps (DESIGN.md §2, §5).
+"""The transaction port, written once on a handful of storage steps (docs/design.md §2, §5).
 
 :class:`Transaction` is what the runtime uses: every public method checks its arguments
 (:mod:`msh.store.rules`), refuses writes in a read-only transaction and use after the end, builds the
@@ -119,7 +119,7 @@ class Transaction(JournalSteps, AppPort, OrderPort, ListingPort, RetentionPort):
         kind: records.OutboundKind = records.OutboundKind.OWN,
         sequence_number: int | None = None,
     ) -> records.OutboundMessage:
-        """Record a message to send (before its first transmission, DESIGN.md §5.1) with the sending
+        """Record a message to send (before its first transmission, docs/design.md §5.1) with the sending
         machine's ``state`` of it (its MessageId and reliability included). ``kind``: the application's
         own message (the default), one this MSH forwards as an intermediary, or a signal of this MSH.
 
@@ -282,7 +282,7 @@ class Transaction(JournalSteps, AppPort, OrderPort, ListingPort, RetentionPort):
         offered_at: datetime | None = None,
     ) -> records.InboundMessage:
         """Record a received message and, with ``deliver``, its inbox entry in the same transaction
-        (DESIGN.md §5.2, §5.3); ``ack_envelope`` is the Acknowledgment about to be sent (ebMS2 §6.5.3),
+        (docs/design.md §5.2, §5.3); ``ack_envelope`` is the Acknowledgment about to be sent (ebMS2 §6.5.3),
         ``content_digest`` the digest of its content (kept as given, never compared here); ``hold``: its inbox
         entry is held until its turn in its sequence comes (ebMS2 §9.1.1; ``deliver`` must be False),
         ``sequence_number`` is its SequenceNumber, and ``offered_at`` when its inbox entry is offered (its
@@ -327,7 +327,7 @@ class Transaction(JournalSteps, AppPort, OrderPort, ListingPort, RetentionPort):
         record = replace(record, id=inbound_id)
         self._facts.setdefault((message_id, records.Direction.INBOUND), journal.facts_of_inbound(record, size))
         if deliver or hold:
-            # DESIGN.md §5.3: the inbox entry is written in the duplicate-elimination record's transaction.
+            # docs/design.md §5.3: the inbox entry is written in the duplicate-elimination record's transaction.
             offered = rules.aware("offered_at", offered_at)
             self._add_inbox_entry(rules.new_entry(record, hold=hold, offered_at=offered))
         return record

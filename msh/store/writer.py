@@ -9,7 +9,7 @@ cost of a commit is shared.
 
 Rules (what a caller can rely on)
     * A unit's result (or its exception) is handed back only after the transaction it ran in has
-      committed (or failed): nothing is decided on a change that could still be lost (DESIGN.md §5).
+      committed (or failed): nothing is decided on a change that could still be lost (docs/design.md §5).
     * A unit that raises leaves nothing behind: its savepoint is rolled back, its exception goes to its
       caller, and the other units of the batch commit as if it had never run.
     * A failed commit fails every unit of the batch with the store's error: none of them committed, as

@@ -1,4 +1,4 @@
-"""A network of MSHs in one process (DESIGN.md §2): memory stores, the in-memory transport, one fake clock.
+"""A network of MSHs in one process (docs/design.md §2): memory stores, the in-memory transport, one fake clock.
 
 :class:`TestNetwork` runs any number of :class:`~msh.runtime.msh.Msh` on one asyncio event loop, each on
 its own :class:`~msh.store.memory.MemoryStore` with an :class:`~msh.store.inline.InlineWriter`, parsing

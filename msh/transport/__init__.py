@@ -1,4 +1,4 @@
-"""The transport (DESIGN.md §2): how messages leave and reach the MSH.
+"""The transport (docs/design.md §2): how messages leave and reach the MSH.
 
 :mod:`msh.transport.port` is the port (:class:`~msh.transport.port.Transport`, its requests, answers and
 failures), :mod:`msh.transport.http` the aiohttp adapter and :mod:`msh.transport.memory` its in-memory

@@ -1,4 +1,4 @@
-"""The inbound endpoint as an ASGI application (DESIGN.md §2: an ASGI server for inbound).
+"""The inbound endpoint as an ASGI application (docs/design.md §2: an ASGI server for inbound).
 
 ``POST <path>`` with an ebXML message (``multipart/related`` or ``text/xml``) is handed to the MSH's
 inbound pipeline (:meth:`~msh.transport.port.InboundHandler.handle_http`); its answer (acknowledgment,

@@ -1,4 +1,4 @@
-"""The HTTP(S) transport (DESIGN.md §8): aiohttp with keep-alive connections to each partner.
+"""The HTTP(S) transport (docs/design.md §8): aiohttp with keep-alive connections to each partner.
 
 Measured on the 2-core development machine, aiohttp's client sustained about 6,000 requests/s under
 concurrency where httpx peaked near 400, hence aiohttp. An answer larger than ``max_answer_bytes`` is

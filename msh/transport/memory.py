@@ -1,4 +1,4 @@
-"""An in-memory network of MSHs in one process (DESIGN.md §2: every adapter has an in-memory twin).
+"""An in-memory network of MSHs in one process (docs/design.md §2: every adapter has an in-memory twin).
 
 :class:`MemoryNetwork` routes each :class:`~msh.transport.port.Request` to the inbound handler attached
 at its URL (another MSH of the same process, on the same event loop). Nothing moves by itself: a send

@@ -1,4 +1,4 @@
-"""The transport port (DESIGN.md §2): how an MSH sends bytes to a partner's endpoint and gets the answer,
+"""The transport port (docs/design.md §2): how an MSH sends bytes to a partner's endpoint and gets the answer,
 and what the endpoint hands to the MSH for each request it receives.
 
 Two adapters implement :class:`Transport`: :class:`msh.transport.http.HttpTransport` (aiohttp, HTTP(S)

@@ -71,7 +71,7 @@ def bind(host: str, port: int, *, section: str = "server") -> socket.socket:
 class TlsHttpToolsProtocol(HttpToolsProtocol):
     """uvicorn's httptools protocol, with the ASGI TLS extension in each request's scope: the client
     certificate of the connection as ``extensions["tls"]["client_cert_chain"]`` (PEM), so the endpoint can
-    bind it to the party the message claims to come from (DESIGN.md §7). uvicorn itself does not report
+    bind it to the party the message claims to come from (docs/design.md §7). uvicorn itself does not report
     the client certificate to the application."""
 
     _tls: dict[str, object] | None = None

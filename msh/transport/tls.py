@@ -14,7 +14,7 @@ certificate's subjectAltName.
 
 A trusted client certificate is not yet the right one: every partner's certificate is trusted, and a
 partner could claim to be another. :func:`client_certificate_issue` binds the certificate presented on the
-connection to the party the message header names as From (DESIGN.md §7): it must be one of the
+connection to the party the message header names as From (docs/design.md §7): it must be one of the
 certificates that party's ``PartyInfo`` names in the agreement of the header's CPAId, or chain to one of them
 through CA certificates of any number, every certificate of the chain valid now; otherwise the message is
 refused with a SecurityFailure error. The chain check is :mod:`cpa.trust`'s, shared with the signature check
@@ -215,7 +215,7 @@ def client_certificate_issue(
     PartyInfo names no certificate). ``chain``: the intermediate certificates the client sent (DER), if
     the TLS layer gives them.
 
-    DESIGN.md §7: the certificate a partner presents must belong to the party the header claims. It
+    docs/design.md §7: the certificate a partner presents must belong to the party the header claims. It
     belongs when it is one of the certificates of that party's PartyInfo (CPP/A 2.0 §8.4.33), or chains
     to one of them through CA certificates of any number (:func:`cpa.trust.party_certificate_problem`),
     and every certificate of that chain is valid at ``now``: an expired or not-yet-valid one is refused.
@@ -253,7 +253,7 @@ def client_certificate_issue(
     return Issue(
         ErrorCode.SECURITY_FAILURE,
         Severity.ERROR,
-        f"{problem}; a partner may only send as itself (DESIGN.md §7)",
+        f"{problem}; a partner may only send as itself (docs/design.md §7)",
         FROM_PARTY_ID,
     )
 

@@ -91,7 +91,8 @@ EXEMPTIONS: tuple[Exemption, ...] = (
         "Weighing risks against the value of what is exchanged is the trading partners' decision, made when they "
         "write their agreement: the MSH applies the countermeasures the agreement asks for (signatures through "
         "SenderNonRepudiation, payload encryption through a DigitalEnvelope, TLS and client certificates through "
-        "the transport), and the README's 'Message security' section tells operators what each one protects.",
+        "the transport), and the docs page 'Message security' (docs/concepts/security.md) tells operators what "
+        "each one protects.",
     ),
     Exemption(
         "4.1.2",
@@ -100,9 +101,10 @@ EXEMPTIONS: tuple[Exemption, ...] = (
         "support and maintenance of its security mechanisms, site (or physical) security procedures, "
         "cryptographic protocols, update implementations and apply fixes as appropriate.",
         Kind.FOR_PEOPLE,
-        "This is advice to the people who run the MSH, not behaviour the software can show. The README tells "
-        "operators what is theirs to maintain: keys kept as encrypted PEM with the passphrase in an environment "
-        "variable, the lxml and xmlsec (libxmlsec1) pair to be kept on one libxml2 build and reinstalled as a pair, "
+        "This is advice to the people who run the MSH, not behaviour the software can show. The docs page "
+        "'Message security' tells operators what is theirs to maintain: keys kept as encrypted PEM with the "
+        "passphrase in an environment variable, the lxml and xmlsec (libxmlsec1) pair to be kept on one libxml2 "
+        "build and reinstalled as a pair, "
         "and the checks that refuse an agreement asking for security the MSH cannot apply.",
     ),
 )

@@ -1,4 +1,4 @@
-"""The TLS client certificate must belong to the party the header claims (DESIGN.md §7).
+"""The TLS client certificate must belong to the party the header claims (docs/design.md §7).
 
 Unit tests of :func:`msh.transport.tls.client_certificate_issue` on certificates made here, and an end-to-end
 test: party B's endpoint over mutual TLS, with agreements with A and with C, refuses a message that claims

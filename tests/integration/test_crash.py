@@ -1,5 +1,5 @@
 """The crash test, shortened: MSH processes are killed with SIGKILL at random moments while they exchange
-messages; nothing acknowledged is lost and nothing is delivered twice (DESIGN.md §5.6).
+messages; nothing acknowledged is lost and nothing is delivered twice (docs/design.md §5.6).
 The long form is ``scripts/crash_test.py`` (``--multihop`` for the form through an intermediary)."""
 
 from __future__ import annotations

@@ -1,4 +1,5 @@
-"""Every Python snippet of README.md runs as written, from a folder holding a copy of ``samples/``.
+"""Every Python snippet of README.md and of the documentation site (``docs/``) runs as written, from a
+folder holding a copy of ``samples/``.
 
 The copy's agreement names free ports instead of 8081/8082 (so the test runs beside a demo), and partner B
 runs (``msh serve``) so that the snippet with the runtime in the application sees its callback fire.
@@ -22,8 +23,12 @@ ROOT = Path(__file__).resolve().parents[2]
 SNIPPET = re.compile(r"^```python\n(.*?)^```", re.MULTILINE | re.DOTALL)
 
 
+PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]
+
+
 def snippets() -> list[str]:
-    return SNIPPET.findall((ROOT / "README.md").read_text(encoding="utf-8"))
+    """The Python snippets of the README and of every page of the documentation site, in order."""
+    return [code for page in PAGES for code in SNIPPET.findall(page.read_text(encoding="utf-8"))]
 
 
 @pytest.fixture(scope="module")
@@ -77,7 +82,7 @@ def test_each_python_snippet_runs_as_written(index: int, folder: tuple[Path, dic
     work, env = folder
     code = snippets()[index]
     done = subprocess.run([sys.executable, "-c", code], cwd=work, env=env, capture_output=True, text=True, timeout=120)
-    assert done.returncode == 0, f"snippet {index + 1} of README.md failed:\n{code}\n{done.stdout}\n{done.stderr}"
+    assert done.returncode == 0, f"snippet {index + 1} of the docs failed:\n{code}\n{done.stdout}\n{done.stderr}"
     assert "Traceback" not in done.stderr
     if "on_delivered=delivered" in code:
         # The callbacks fire where the runtime runs: here, in the snippet's own process.

@@ -1,4 +1,4 @@
-"""Crash safety on SQLite (DESIGN.md §5.6): a process killed with SIGKILL mid-transaction loses no
+"""Crash safety on SQLite (docs/design.md §5.6): a process killed with SIGKILL mid-transaction loses no
 committed transaction and leaves no part of an uncommitted one."""
 
 from __future__ import annotations

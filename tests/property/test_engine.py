@@ -210,7 +210,7 @@ class World:
     # --- receiver -----------------------------------------------------------------------------------
 
     def receiver_take(self, mid: str) -> InboundDecision:
-        env = self.outbox[mid]  # the identical stored message, every attempt (DESIGN.md §5.1)
+        env = self.outbox[mid]  # the identical stored message, every attempt (docs/design.md §5.1)
         decision = receive(
             env,
             check_result=check(env, self.cpa, now=self.now),

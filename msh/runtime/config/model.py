@@ -83,7 +83,7 @@ class AgreementSettings(Section):
 
     ``paths`` are CPA files or folders (a folder stands for every ``*.xml`` in it, see :meth:`files`); none
     for a pure intermediary, which then needs routes (:class:`RoutingSettings`);
-    ``reading`` settles CPA/header disagreements (DESIGN.md §4); ``time_accuracy`` is mshTimeAccuracy, the
+    ``reading`` settles CPA/header disagreements (docs/design.md §4); ``time_accuracy`` is mshTimeAccuracy, the
     clock tolerance for TimeToLive checks; ``verify_signatures`` verifies a CPA's own XML signature.
     """
 
@@ -99,7 +99,7 @@ class AgreementSettings(Section):
     )
     reading: Reading = field(
         default=Reading.STRICT,
-        metadata=setting(meaning="CPA/header disagreements: `strict`, `header`, `header-warn`, `cpa-warn` (DESIGN §4)"),
+        metadata=setting(meaning="CPA/header disagreements: `strict`, `header`, `header-warn`, `cpa-warn` (design §4)"),
     )
     time_accuracy: timedelta = field(
         default=timedelta(0),

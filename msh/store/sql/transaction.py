@@ -321,7 +321,7 @@ class SqlTransaction(SqlAppSteps, SqlOrderSteps, SqlListingSteps, SqlRetentionSt
         claimable = and_(timers.c.due_at <= now, or_(timers.c.lease_until.is_(None), timers.c.lease_until <= now))
         statement = select(timers).where(claimable).order_by(timers.c.due_at, timers.c.id).limit(limit)
         if self._postgres:
-            # DESIGN.md §8: rows another process is claiming right now are skipped, not waited for.
+            # docs/design.md §8: rows another process is claiming right now are skipped, not waited for.
             statement = statement.with_for_update(skip_locked=True)
         return [rows.timer_from_row(row) for row in self._conn.execute(statement).mappings()]
 

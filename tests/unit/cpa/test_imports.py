@@ -1,4 +1,4 @@
-"""Layers import one way (DESIGN.md §2): the engine and the agreement model, checks and registry do not bring
+"""Layers import one way (docs/design.md §2): the engine and the agreement model, checks and registry do not bring
 in the agreement loader, nor what only the loader needs (cryptography, signxml, xmlschema)."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""DESIGN.md §4: which value wins, CPA or header, for every parameter x CPA value x header x reading."""
+"""docs/design.md §4: which value wins, CPA or header, for every parameter x CPA value x header x reading."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The README's state diagram is the one drawn from the engine's transition table."""
+"""The state diagram of the docs (Reliable messaging) is the one drawn from the engine's transition table."""
 
 from __future__ import annotations
 
@@ -7,6 +7,7 @@ from pathlib import Path
 from msh.engine.sending import state_diagram
 
 
-def test_readme_diagram_is_drawn_from_the_table() -> None:
-    readme = (Path(__file__).resolve().parents[3] / "README.md").read_text(encoding="utf-8")
+def test_docs_diagram_is_drawn_from_the_table() -> None:
+    page = Path(__file__).resolve().parents[3] / "docs" / "concepts" / "reliability.md"
+    readme = page.read_text(encoding="utf-8")
     assert "```mermaid\n" + state_diagram() + "```" in readme

@@ -127,7 +127,7 @@ def test_an_expired_message_is_refused_with_time_to_live_expired() -> None:
 
 def test_time_to_live_is_judged_with_the_clocks_accuracy_and_expires_only_when_passed() -> None:
     # ebMS2 §3.1.6.4: expired "if the time of the internal clock, adjusted for UTC, of the Receiving MSH is
-    # greater than the value of TimeToLive"; mshTimeAccuracy is the clock's tolerance (DESIGN.md §3).
+    # greater than the value of TimeToLive"; mshTimeAccuracy is the clock's tolerance (docs/design.md §3).
     assert not isinstance(decide(message(time_to_live=NOW)).actions[0], Reject)  # not greater: not expired
     within = decide(message(time_to_live=NOW - timedelta(seconds=1)), time_accuracy=timedelta(seconds=2))
     assert not isinstance(within.actions[0], Reject)

@@ -1,4 +1,4 @@
-"""The engine is sans-IO (DESIGN.md §2): no clock, no id or chance source, no sockets, files or database."""
+"""The engine is sans-IO (docs/design.md §2): no clock, no id or chance source, no sockets, files or database."""
 
 from __future__ import annotations
 

@@ -144,7 +144,7 @@ def peer_errors(*errors: tuple[str, Severity]) -> ErrorList:
 def test_submit_commits_then_transmits_and_arms_the_first_resend_timer() -> None:
     sender = Sender(rel())
     actions = sender.submit()
-    # Timer row in the step's transaction first, then the transmission (DESIGN.md §5.1).
+    # Timer row in the step's transaction first, then the transmission (docs/design.md §5.1).
     assert actions == (ScheduleTimer(MID, T0 + 5 * MIN), Transmit(MID, 1))
     expected = OutboundState(MID, OutboundStatus.PENDING, rel(), 1, T0, 0, T0 + 5 * MIN, evidence=Evidence.SUBMITTED)
     assert sender.s == expected
@@ -617,7 +617,8 @@ def test_every_final_status_is_reached_only_on_evidence_the_outcomes_allow() -> 
 
 
 def test_a_handler_that_lands_outside_its_row_is_a_bug() -> None:
-    # The table is what the README's diagram shows: a handler may not take the message anywhere else.
+    # The table is what the state diagram of docs/concepts/reliability.md shows: a handler may not take the
+    # message anywhere else.
     state = OutboundState(MID, OutboundStatus.FORWARDED, rel(), 1, T0, 0, T0 + MIN)
     bad = replace(TRANSITIONS[(OutboundStatus.FORWARDED, TimerDue)], targets=(OutboundStatus.FORWARDED,))
     table = dict(TRANSITIONS)

@@ -1,4 +1,4 @@
-"""Signals about our messages count only from the party and agreement the message went to (DESIGN.md §7)."""
+"""Signals about our messages count only from the party and agreement the message went to (docs/design.md §7)."""
 
 from __future__ import annotations
 

@@ -616,8 +616,9 @@ def test_describe_shows_unset_settings_and_long_durations() -> None:
     assert 'agreements.time_accuracy = "P1DT2H0.25S"' in lines
 
 
-def test_the_readme_table_is_drawn_from_the_declaration() -> None:
-    readme = (Path(__file__).resolve().parents[3] / "README.md").read_text(encoding="utf-8")
+def test_the_configuration_reference_table_is_drawn_from_the_declaration() -> None:
+    page = Path(__file__).resolve().parents[3] / "docs" / "reference" / "configuration.md"
+    readme = page.read_text(encoding="utf-8")
     assert "\n\n" + config.settings_table() + "\n" in readme
 
 

@@ -599,22 +599,24 @@ def test_the_multihop_samples_set_every_setting() -> None:
             assert {"name", "to_party_id", "to_party_id_type", "next_hop", "trusted"} <= set(route), name
 
 
-# -------------------------------------------------------------------------------------------- README
+# ------------------------------------------------------------------------- docs/configuration.md
 
 
-def test_the_readme_table_of_route_keys_is_drawn_from_the_declaration() -> None:
-    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+def test_the_docs_table_of_route_keys_is_drawn_from_the_declaration() -> None:
+    readme = (ROOT / "docs" / "configuration.md").read_text(encoding="utf-8")
     assert "\n\n" + route_keys_table() + "\n" in readme
     assert [line.split("`")[1] for line in route_keys_table().splitlines()[2:]] == [d.key for d in config.ROUTE_KEYS]
 
 
 def _readme_toml_snippets() -> list[str]:
-    readme = (ROOT / "README.md").read_text(encoding="utf-8")
-    return re.findall(r"^```toml\n(.*?)^```", readme, re.MULTILINE | re.DOTALL)
+    """The TOML snippets of the README and of every page of the documentation site."""
+    pages = [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]
+    text = "\n".join(page.read_text(encoding="utf-8") for page in pages)
+    return re.findall(r"^```toml\n(.*?)^```", text, re.MULTILINE | re.DOTALL)
 
 
 def test_the_readme_routing_examples_load() -> None:
-    """Each TOML snippet of the README is valid TOML; those with routes load as settings (a snippet without an
+    """Each TOML snippet of the docs is valid TOML; those with routes load as settings (a snippet without an
     [identity] is a fragment: it is loaded into party A's settings), paths read from samples/."""
     routed = 0
     for snippet in _readme_toml_snippets():

@@ -68,7 +68,7 @@ def test_submissions_queued_during_a_commit_share_the_next_transaction(tmp_path:
             assert status is not None and status.state.status is OutboundStatus.PENDING
         with msh.store.transaction() as tx:
             due = tx.claim_due_timers(msh.clock(), "test", lease=msh.settings.timers.lease, limit=100)
-        # Not serving here: each message waits for the serving process's transmit timer (DESIGN.md §5.1).
+        # Not serving here: each message waits for the serving process's transmit timer (docs/design.md §5.1).
         assert sorted(t.message_id for t in due if t.kind is TimerKind.TRANSMIT) == sorted(ids)
     finally:
         msh.close()

@@ -1,4 +1,4 @@
-"""Multi-hop scenarios on the test network (ebMS2 §10, §6.6, DESIGN.md §5 invariant 5): A sends to C
+"""Multi-hop scenarios on the test network (ebMS2 §10, §6.6, docs/design.md §5 invariant 5): A sends to C
 through one or more intermediaries; memory stores, the in-memory transport, one fake clock.
 
 Each row of ebMS2 §6.6 is checked from the stores with losses on every hop: what A's application was
@@ -493,7 +493,7 @@ def test_an_asynchronous_hop_acknowledgment_ends_the_intermediarys_forward() -> 
 
 
 def test_a_hop_acknowledgment_from_a_party_that_is_not_the_next_hop_is_ignored() -> None:
-    # ebMS2 §10.1.3 and DESIGN.md §7: only the next MSH the forward went to may acknowledge it.
+    # ebMS2 §10.1.3 and docs/design.md §7: only the next MSH the forward went to may acknowledge it.
     async def scenario(net: TestNetwork) -> None:
         p = multihop(net, routed_cpa(**ROW_1))
         await net.start()

@@ -1,7 +1,7 @@
 """Reliability scenarios on the test network (msh.testing.network): partners A and B of the sample
 agreement in one process, memory stores, the in-memory transport, one fake clock; no socket, no sleep.
 
-Each scenario checks the promise of DESIGN.md §5 from the stores: every message A sent is acknowledged
+Each scenario checks the promise of docs/design.md §5 from the stores: every message A sent is acknowledged
 or reported failed with the right severity, and B's application received each one exactly once.
 """
 

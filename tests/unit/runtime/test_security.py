@@ -102,7 +102,7 @@ def test_a_signed_message_is_verified_delivered_once_and_resent_with_the_same_si
         assert stored is not None and stored.state.status is OutboundStatus.DELIVERED
         assert stored.state.attempts == 2
         body = stored_body(a, message_id)
-        # DESIGN.md §5.1: every transmission sends the stored signed bytes.
+        # docs/design.md §5.1: every transmission sends the stored signed bytes.
         assert sent == [body, body]
         signature = _soap(body, stored.content_type).find(f".//{{{DS}}}Signature")
         assert signature is not None

@@ -410,7 +410,7 @@ def test_a_status_response_from_another_party_does_not_count() -> None:
         )
         reply, _after = a.receive_http(serialise_envelope(forged), SOAP_CONTENT_TYPE)
         assert reply.status == 202
-        # DESIGN.md §7: only the party the message went to, under its agreement, may report on it.
+        # docs/design.md §7: only the party the message went to, under its agreement, may report on it.
         stored = a.status(message_id)
         assert stored is not None and stored.state.status is OutboundStatus.FAILED
         assert a.counters["foreign-signals"] == 1

@@ -1,4 +1,4 @@
-"""lxml and xmlsec run on the same libxml2 (DESIGN.md §7), and libxmlsec opens nothing but the message's parts."""
+"""lxml and xmlsec run on the same libxml2 (docs/design.md §7), and libxmlsec opens nothing but the message's parts."""
 
 from __future__ import annotations
 

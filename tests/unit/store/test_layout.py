@@ -1,4 +1,4 @@
-"""The store's modules depend on each other in one direction (DESIGN.md §2, §9).
+"""The store's modules depend on each other in one direction (docs/design.md §2, §9).
 
 The port (:mod:`msh.store.api`, :mod:`msh.store.transaction`) and what it speaks of (records, errors,
 rules) never import the stores that implement it; the two stores never import each other; no module of

@@ -348,7 +348,7 @@ def test_each_stored_copy_is_found_by_its_id(store: Store) -> None:
 
 
 def test_a_duplicate_gets_the_stored_acknowledgment_and_no_second_delivery(store: Store) -> None:
-    """DESIGN.md §5.2/§5.3: the first copy is delivered once; a duplicate only counts and re-acks."""
+    """docs/design.md §5.2/§5.3: the first copy is delivered once; a duplicate only counts and re-acks."""
     with store.transaction() as tx:
         add_inbound(tx, "in2@example.com", ack=b"<ack id='1'/>", body=b"first copy")
     for n in (1, 2):
@@ -722,7 +722,7 @@ def test_a_bad_chunk_size_is_a_configuration_error(size: int) -> None:
 
 
 def test_two_processes_never_claim_the_same_timer(store_url: str, open_store: Callable[..., Store]) -> None:
-    """DESIGN.md §8: concurrent claimers on separate connections (PostgreSQL: FOR UPDATE SKIP LOCKED;
+    """docs/design.md §8: concurrent claimers on separate connections (PostgreSQL: FOR UPDATE SKIP LOCKED;
     SQLite: one writer at a time)."""
     store = open_store(store_url)
     with store.transaction() as tx:
