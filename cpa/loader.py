@@ -50,8 +50,9 @@ from msh.xsd import source_line
 __all__ = ["AGREEMENT_LIMITS", "KNOWN_ALGORITHMS", "MAX_PROBLEMS", "SCHEMA_FILE", "AlgorithmUse", "load"]
 
 #: Bounds on an agreement document: an agreement with many actions has long lists of siblings (CanSend,
-#: CanReceive, channels), so it may have more children per element than a message.
-AGREEMENT_LIMITS: Final = XmlLimits(max_children=4096)
+#: CanReceive, channels), so it may have more children per element than a message, and more nodes in all
+#: (every element, comment and processing instruction, those before and after the root included).
+AGREEMENT_LIMITS: Final = XmlLimits(max_children=4096, max_nodes=262_144)
 
 
 def load(source: str | os.PathLike[str] | bytes, *, verify_signature: bool = True) -> CollaborationProtocolAgreement:

@@ -4,6 +4,11 @@ Every byte of XML the MSH reads from outside goes through :func:`parse_xml`:
 
 * the input size is bounded, and libxml2's own limits on depth (256) and on a single text node (10 MB)
   stay on;
+* every node is counted, while the document is parsed: elements, comments and processing instructions,
+  those of the prolog and the epilog (before and after the root element) included, at most
+  ``XmlLimits.max_nodes`` in the whole document, so a document of tiny nodes (16 MB of ``<!---->`` is 2.4
+  million nodes, some 300 MB in libxml2) is refused before it is built; the document's own children (the
+  prolog, the root and the epilog) count against ``max_children`` like any element's;
 * a document that declares a DTD or an entity is refused. The check runs on the document's *text*: its
   encoding is detected as XML 1.0 Appendix F says (byte order mark, the ``<?xml`` pattern in UTF-16 or
   UTF-32, then the declared ``encoding``) and the document is decoded before it is searched, so a
@@ -18,10 +23,11 @@ Every byte of XML the MSH reads from outside goes through :func:`parse_xml`:
 from __future__ import annotations
 
 import codecs
+import itertools
 import re
 import threading
 from dataclasses import dataclass
-from typing import Final
+from typing import AnyStr, Final
 
 from lxml import etree
 
@@ -34,23 +40,29 @@ __all__ = ["DEFAULT_LIMITS", "XmlLimits", "detect_encoding", "parse_xml", "text_
 class XmlLimits:
     """Bounds on one XML document read from outside.
 
-    ``max_bytes`` caps the document (the SOAP part of a message, an agreement);
-    ``max_namespace_declarations`` the ``xmlns`` declarations in the whole document, ``max_attributes``
-    the attributes of any one element and ``max_children`` the child nodes of any one element: a real
-    ebXML message or agreement has a few dozen of each (a Manifest names at most as many payloads as a
-    package may hold, 256), while thousands make later steps cost the square of the document's size
-    (serialising foreign elements with their in-scope namespaces, reading attributes by name, libxml2
-    working out the path of each schema error among its siblings). Nesting depth is capped by libxml2 at
+    ``max_bytes`` caps the document (the SOAP part of a message, an agreement); ``max_nodes`` the
+    elements, comments and processing instructions of the whole document, prolog and epilog included (text
+    nodes lie between them, so they are bounded too), counted as the parser builds them: each costs libxml2
+    a hundred bytes or more whatever its size in the input, so the byte limit alone lets a document of empty
+    comments take twenty times its size in memory; ``max_namespace_declarations`` the ``xmlns``
+    declarations in the whole document, ``max_attributes`` the attributes of any one element and
+    ``max_children`` the child nodes of any one element, and of the document itself (the comments and
+    processing instructions before and after the root, and the root): a real ebXML message or agreement has
+    a few dozen of each (a Manifest names at most as many payloads as a package may hold, 256), while
+    thousands make later steps cost the square of the document's size (serialising foreign elements with
+    their in-scope namespaces, reading attributes by name, libxml2 working out the path of each schema error
+    among its siblings). Nesting depth is capped by libxml2 at
     256 levels and cannot be raised here on purpose.
     """
 
     max_bytes: int = 16 * 1024 * 1024
+    max_nodes: int = 65_536
     max_namespace_declarations: int = 256
     max_attributes: int = 256
     max_children: int = 256
 
     def __post_init__(self) -> None:
-        for name in ("max_bytes", "max_namespace_declarations", "max_attributes", "max_children"):
+        for name in ("max_bytes", "max_nodes", "max_namespace_declarations", "max_attributes", "max_children"):
             if getattr(self, name) <= 0:
                 raise ValueError(f"XmlLimits.{name} must be positive, got {getattr(self, name)}")
 
@@ -71,23 +83,41 @@ class _RefuseEverything(etree.Resolver):
 
 _local = threading.local()
 
+# The hardened options of every parser here: no DTD, no entity, no network, libxml2's own size limits on.
+_OPTIONS: Final = {
+    "resolve_entities": False,
+    "load_dtd": False,
+    "dtd_validation": False,
+    "no_network": True,
+    "huge_tree": False,
+    "remove_comments": False,
+    "collect_ids": False,
+}
+
 
 def _parser() -> etree.XMLParser:
     # lxml parsers are not thread-safe: one per thread.
     parser: etree.XMLParser | None = getattr(_local, "parser", None)
     if parser is None:
-        parser = etree.XMLParser(
-            resolve_entities=False,
-            load_dtd=False,
-            dtd_validation=False,
-            no_network=True,
-            huge_tree=False,
-            remove_comments=False,
-            collect_ids=False,
-        )
+        parser = etree.XMLParser(**_OPTIONS)  # type: ignore[arg-type]
         parser.resolvers.add(_RefuseEverything())
         _local.parser = parser
     return parser
+
+
+def _counting_parser() -> etree.XMLPullParser:
+    """A parser with the same options that reports each node as it builds it (a new one each time: it is
+    left half-way when a document is refused)."""
+    parser = etree.XMLPullParser(events=_NODE_EVENTS, **_OPTIONS)  # type: ignore[arg-type]
+    parser.resolvers.add(_RefuseEverything())
+    return parser
+
+
+# What a node of the document is to the counting parser: an element, a comment, a processing instruction,
+# wherever it stands (in the prolog and the epilog too).
+_NODE_EVENTS: Final = ("start", "comment", "pi")
+# Fed to the counting parser at a time: at most this many bytes of nodes are built past the limit.
+_FEED: Final = 64 * 1024
 
 
 # XML 1.0 Appendix F.1: the first bytes of a document tell its encoding family.
@@ -115,6 +145,10 @@ _NOT_TEXT: Final = frozenset(
     {"undefined", "punycode", "idna", "unicode-escape", "raw-unicode-escape", "charmap", "rot-13"}
 )
 _LABEL: Final = re.compile(r"[A-Za-z][A-Za-z0-9._:+-]{0,63}")
+# Encodings in which every "<" of the text holds the byte 0x3C, so counting that byte bounds the markup
+# (each element, comment and processing instruction starts with "<"; end tags count too, so it is an upper
+# bound). In others (UTF-7 may spell "<" as "+ADw-", EBCDIC as 0x4C) the parser itself counts.
+_LT_COUNTABLE: Final = _ASCII_SUPERSETS | {"utf-16-be", "utf-16-le", "utf-16", "utf-32-be", "utf-32-le", "utf-32"}
 
 
 def text_encoding(label: str) -> str | None:
@@ -195,7 +229,10 @@ def parse_xml(data: bytes, *, what: str = "XML document", limits: XmlLimits = DE
     if _declares_dtd(data):
         raise EnvelopeError(f"{what} declares a DTD or entities, which are refused", error_code=ErrorCode.OTHER_XML)
     try:
-        root = etree.fromstring(data, _parser())
+        if data.count(b"<") <= limits.max_nodes and detect_encoding(data) in _LT_COUNTABLE:
+            root = etree.fromstring(data, _parser())  # fewer nodes than the limit can be there: no counting
+        else:
+            root = _parse_counting(data, what, limits)
     except etree.XMLSyntaxError as exc:
         raise EnvelopeError(f"{what} is not well-formed XML: {exc}", error_code=ErrorCode.OTHER_XML) from exc
     except (ValueError, LookupError) as exc:  # e.g. a str with an encoding declaration, an unknown encoding
@@ -208,9 +245,97 @@ def parse_xml(data: bytes, *, what: str = "XML document", limits: XmlLimits = DE
     return root
 
 
+def _too_many_nodes(what: str, limits: XmlLimits) -> EnvelopeError:
+    return EnvelopeError(
+        f"{what} has more than {limits.max_nodes} nodes (elements, comments and processing instructions, "
+        "before and after the root element too); no ebXML document needs that many",
+        error_code=ErrorCode.OTHER_XML,
+        location="/",
+    )
+
+
+_XML_DECLARATION_TEXT: Final = re.compile(r"<\?xml[ \t\r\n][^>]*\?>")
+_XML_DECLARATION_BYTES: Final = re.compile(rb"<\?xml[ \t\r\n][^>]*\?>")
+
+
+def _check_prolog(data: bytes, what: str, limits: XmlLimits) -> None:
+    """Count the comments and processing instructions before the root element from the text, before the
+    counting parser sees them (it reports those of the prolog in time that grows with the square of their
+    number): at most ``max_children - 1`` of them, beside the root."""
+    encoding = detect_encoding(data)
+    if encoding in _ASCII_SUPERSETS:  # the delimiters are the same bytes whatever the rest: no copy
+        body = data.removeprefix(codecs.BOM_UTF8)
+        declaration = _XML_DECLARATION_BYTES.match(body)
+        start = declaration.end() if declaration is not None else 0
+        items = _count_prolog(body, start, (b"<!--", b"-->", b"<?", b"?>", b" \t\r\n"), limits.max_children)
+    else:
+        text = data.decode(encoding, errors="replace").removeprefix("\ufeff")
+        found = _XML_DECLARATION_TEXT.match(text)
+        start = found.end() if found is not None else 0
+        items = _count_prolog(text, start, ("<!--", "-->", "<?", "?>", " \t\r\n"), limits.max_children)
+    if items >= limits.max_children:
+        raise _too_many_around(what, limits)
+
+
+def _count_prolog(text: AnyStr, position: int, tokens: tuple[AnyStr, ...], limit: int) -> int:
+    """The comments and processing instructions from ``position`` up to the root element, counted up to
+    ``limit`` (``tokens``: comment open and close, PI open and close, the white space characters)."""
+    comment, comment_end, pi, pi_end, space = tokens
+    items = 0
+    while items < limit:
+        while position < len(text) and text[position : position + 1] in space:
+            position += 1
+        if text.startswith(comment, position):
+            end, close = text.find(comment_end, position + 4), 3
+        elif text.startswith(pi, position):
+            end, close = text.find(pi_end, position + 2), 2
+        else:
+            break
+        if end < 0:
+            break  # unterminated: the parser reports it
+        position = end + close
+        items += 1
+    return items
+
+
+def _too_many_around(what: str, limits: XmlLimits) -> EnvelopeError:
+    return EnvelopeError(
+        f"{what} has more than {limits.max_children - 1} comments and processing instructions around its root "
+        f"element; a document holds at most {limits.max_children} nodes at its top level (max_children)",
+        error_code=ErrorCode.OTHER_XML,
+        location="/",
+    )
+
+
+def _parse_counting(data: bytes, what: str, limits: XmlLimits) -> etree._Element:
+    """Parse ``data`` a piece at a time, counting the nodes as libxml2 builds them, and stop as soon as
+    there are more than ``limits.max_nodes``: the tree of a refused document is never built whole."""
+    _check_prolog(data, what, limits)
+    parser = _counting_parser()
+    nodes = 0
+    view = memoryview(data)
+    for start in range(0, len(data), _FEED):
+        parser.feed(bytes(view[start : start + _FEED]))
+        for _event in parser.read_events():
+            nodes += 1
+        if nodes > limits.max_nodes:
+            raise _too_many_nodes(what, limits)
+    root: etree._Element = parser.close()
+    for _event in parser.read_events():
+        nodes += 1
+    if nodes > limits.max_nodes:
+        raise _too_many_nodes(what, limits)
+    return root
+
+
 def _check_counts(root: etree._Element, what: str, limits: XmlLimits) -> None:
     """Refuse more namespace declarations, attributes or children than :class:`XmlLimits` allows (one
-    linear pass)."""
+    linear pass); the document's children (prolog, root, epilog) are counted like an element's."""
+    around = 1
+    for _sibling in itertools.chain(root.itersiblings(preceding=True), root.itersiblings()):
+        around += 1
+        if around > limits.max_children:
+            raise _too_many_around(what, limits)
     declarations = 0
     for event, item in etree.iterwalk(root, events=("start", "start-ns")):
         if event == "start-ns":

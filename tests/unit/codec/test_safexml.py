@@ -4,13 +4,15 @@ from __future__ import annotations
 
 import contextlib
 import os
+import subprocess
+import sys
 import threading
 from pathlib import Path
 
 import pytest
 from lxml import etree
 
-from msh.errors import EnvelopeError, ErrorCode
+from msh.errors import EnvelopeError, ErrorCode, Severity
 from msh.safexml import XmlLimits, parse_xml
 
 XXE = b"""<?xml version="1.0"?>
@@ -158,3 +160,76 @@ def test_documents_in_other_encodings_still_parse(encoding: str) -> None:
 def test_ebcdic_is_refused() -> None:
     with pytest.raises(EnvelopeError, match="EBCDIC"):
         parse_xml('<?xml version="1.0" encoding="IBM500"?><r/>'.encode("cp500"))
+
+
+# -- every node counted (XML 1.0 §2.1: document ::= prolog element Misc*; §2.8: the prolog's Misc are comments
+# and processing instructions). A breach is refused like the other limits: ebMS2 §4.2.3.4.1 OtherXml, at "/".
+
+_ROOT = b"<r><a/></r>"
+
+
+def _refused(doc: bytes, limits: XmlLimits | None = None) -> EnvelopeError:
+    with pytest.raises(EnvelopeError) as exc:
+        parse_xml(doc, what="SOAP envelope", limits=limits or XmlLimits())
+    assert exc.value.error_code is ErrorCode.OTHER_XML
+    assert exc.value.severity is Severity.ERROR
+    assert exc.value.location == "/"
+    return exc.value
+
+
+def test_the_libxml2_memory_of_a_refused_document_stays_small() -> None:
+    # XML 1.0 §2.8: 14 MB of prolog comments (2 million nodes, about 300 MB once built) are refused before
+    # libxml2 builds them: the process's peak resident size grows by far less than the document.
+    script = (
+        "import resource\n"
+        "from msh.safexml import parse_xml\n"
+        "from msh.errors import EnvelopeError\n"
+        "doc = b'<!---->' * 2_000_000 + b'<r/>'\n"
+        "before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss\n"
+        "try:\n"
+        "    parse_xml(doc)\n"
+        "except EnvelopeError:\n"
+        "    pass\n"
+        "print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120, check=True)
+    grown_kib = int(done.stdout.strip())
+    assert grown_kib < 32 * 1024, grown_kib
+
+
+def test_prolog_and_epilog_nodes_count_as_the_documents_children() -> None:
+    # XML 1.0 §2.1: the prolog's and the epilog's Misc are children of the document, counted like an element's.
+    assert parse_xml(b"<!--a-->" * 100 + _ROOT + b"<?p?>" * 100).tag == "r"
+    assert "around its root element" in _refused(b"<!--a-->" * 200 + _ROOT + b"<?p?>" * 200).description
+    assert "around its root element" in _refused(b"<?p?>" * 300 + _ROOT).description
+    assert "around its root element" in _refused(_ROOT + b"<!---->" * 300).description
+
+
+def test_the_prolog_is_counted_in_utf16_too() -> None:
+    # XML 1.0 Appendix F: the same document in UTF-16 (where the text check decodes before it counts).
+    doc = ('<?xml version="1.0" encoding="UTF-16"?>' + "<!---->" * 100_000 + "<r/>").encode("utf-16")
+    assert "around its root element" in _refused(doc).description
+
+
+def test_the_node_limit_is_exact() -> None:
+    # One root with 99 children and nothing around it: 100 nodes.
+    doc = b"<r>" + b"<a/>" * 50 + b"<!---->" * 30 + b"<?p?>" * 19 + b"</r>"
+    limits = XmlLimits(max_nodes=100)
+    assert len(parse_xml(doc, limits=limits)) == 99
+    assert "more than 99 nodes" in _refused(doc, XmlLimits(max_nodes=99)).description
+    # The same with one comment moved before the root: still 100 nodes, counted by the counting parser.
+    moved = b"<!---->" + doc.replace(b"<!---->", b"", 1)
+    assert parse_xml(moved, limits=limits).tag == "r"
+    assert "more than 99 nodes" in _refused(moved, XmlLimits(max_nodes=99)).description
+
+
+def test_an_agreement_counts_its_prolog_too(tmp_path: Path) -> None:
+    # The agreement loader reads through the same parser: comments before the root are refused there too.
+    from cpa.errors import CpaError
+    from cpa.loader import load
+
+    path = tmp_path / "a.xml"
+    path.write_bytes(b"<!---->" * 2_000_000 + b"<tp:CollaborationProtocolAgreement/>")
+    with pytest.raises(CpaError) as exc:
+        load(path)
+    assert "nodes" in str(exc.value) or "around its root element" in str(exc.value), str(exc.value)
