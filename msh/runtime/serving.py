@@ -69,6 +69,7 @@ async def serve(
         max_header_bytes=s.max_header_bytes,
         max_headers=s.max_headers,
         read_timeout=s.read_timeout.total_seconds(),
+        request_timeout=s.request_timeout.total_seconds(),
         max_connections_per_client=s.max_connections_per_client,
     )
     listener = sock if sock is not None else bind(s.host, s.port)

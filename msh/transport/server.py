@@ -26,7 +26,7 @@ from collections import Counter
 from collections.abc import Awaitable, Callable, Coroutine, Generator
 from dataclasses import dataclass
 from types import FrameType
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Final
 
 import httptools
 import uvicorn
@@ -96,7 +96,7 @@ _HEAD_END = b"\r\n\r\n"
 
 def _refusal(status: int, text: str) -> bytes:
     """A complete HTTP/1.1 response that closes the connection (for refusals before the application)."""
-    body = text.encode("ascii") + b"\n"
+    body = text.encode("utf-8") + b"\n"
     return b"".join(
         [
             STATUS_LINE[status],
@@ -112,6 +112,35 @@ class _TooManyHeaders(Exception):
     """Raised from the parser's header callback to stop the parse."""
 
 
+class _RepeatedField(Exception):
+    """Raised from the parser's headers-complete callback to stop the parse (see ``_SINGLE_FIELDS``)."""
+
+
+# Header fields a request may carry once. RFC 9110 §5.3: a sender MUST NOT send a field twice unless its
+# definition is a comma-separated list; each of these is a single value, so two of them leave the request's
+# meaning to whichever one a hop happens to keep (the last one, here, before this check).
+_SINGLE_FIELDS: Final = {
+    b"content-type": "RFC 9110 §8.3: Content-Type is one media type",
+    b"host": "RFC 9112 §3.2: a server MUST answer 400 to a request with more than one Host",
+    b"soapaction": "SOAP 1.1 §6.1.1: SOAPAction is one URI",
+}
+
+# llhttp's own framing refusals (httptools' parser errors), in words that say what to fix. RFC 9112 §6.3:
+# a request whose body length cannot be determined reliably MUST be answered 400 and the connection closed.
+_FRAMING_ERRORS: Final = {
+    "Duplicate Content-Length": "more than one Content-Length header field: the body's length is ambiguous "
+    "(RFC 9112 §6.3, RFC 9110 §8.6); send one",
+    "Transfer-Encoding can't be present with Content-Length": "both Transfer-Encoding and Content-Length: the "
+    "body's length is ambiguous (RFC 9112 §6.1, §6.3); send one of them",
+    "Content-Length can't be present with Transfer-Encoding": "both Transfer-Encoding and Content-Length: the "
+    "body's length is ambiguous (RFC 9112 §6.1, §6.3); send one of them",
+    "Content-Length overflow": "Content-Length is larger than any body this server takes (RFC 9110 §8.6)",
+    "Invalid `Transfer-Encoding` header value": "Transfer-Encoding must name chunked once, last (RFC 9112 §6.1, §6.3)",
+    "Request has invalid `Transfer-Encoding`": "Transfer-Encoding must end with chunked (RFC 9112 §6.3)",
+    "Invalid character in Content-Length": "Content-Length is not one decimal number (RFC 9110 §8.6)",
+}
+
+
 class GuardedProtocol(TlsHttpToolsProtocol):
     """:class:`TlsHttpToolsProtocol` with limits at the door, set per server by :func:`guarded_protocol`:
 
@@ -120,12 +149,20 @@ class GuardedProtocol(TlsHttpToolsProtocol):
       otherwise hold a header line of any length in memory); more than ``max_headers`` fields: 431 too;
     * a request whose head or body stops arriving (no byte for ``read_timeout`` seconds while it is
       incomplete, and not because the application is slow to read) gets 408 and the connection closes;
+    * a request whose head and body have not all arrived ``request_timeout`` seconds after its first byte
+      (however steadily it drips) gets 408 and the connection closes too; should the application be the
+      one not reading at that moment, the request gets ``read_timeout`` more each time;
+    * a header field that must be single (Content-Type, Host, SOAPAction: ``_SINGLE_FIELDS``) sent twice,
+      or a body length that cannot be determined reliably (two Content-Length fields, Content-Length with
+      Transfer-Encoding, a Transfer-Encoding that does not end with chunked), gets 400 naming the field
+      and the rule, and the connection closes: nothing of it reaches the application;
     * ``max_connections_per_client`` connections at once per client address; the next one gets 503.
     """
 
     max_header_bytes: ClassVar[int] = 64 * 1024
     max_headers: ClassVar[int] = 100
     read_timeout: ClassVar[float] = 30.0
+    request_timeout: ClassVar[float] = 600.0
     max_connections_per_client: ClassVar[int] = 128
     per_client: ClassVar[Counter[str]] = Counter()
 
@@ -135,8 +172,11 @@ class GuardedProtocol(TlsHttpToolsProtocol):
     _header_count = 0
     _incomplete = False
     _read_timer: asyncio.TimerHandle | None = None
+    _deadline_timer: asyncio.TimerHandle | None = None
     _client_key: str | None = None
     _refused = False
+    _repeated: bytes | None = None
+    _single_seen: frozenset[bytes] = frozenset()
 
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
         super().connection_made(transport)
@@ -153,6 +193,7 @@ class GuardedProtocol(TlsHttpToolsProtocol):
 
     def connection_lost(self, exc: Exception | None) -> None:
         self._cancel_read_timer()
+        self._cancel_deadline()
         key = self._client_key
         if key is not None:
             self._client_key = None
@@ -164,6 +205,7 @@ class GuardedProtocol(TlsHttpToolsProtocol):
     def _refuse(self, status: int, text: str) -> None:
         self._refused = True
         self._cancel_read_timer()
+        self._cancel_deadline()
         if not self.transport.is_closing():
             self.transport.write(_refusal(status, text))
             self.transport.close()
@@ -193,9 +235,19 @@ class GuardedProtocol(TlsHttpToolsProtocol):
                 log.warning("refused a request with over %d header fields from %s", self.max_headers, self._client_key)
                 self._refuse(431, f"more than {self.max_headers} header fields (server.max_headers)")
                 return
+            if self._repeated is not None:
+                name = self._repeated.decode("latin-1")
+                log.warning("refused a request with two %s header fields from %s", name, self._client_key)
+                self._refuse(400, f"more than one {name} header field; send it once ({_SINGLE_FIELDS[self._repeated]})")
+                return
             self.logger.warning("Invalid HTTP request received.")
             self.send_400_response("Invalid HTTP request received.")
-        except httptools.HttpParserError:
+        except httptools.HttpParserError as exc:
+            framing = _FRAMING_ERRORS.get(str(exc))
+            if framing is not None:
+                log.warning("refused a request from %s: %s", self._client_key, exc)
+                self._refuse(400, framing)
+                return
             self.logger.warning("Invalid HTTP request received.")
             self.send_400_response("Invalid HTTP request received.")
         except httptools.HttpParserUpgrade:
@@ -204,21 +256,31 @@ class GuardedProtocol(TlsHttpToolsProtocol):
     def on_message_begin(self) -> None:
         super().on_message_begin()
         self._header_count = 0
+        self._repeated, self._single_seen = None, frozenset()
+        self._arm_deadline(self.request_timeout)
 
     def on_header(self, name: bytes, value: bytes) -> None:
         self._header_count += 1
         if self._header_count > self.max_headers:
             raise _TooManyHeaders()
+        lowered = name.lower()
+        if lowered in _SINGLE_FIELDS:
+            if lowered in self._single_seen and self._repeated is None:
+                self._repeated = lowered
+            self._single_seen |= {lowered}
         super().on_header(name, value)
 
     def on_headers_complete(self) -> None:
         self._in_head = False
+        if self._repeated is not None:
+            raise _RepeatedField()  # before the application sees the request
         super().on_headers_complete()
 
     def on_message_complete(self) -> None:
         self._in_head, self._head_bytes, self._head_tail = True, 0, b""
         self._incomplete = False
         self._cancel_read_timer()
+        self._cancel_deadline()
         super().on_message_complete()
 
     # -- a request that stops arriving
@@ -240,13 +302,44 @@ class GuardedProtocol(TlsHttpToolsProtocol):
             self._arm_read_timer()  # the application is slow to read, not the client slow to send
             return
         log.warning("closed a request from %s that stopped arriving (server.read_timeout)", self._client_key)
+        self._time_out(f"the request stopped arriving for {self.read_timeout:g} s (server.read_timeout)")
+
+    # -- a request that takes too long to arrive, however steadily
+
+    def _arm_deadline(self, seconds: float) -> None:
+        self._cancel_deadline()
+        self._deadline_timer = self.loop.call_later(seconds, self._deadline_passed)
+
+    def _cancel_deadline(self) -> None:
+        if self._deadline_timer is not None:
+            self._deadline_timer.cancel()
+            self._deadline_timer = None
+
+    def _deadline_passed(self) -> None:
+        self._deadline_timer = None
+        if self.transport.is_closing():
+            return
+        if self.flow is not None and self.flow.read_paused:
+            self._arm_deadline(self.read_timeout)  # the application is not reading: not the client's time
+            return
+        log.warning(
+            "closed a request from %s that had not arrived whole after %g s (server.request_timeout)",
+            self._client_key,
+            self.request_timeout,
+        )
+        self._time_out(
+            f"the request had not arrived whole {self.request_timeout:g} s after it began (server.request_timeout)"
+        )
+
+    def _time_out(self, text: str) -> None:
+        """Answer 408 and close (RFC 9110 §15.5.9), or only close once an answer has begun."""
         if self.cycle is not None and not self.cycle.response_complete and self.cycle.response_started:
             self.transport.close()
             return
         if self.cycle is not None:
             self.cycle.disconnected = True
             self.cycle.message_event.set()
-        self._refuse(408, f"the request stopped arriving for {self.read_timeout:g} s (server.read_timeout)")
+        self._refuse(408, text)
 
 
 @dataclass(frozen=True, slots=True)
@@ -256,6 +349,7 @@ class DoorLimits:
     max_header_bytes: int = 64 * 1024
     max_headers: int = 100
     read_timeout: float = 30.0
+    request_timeout: float = 600.0
     max_connections_per_client: int = 128
 
 
@@ -269,6 +363,7 @@ def guarded_protocol(limits: DoorLimits) -> type[GuardedProtocol]:
             "max_header_bytes": limits.max_header_bytes,
             "max_headers": limits.max_headers,
             "read_timeout": limits.read_timeout,
+            "request_timeout": limits.request_timeout,
             "max_connections_per_client": limits.max_connections_per_client,
             "per_client": Counter(),
         },

@@ -144,9 +144,11 @@ class ServerSettings(Section):
 
     A request body over ``max_body_bytes`` gets HTTP 413; a request head (request line and headers) over
     ``max_header_bytes``, or with more than ``max_headers`` header fields, gets 431; a request that stops
-    arriving (no byte for ``read_timeout`` while its head or body is incomplete) gets 408 and its
-    connection is closed; a client address with ``max_connections_per_client`` connections open gets 503
-    on the next one. ``pid_file``: where ``msh serve`` writes its process id (:mod:`msh.runtime.pidfile`).
+    arriving (no byte for ``read_timeout`` while its head or body is incomplete), or has not arrived whole
+    ``request_timeout`` after its first byte, gets 408 and its connection is closed; a header field that
+    must be single sent twice (Content-Type, Host, SOAPAction, Content-Length) gets 400; a client address
+    with ``max_connections_per_client`` connections open gets 503 on the next one.
+    ``pid_file``: where ``msh serve`` writes its process id (:mod:`msh.runtime.pidfile`).
     """
 
     section: ClassVar[str] = "server"
@@ -201,6 +203,16 @@ class ServerSettings(Section):
             DURATION_HINT.format("PT30S", 30),
             check=rules.positive,
             meaning="a request whose head or body stops arriving this long gets 408 and its connection is closed",
+        ),
+    )
+    request_timeout: timedelta = field(
+        default=timedelta(minutes=10),
+        metadata=setting(
+            DURATION_HINT.format("PT10M", 600),
+            check=rules.positive,
+            meaning="a request whose head and body have not all arrived this long after its first byte, however "
+            "steadily they come, gets 408 and its connection is closed (raise it for very large messages over "
+            "slow links)",
         ),
     )
     max_connections_per_client: int = field(
