@@ -13,7 +13,9 @@ Certificates are checked for validity at the message's Timestamp (else now). A f
 is shown with what could be read of its MessageHeader (as ``msh message inspect`` reads it, also when the
 message is rejected), so that the reason can be put against the parties, CPAId and action; a message the
 agreement does not govern is one of those. ``--json`` prints the same with camelCase keys. Exit status 0
-when every file verifies, 1 when any does not, 2 on bad usage or an unreadable file or agreement.
+when every file verifies, 1 when any does not, 2 on bad usage or an unreadable file or agreement. Each
+file gets its verdict and the next is checked, whatever stopped the one before (a signature whose KeyInfo
+carries no certificate under ``--keyinfo``, a file that cannot be parsed or verified).
 """
 
 from __future__ import annotations
@@ -120,7 +122,15 @@ def _one(path: str, args: argparse.Namespace, cpa: CollaborationProtocolAgreemen
                 signature = first_signature(root)
                 trusted = keyinfo_certificates(signature) if signature is not None else ()
                 if signature is not None and not trusted:
-                    raise ConfigurationError(f"{path}: the signature's KeyInfo carries no X509Certificate; use --cert")
+                    # A verdict on this file, not on the command: the other files are still checked.
+                    out["errors"] = [
+                        {
+                            "location": "//Header/Signature/KeyInfo",
+                            "description": "the signature's KeyInfo carries no X509Certificate to verify it "
+                            "with; verify this file with --cert or --cpa",
+                        }
+                    ]
+                    return out
                 out["note"] = _NOTE_KEYINFO
             else:
                 trusted = load_certificates(args.cert)
@@ -147,6 +157,20 @@ def _one(path: str, args: argparse.Namespace, cpa: CollaborationProtocolAgreemen
     out["unsignedPayloads"] = [f"cid:{cid}" for cid in verification.unsigned_payloads]
     out["warnings"] = [_issue(w) for w in verification.warnings]
     return out
+
+
+def _judged(path: str, args: argparse.Namespace, cpa: CollaborationProtocolAgreement | None) -> dict[str, Any]:
+    """:func:`_one`, with whatever stops the check of this one file (a certificate that cannot be used, the
+    file gone or unreadable since the start) reported as its verdict, so the next files are still checked."""
+    try:
+        return _one(path, args, cpa)
+    except (ConfigurationError, OSError, ValueError) as exc:
+        reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+        return {"file": path, "verified": False, "certificateFrom": args.source, "errors": [_error(reason)]}
+
+
+def _error(description: str) -> dict[str, str]:
+    return {"location": "", "description": description}
 
 
 def _issue(issue: Any) -> dict[str, str]:
@@ -194,7 +218,7 @@ def _verify(args: argparse.Namespace) -> int:
 
         load_certificates(args.cert)  # a bad --cert is a usage error, before any file is judged
     args.source = "agreement" if args.cpa else "certificate file" if args.cert else "KeyInfo"
-    results = [_one(path, args, cpa) for path in args.files]
+    results = [_judged(path, args, cpa) for path in args.files]
     if args.json:
         print(json.dumps(results if len(results) > 1 else results[0], indent=2))
     else:

@@ -166,3 +166,22 @@ def test_cpa_validate_refuses_a_digital_envelope_the_msh_lacks(
     out = capsys.readouterr().out
     assert "SenderDigitalEnvelope/DigitalEnvelopeProtocol 'S/MIME' version 3.0 is not implemented" in out
     assert main(["cpa", "validate", str(DEMO_A_B)]) == 0
+
+
+def test_a_file_without_a_certificate_is_a_verdict_and_the_batch_goes_on(
+    files: dict[str, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # ebMS2 §4.1.3 (XML Signature's KeyInfo): under --keyinfo the certificate comes from the message; a
+    # signature whose KeyInfo carries none fails that one file, and the files after it are still checked.
+    data = files["signed"].read_bytes()
+    start, end = data.index(b"<ds:X509Data>"), data.index(b"</ds:X509Data>") + len(b"</ds:X509Data>")
+    bare = tmp_path / "no-certificate.http"
+    bare.write_bytes(data[:start] + data[end:])
+    assert main(["message", "verify", "--keyinfo", str(bare), str(files["forged"]), str(files["signed"])]) == 1
+    out = capsys.readouterr().out
+    assert "no-certificate.http: not verified: the signature's KeyInfo carries no X509Certificate" in out
+    assert "forged.http: verified" in out and "signed.http: verified" in out
+    assert main(["message", "verify", "--keyinfo", "--json", str(bare), str(files["signed"])]) == 1
+    results = json.loads(capsys.readouterr().out)
+    assert [r["verified"] for r in results] == [False, True]
+    assert results[0]["errors"][0]["location"] == "//Header/Signature/KeyInfo"
