@@ -18,16 +18,18 @@ from __future__ import annotations
 
 import io
 import re
+import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from enum import StrEnum
 from pathlib import Path
-from typing import BinaryIO
+from typing import BinaryIO, Final, cast
 
 from lxml import etree
 
 from msh.ebms.envelope import read_envelope, serialise_envelope
 from msh.ebms.mime import AttachmentSpec, MimeLimits, MimePart, parse_content_type, parse_package, write_package
+from msh.ebms.mime.limits import CHUNK
 from msh.ebms.model import Envelope
 from msh.ebms.schema import validate_envelope
 from msh.errors import EbmsError, EnvelopeError, ErrorCode, Issue, MimeProblemError, Severity
@@ -374,7 +376,15 @@ def split_http_message(data: bytes) -> tuple[dict[str, str], bytes] | None:
 
 def _split_header_block(data: bytes, lenient: bool) -> tuple[dict[str, str], bytes, tuple[Issue, ...]]:
     """Split ``Name: value`` lines (``Name:value`` too) from the body that follows, de-chunked when the
-    headers say so (:func:`_unchunked`, which also returns its lenient-mode Warning).
+    headers say so (:func:`_unchunked`, which also returns its lenient-mode Warning); the header block as
+    :func:`_header_block` finds it."""
+    headers, body_start = _header_block(data)
+    body, warnings = _unchunked(headers, data[body_start:], lenient)
+    return headers, body, warnings
+
+
+def _header_block(data: bytes) -> tuple[dict[str, str], int]:
+    """The ``Name: value`` lines at the start of ``data`` (names lower-cased) and where the body starts.
 
     The header block ends at the first empty line (RFC 9112 §2.1). A header dump, as some tools save
     captures, has no empty line: there the block ends at the first line that is the body's own first line,
@@ -403,8 +413,7 @@ def _split_header_block(data: bytes, lenient: bool) -> tuple[dict[str, str], byt
             if sep:
                 headers[name.strip().lower()] = value.strip()
         pos = after
-    body, warnings = _unchunked(headers, data[body_start:], lenient)
-    return headers, body, warnings
+    return headers, body_start
 
 
 _NOT_CHUNKED = (
@@ -471,14 +480,102 @@ def _dechunk(body: bytes) -> bytes:
         pos = end + 2 + size + 2
 
 
+def _dechunk_stream(source: BinaryIO, out: BinaryIO) -> None:
+    """:func:`_dechunk` from ``source`` to ``out``, a chunk piece at a time (RFC 9112 §7.1)."""
+    while True:
+        line = source.readline(_MAX_CHUNK_LINE)
+        if not line.endswith(b"\r\n"):
+            if len(line) >= _MAX_CHUNK_LINE:
+                shown = line[:20].decode("ascii", "backslashreplace")
+                raise MimeProblemError(f"bad chunk size {shown!r} in a chunked HTTP body", location="/")
+            raise MimeProblemError("truncated chunked HTTP body", location="/")
+        size_text = line[:-2].split(b";", 1)[0].strip()
+        if not _CHUNK_SIZE.fullmatch(size_text):
+            shown = size_text[:20].decode("ascii", "backslashreplace")
+            raise MimeProblemError(f"bad chunk size {shown!r} in a chunked HTTP body", location="/")
+        size = int(size_text, 16)
+        if size == 0:
+            return
+        while size:
+            piece = source.read(min(size, CHUNK))
+            if not piece:
+                raise MimeProblemError("truncated chunked HTTP body", location="/")
+            out.write(piece)
+            size -= len(piece)
+        source.read(2)  # the CRLF after the chunk's data
+
+
+_MAX_CHUNK_LINE: Final = 64 * 1024
+# How much of a message file is read to find its form and its header block (a capture's headers are a few
+# KiB; the body after them is read as a stream, never whole).
+_FILE_HEAD: Final = 1 << 20
+
+
+def _file_body(
+    file: BinaryIO, lenient: bool
+) -> tuple[FileForm, dict[str, str], str | None, BinaryIO, tuple[Issue, ...]]:
+    """What :func:`split_message_file` finds, from a file read as a stream: its form, headers, Content-Type,
+    the body as a stream (the file itself from the body's first byte, or a spooled de-chunked copy) and the
+    lenient-mode Warning. At most ``_FILE_HEAD`` bytes are held at a time."""
+    head = file.read(_FILE_HEAD)
+    headers: dict[str, str] = {}
+    form, body_start = FileForm.NO_HEADERS, 0
+    if _REQUEST_LINE.match(head):
+        line_end = head.index(b"\n") + 1
+        headers, block_end = _header_block(head[line_end:])
+        form, body_start = FileForm.HTTP_CAPTURE, line_end + block_end
+    elif _HEADER_LINE.match(head):
+        found, block_end = _header_block(head)
+        if "content-type" in found:
+            form, headers, body_start = FileForm.HEADERS, found, block_end
+    if form is not FileForm.NO_HEADERS and body_start >= len(head) == _FILE_HEAD:
+        raise MimeProblemError(
+            f"the file's header block does not end within its first {_FILE_HEAD} bytes; is it a message file?",
+            location="/",
+        )
+    if form is FileForm.NO_HEADERS and _sniff_media_type(head[:64]) == "text/xml":
+        form = FileForm.BARE_ENVELOPE
+    content_type = headers.get("content-type") if form is not FileForm.BARE_ENVELOPE else "text/xml"
+    file.seek(body_start)
+    if "chunked" not in headers.get("transfer-encoding", "").lower():
+        return form, headers, content_type, file, ()
+    spool = cast(BinaryIO, tempfile.SpooledTemporaryFile(max_size=_FILE_HEAD))  # noqa: SIM115 - closed by the caller
+    try:
+        _dechunk_stream(file, spool)
+    except MimeProblemError:
+        spool.close()
+        file.seek(body_start)
+        if not _starts_like_message(file.read(4096), content_type):
+            raise
+        # As _unchunked: the capture tool kept the wire's headers over the body it had de-chunked.
+        if not lenient:
+            raise MimeProblemError(
+                f"{_NOT_CHUNKED}: if the capture tool saved the de-chunked body, read it in lenient mode", location="/"
+            ) from None
+        file.seek(body_start)
+        problem = f"{_NOT_CHUNKED}, so it was read as already de-chunked (as capture tools save it)"
+        return form, headers, content_type, file, (Issue(ErrorCode.MIME_PROBLEM, Severity.WARNING, problem, "/"),)
+    spool.seek(0)
+    return form, headers, content_type, spool, ()
+
+
 def read_message_file(path: str | Path, *, mode: ParseMode = ParseMode.LENIENT) -> EbxmlMessage:
     """Read a message file: a raw HTTP capture, a header dump (header lines with no request line, maybe no
     space after the colon and no empty line before the first MIME boundary), a MIME package (with or without
     its own headers), or a bare SOAP envelope. The Content-Type comes from the capture's headers where there
-    are some. The Warnings of :func:`split_message_file` come first in the message's."""
-    file = split_message_file(Path(path).read_bytes(), mode=mode)
-    message = parse_message(file.body, file.content_type, mode=mode)
-    return replace(message, warnings=(*file.warnings, *message.warnings)) if file.warnings else message
+    are some. The Warnings of :func:`split_message_file` come first in the message's.
+
+    The file is read as a stream, as the endpoint reads a request: its header block, then the body a piece at
+    a time into the package reader (payloads past its in-memory threshold spool to a temporary file), so a
+    capture of any size is never held whole in memory (a chunked body is de-chunked into a spooled file)."""
+    with open(path, "rb") as file:
+        _form, _headers, content_type, body, warnings = _file_body(file, mode is ParseMode.LENIENT)
+        try:
+            message = parse_message(body, content_type, mode=mode)
+        finally:
+            if body is not file:
+                body.close()
+    return replace(message, warnings=(*warnings, *message.warnings)) if warnings else message
 
 
 # ---------------------------------------------------------------------------------------------- build

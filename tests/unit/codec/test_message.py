@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import io
+import re
 from datetime import UTC, datetime
+from pathlib import Path
 
 import pytest
 
@@ -487,3 +489,69 @@ def test_a_soap_fault_can_always_be_built_whatever_the_description_holds() -> No
     _, body = build_message(soap_fault(Issue(ErrorCode.OTHER_XML, Severity.ERROR, HOSTILE_TEXT)))
     fault = parse_message(body, "text/xml").envelope.fault
     assert fault is not None and "\\x00" in fault.faultstring and len(fault.faultstring) <= 4096
+
+
+# --- message files read as streams: the same verdicts as the whole-file reading -----------------------
+
+
+@pytest.mark.parametrize(
+    "chunks",
+    [
+        b"-1\r\n<a/>\r\n0\r\n\r\n",
+        b"zz\r\n<a/>\r\n0\r\n\r\n",
+        b"ffff\r\n<a/>\r\n0\r\n\r\n",
+        b"4\r\n<a/>\r\n",
+        b"\r\n\r\n",
+    ],
+    ids=["negative", "not-hex", "longer-than-body", "no-last-chunk", "empty"],
+)
+def test_a_broken_chunked_capture_file_is_a_mime_problem(tmp_path: Path, chunks: bytes) -> None:
+    # RFC 9112 §7.1: chunk = chunk-size CRLF chunk-data CRLF, ended by a last chunk of size 0.
+    path = tmp_path / "broken.http"
+    path.write_bytes(b"POST /msh HTTP/1.1\r\nContent-Type: text/xml\r\nTransfer-Encoding: chunked\r\n\r\n" + chunks)
+    for mode in ParseMode:
+        with pytest.raises(MimeProblemError, match="chunk"):
+            read_message_file(path, mode=mode)
+
+
+@pytest.mark.parametrize(
+    ("name", "chunked"),
+    [
+        ("order-request.http", False),
+        ("order-request.http", True),
+        ("quirky-ping.http", False),
+        ("quirky-ping.http", True),
+        ("status-request.mime", False),
+        ("acknowledgment.xml", False),
+    ],
+)
+def test_a_message_file_read_as_a_stream_is_read_as_the_whole_file_is(tmp_path: Path, name: str, chunked: bool) -> None:
+    data = (Path(__file__).resolve().parents[3] / "samples" / "messages" / name).read_bytes()
+    if chunked:  # RFC 9112 §7.1
+        head, _, body = data.partition(b"\r\n\r\n")
+        pieces = b"".join(
+            b"%x\r\n%s\r\n" % (len(body[i : i + 700]), body[i : i + 700]) for i in range(0, len(body), 700)
+        )
+        data = head + b"\r\nTransfer-Encoding: chunked\r\n\r\n" + pieces + b"0\r\n\r\n"
+    path = tmp_path / name
+    path.write_bytes(data)
+    for mode in ParseMode:
+        whole = split_message_file(data, mode=mode)
+        try:
+            expected = parse_message(whole.body, whole.content_type, mode=mode)
+        except MimeProblemError as exc:
+            with pytest.raises(type(exc), match=re.escape(exc.description)):
+                read_message_file(path, mode=mode)
+            continue
+        got = read_message_file(path, mode=mode)
+        try:
+            assert (got.envelope, got.soap, got.content_type) == (
+                expected.envelope,
+                expected.soap,
+                expected.content_type,
+            )
+            assert [p.body.read_bytes() for p in got.payloads] == [p.body.read_bytes() for p in expected.payloads]
+            assert got.warnings == (*whole.warnings, *expected.warnings)
+        finally:
+            got.close()
+            expected.close()
