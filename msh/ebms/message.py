@@ -12,6 +12,15 @@ charset, element order slips, unqualified attributes; in files, a capture whose 
 body saved de-chunked) and reports each as a Warning in :attr:`EbxmlMessage.warnings`. What would lose
 or misread the sender's content is refused in both modes: a Manifest ``cid:`` reference to a part the
 package does not hold (ebMS2 §3.2.2), a package without its closing delimiter (unless asked to accept it).
+
+Bytes after a whole message are judged by the framing, the same way in both modes, so that a message is
+either refused whole or taken whole, never stored and then refused: after a package's close delimiter they
+are the epilogue, which RFC 2046 §5.1.1 tells a reader to ignore (the package is whole, its parts delimited;
+the MSH stores the body as received and acknowledges it); after a bare envelope's root element, or after the
+envelope inside the SOAP part, anything but comments, processing instructions and white space makes the
+body no XML document (XML 1.0 §2.1), so the message is refused with OtherXml before anything is stored.
+A file read by :func:`read_message_file` is read as a stream: its header block, then its body a piece at a
+time into the package reader, so a capture of any size is never held whole in memory.
 """
 
 from __future__ import annotations

@@ -639,3 +639,54 @@ def test_even_a_failure_outside_the_msh_is_a_500_with_a_soap_fault(
     fault = reply.envelope().fault
     assert fault is not None and fault.faultcode == "SOAP:Server"
     assert_still_serving(party_b, first, "after-failure2@party-a.example")
+
+
+# -- junk after a valid message: refused whole, or stored and answered, never stored and refused -------
+
+
+def test_junk_after_the_closing_mime_delimiter_is_ignored_and_the_message_stored_and_acknowledged(
+    party_b: RunningMsh, first: First
+) -> None:
+    # RFC 2046 §5.1.1: what follows the close-delimiter is the epilogue, which a reader ignores; the package
+    # itself is whole and signed, so it is stored (as received) and acknowledged (ebMS2 §6.3.1).
+    content_type, body = valid_message(party_b.msh, "epilogue@party-a.example")
+    assert body.rstrip().endswith(b"--")
+    junk = body + b"\r\nthis is an epilogue\r\n\x00\xff<not xml>\r\n--" + b"x" * 1000
+    assert_acknowledges(request(party_b, junk, content_type), "epilogue@party-a.example")
+    assert stored_body(party_b, "epilogue@party-a.example") == junk
+    assert inbox_ids(party_b) == [first.message_id, "epilogue@party-a.example"]
+    # Sent again, it is the same message: the duplicate is answered with the same acknowledgment.
+    assert_acknowledges(request(party_b, junk, content_type), "epilogue@party-a.example")
+    assert inbox_ids(party_b) == [first.message_id, "epilogue@party-a.example"]
+    assert_nothing_lost(party_b, first, inbox=[first.message_id, "epilogue@party-a.example"])
+
+
+@pytest.mark.parametrize(
+    "junk",
+    [b"junk", b"<eb:More/>", b"\x00\xff", b"<SOAP:Envelope/>"],
+    ids=["text", "element", "binary", "second-envelope"],
+)
+def test_junk_after_a_bare_soap_envelope_is_refused_whole(party_b: RunningMsh, first: First, junk: bytes) -> None:
+    # ebMS2 §2.1.2: a message without payloads is the bare SOAP envelope; XML 1.0 §2.1 (document ::= prolog
+    # element Misc*) leaves nothing but comments, processing instructions and white space after its root
+    # element, so the body is not an envelope: a SOAP Fault, and nothing of it is stored or acknowledged.
+    content_type, body = valid_message(party_b.msh, "bare-junk@party-a.example", payload=None)
+    assert content_type.startswith("text/xml")
+    reply = request(party_b, body + junk, content_type)
+    assert_soap_fault(reply, 500, "OtherXml", "not well-formed")
+    assert stored_body(party_b, "bare-junk@party-a.example") is None
+    assert_nothing_lost(party_b, first)
+    # The same envelope without the junk is a message like any other.
+    assert_acknowledges(request(party_b, body, content_type), "bare-junk@party-a.example")
+    assert stored_body(party_b, "bare-junk@party-a.example") == body
+
+
+def test_junk_after_the_envelope_inside_the_soap_part_is_refused_whole(party_b: RunningMsh, first: First) -> None:
+    # ebMS2 §2.1.3: the SOAP part holds the envelope; junk after its root element in that part makes it no XML
+    # document (XML 1.0 §2.1), so the package is refused whole and nothing is stored.
+    content_type, body = valid_message(party_b.msh, "part-junk@party-a.example")
+    end = body.index(b"</SOAP:Envelope>") + len(b"</SOAP:Envelope>")
+    reply = request(party_b, body[:end] + b"junk" + body[end:], content_type)
+    assert_soap_fault(reply, 500, "OtherXml", "not well-formed")
+    assert stored_body(party_b, "part-junk@party-a.example") is None
+    assert_nothing_lost(party_b, first)

@@ -92,16 +92,18 @@ def valid_message(
     *,
     cpa_id: str = CPA_ID,
     from_party: tuple[str, str] = PARTY_A,
-    payload: bytes = b"<order n='1'/>",
+    payload: bytes | None = b"<order n='1'/>",
     now: datetime | None = None,
 ) -> tuple[str, bytes]:
-    """A valid ebXML message from A to B (Content-Type, body), as A would send it, with ``message_id``.
+    """A valid ebXML message from A to B (Content-Type, body), as A would send it, with ``message_id``;
+    ``payload`` None: no payload, so the bare SOAP envelope as text/xml (ebMS2 §2.1.2).
 
     ``cpa_id`` and ``from_party`` are written into the header after composing, to make messages that
     are well formed but not allowed by B's agreement."""
     when = now or utc_now()
     params = msh.registry.resolve(CPA_ID, Exchange(PARTY_A, PARTY_B, SERVICE, ACTION), now=when)
-    submission = Submission(PARTY_B, SERVICE, ACTION, (Payload(payload, "application/xml"),))
+    payloads = () if payload is None else (Payload(payload, "application/xml"),)
+    submission = Submission(PARTY_B, SERVICE, ACTION, payloads)
     composed = compose(
         params,
         submission,
