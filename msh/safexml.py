@@ -258,23 +258,49 @@ _XML_DECLARATION_TEXT: Final = re.compile(r"<\?xml[ \t\r\n][^>]*\?>")
 _XML_DECLARATION_BYTES: Final = re.compile(rb"<\?xml[ \t\r\n][^>]*\?>")
 
 
-def _check_prolog(data: bytes, what: str, limits: XmlLimits) -> None:
-    """Count the comments and processing instructions before the root element from the text, before the
-    counting parser sees them (it reports those of the prolog in time that grows with the square of their
-    number): at most ``max_children - 1`` of them, beside the root."""
+def _check_around(data: bytes, what: str, limits: XmlLimits) -> None:
+    """Count the comments and processing instructions before and after the root element from the text,
+    before the counting parser sees them (it reports those outside the root in time that grows faster than
+    their number): at most ``max_children - 1`` of them, beside the root."""
     encoding = detect_encoding(data)
+    limit = limits.max_children
     if encoding in _ASCII_SUPERSETS:  # the delimiters are the same bytes whatever the rest: no copy
         body = data.removeprefix(codecs.BOM_UTF8)
         declaration = _XML_DECLARATION_BYTES.match(body)
         start = declaration.end() if declaration is not None else 0
-        items = _count_prolog(body, start, (b"<!--", b"-->", b"<?", b"?>", b" \t\r\n"), limits.max_children)
+        tokens: tuple[bytes, ...] = (b"<!--", b"-->", b"<?", b"?>", b" \t\r\n")
+        items = _count_prolog(body, start, tokens, limit)
+        items += _count_epilog(body, tokens, limit - items)
     else:
         text = data.decode(encoding, errors="replace").removeprefix("\ufeff")
         found = _XML_DECLARATION_TEXT.match(text)
         start = found.end() if found is not None else 0
-        items = _count_prolog(text, start, ("<!--", "-->", "<?", "?>", " \t\r\n"), limits.max_children)
-    if items >= limits.max_children:
+        words = ("<!--", "-->", "<?", "?>", " \t\r\n")
+        items = _count_prolog(text, start, words, limit)
+        items += _count_epilog(text, words, limit - items)
+    if items >= limit:
         raise _too_many_around(what, limits)
+
+
+def _count_epilog(text: AnyStr, tokens: tuple[AnyStr, ...], limit: int) -> int:
+    """The comments and processing instructions at the end of ``text``, counted from its end up to
+    ``limit`` (``tokens`` as for :func:`_count_prolog`)."""
+    comment, comment_end, pi, pi_end, space = tokens
+    position, items = len(text), 0
+    while items < limit:
+        while position > 0 and text[position - 1 : position] in space:
+            position -= 1
+        if text.endswith(comment_end, 0, position):
+            start = text.rfind(comment, 0, position - 3)
+        elif text.endswith(pi_end, 0, position):
+            start = text.rfind(pi, 0, position - 2)
+        else:
+            break
+        if start < 0:
+            break
+        position = start
+        items += 1
+    return items
 
 
 def _count_prolog(text: AnyStr, position: int, tokens: tuple[AnyStr, ...], limit: int) -> int:
@@ -310,19 +336,17 @@ def _too_many_around(what: str, limits: XmlLimits) -> EnvelopeError:
 def _parse_counting(data: bytes, what: str, limits: XmlLimits) -> etree._Element:
     """Parse ``data`` a piece at a time, counting the nodes as libxml2 builds them, and stop as soon as
     there are more than ``limits.max_nodes``: the tree of a refused document is never built whole."""
-    _check_prolog(data, what, limits)
+    _check_around(data, what, limits)
     parser = _counting_parser()
     nodes = 0
     view = memoryview(data)
     for start in range(0, len(data), _FEED):
         parser.feed(bytes(view[start : start + _FEED]))
-        for _event in parser.read_events():
-            nodes += 1
+        nodes += len(list(parser.read_events()))  # counted in C, not an iteration per node in Python
         if nodes > limits.max_nodes:
             raise _too_many_nodes(what, limits)
     root: etree._Element = parser.close()
-    for _event in parser.read_events():
-        nodes += 1
+    nodes += len(list(parser.read_events()))
     if nodes > limits.max_nodes:
         raise _too_many_nodes(what, limits)
     return root

@@ -1,7 +1,8 @@
 """How fuzzing changes an input: :class:`Mutator`, byte-level changes (flips, inserted, deleted and repeated
 ranges, splices of two seeds) and structure-aware ones (an element repeated thousands of times, many
-namespace declarations or attributes, another encoding or charset, a DOCTYPE, deep nesting, a broken MIME
-boundary or transfer encoding, an odd Content-Type), from a seeded source so that a run can be replayed.
+namespace declarations or attributes, comments and processing instructions by the thousand before and after
+the root element, junk after the message, another encoding or charset, a DOCTYPE, deep nesting, a broken
+MIME boundary or transfer encoding, an odd Content-Type), from a seeded source so that a run can be replayed.
 """
 
 from __future__ import annotations
@@ -208,6 +209,27 @@ class Mutator:
         replacement = self.rng.choice((b"", b"\r\n--other", line.group(0) + b"--", line.group(0) * 3))
         return data[: line.start()] + replacement + data[line.end() :]
 
+    def _around_root(self, data: bytes, others: Sequence[Seed]) -> bytes:
+        """Comments or processing instructions before the first element or after the envelope's end tag
+        (XML 1.0 §2.1: the prolog and the epilog)."""
+        node = self.rng.choice((b"<!---->", b"<!-- c -->", b"<?p?>", b"<?pi data?>"))
+        many = node * self.rng.choice((10, 300, 100_000))
+        end = data.rfind(b"Envelope>")
+        if end >= 0 and self.rng.random() < 0.5:
+            at = end + len(b"Envelope>")
+        else:
+            first = _TAG.search(data)
+            if first is None:
+                return data
+            at = first.start()
+        return data[:at] + many + data[at:]
+
+    def _trailing(self, data: bytes, others: Sequence[Seed]) -> bytes:
+        """Bytes after the whole message: after a package's close delimiter (RFC 2046 §5.1.1: the epilogue)
+        or after a bare envelope."""
+        junk = self.rng.choice((b"junk", b"\r\n--", b"<SOAP:Envelope/>", b"\x00\xff" * 100, b"\r\n" + b"x" * 70_000))
+        return data + junk
+
     _operators: Final = (
         _flip,
         _delete,
@@ -223,4 +245,6 @@ class Mutator:
         _charset,
         _value,
         _boundary,
+        _around_root,
+        _trailing,
     )
