@@ -10,7 +10,8 @@ certificate, from the ASGI TLS extension (which :mod:`msh.transport.server` adds
 the message, to be checked against the party it claims to come from. The body is spooled (memory up to
 1 MiB, then a temporary file), never held whole in memory, and refused with 413 past ``max_body_bytes``.
 Other paths get 404, other methods 405 (``GET`` on the path answers a one-line description, handy for a
-load balancer's health check). Whatever fails inside, a 500 always carries a SOAP Fault.
+load balancer's health check). A Content-Type or SOAPAction field sent twice is refused with 400 before the
+body is read (RFC 9110 §5.3). Whatever fails inside, a 500 always carries a SOAP Fault.
 """
 
 from __future__ import annotations
@@ -28,7 +29,7 @@ from msh.ebms.message import soap_action_issue
 from msh.errors import ErrorCode, Issue, Severity
 from msh.transport.port import SOAP_CONTENT_TYPE, HttpReply, InboundHandler
 
-__all__ = ["Endpoint", "server_fault"]
+__all__ = ["Endpoint", "repeated_field", "server_fault"]
 
 log = logging.getLogger("msh.http")
 
@@ -91,6 +92,12 @@ class Endpoint:
         if method != "POST":
             await _respond(send, HttpReply(405, "text/plain", b"POST ebXML messages here\n"), (b"allow", b"POST"))
             return
+        repeated = repeated_field(scope["headers"])
+        if repeated is not None:
+            # RFC 9110 §5.3: neither is a list, so two of them leave the message's meaning to chance.
+            text = f"more than one {repeated} header field; send it once (RFC 9110 §5.3)\n"
+            await _respond(send, HttpReply(400, "text/plain", text.encode()))
+            return
         headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope["headers"]}
         declared = headers.get("content-length")
         if declared is not None and declared.isdigit() and int(declared) > self.max_body_bytes:
@@ -141,6 +148,24 @@ class Endpoint:
                 await self.handler.stop()
                 await send({"type": "lifespan.shutdown.complete"})
                 return
+
+
+# The header fields the endpoint reads that may come once only (RFC 9110 §8.3 Content-Type is one media type,
+# SOAP 1.1 §6.1.1 SOAPAction one URI). The door (msh.transport.server) refuses them too, with Host and the
+# body-length fields; this keeps the rule for the endpoint served by any other ASGI server.
+_SINGLE_FIELDS = (b"content-type", b"soapaction")
+
+
+def repeated_field(headers: list[tuple[bytes, bytes]]) -> str | None:
+    """The name of the first field of ``_SINGLE_FIELDS`` that ``headers`` (ASGI: name, value) carry twice."""
+    seen: set[bytes] = set()
+    for name, _value in headers:
+        lowered = name.lower()
+        if lowered in _SINGLE_FIELDS:
+            if lowered in seen:
+                return lowered.decode("latin-1")
+            seen.add(lowered)
+    return None
 
 
 def client_certificate(scope: Scope) -> bytes | None:
