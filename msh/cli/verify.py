@@ -242,8 +242,9 @@ def add_verify_command(message_sub: Subcommands) -> None:
             "proves the message intact, not who sent it); its validity is checked at the message's Timestamp. "
             "A file that does not verify (a message the agreement does not govern too) is shown with the "
             "MessageHeader fields that could be read of it. Payloads encrypted with XMLENC must be decrypted "
-            "first. --json prints the same with camelCase keys. Exit status 0 only when every file verifies, 1 "
-            "otherwise."
+            "first. Each file gets its verdict and the next one is checked (a signature whose KeyInfo carries no "
+            "certificate, under --keyinfo, is that file's failure). --json prints the same with camelCase keys. "
+            "Exit status 0 only when every file verifies, 1 otherwise."
         ),
     )
     verify.add_argument("files", nargs="+", metavar="FILE", help="message file(s) to verify")
