@@ -166,9 +166,12 @@ def test_a_damaged_truncated_or_missing_file_fails_the_read(sqlite_url: str, sql
     with sqlite_store.open_blob(blob_id) as reader, pytest.raises(OSError, match="SHA-256"):
         reader.read()
     os.truncate(path, BIG - 1)
-    with sqlite_store.transaction(readonly=True) as tx, tx.open_blob(blob_id) as reader:
-        with pytest.raises(OSError, match=f"{BIG - 1} bytes read, {BIG} recorded"):
-            reader.read()
+    with (
+        sqlite_store.transaction(readonly=True) as tx,
+        tx.open_blob(blob_id) as reader,
+        pytest.raises(OSError, match=f"{BIG - 1} bytes read, {BIG} recorded"),
+    ):
+        reader.read()
     path.unlink()
     with pytest.raises(OSError, match="missing"):
         sqlite_store.open_blob(blob_id)
