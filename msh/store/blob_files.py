@@ -181,10 +181,14 @@ class BlobFiles:
         if not self.folder.is_dir():
             return []
         now = time.time() if now is None else now
+        present = sorted(p.name for p in self.folder.iterdir() if p.name.endswith((_SUFFIX, _PART)) and p.is_file())
+        # One look at the rows for all of them first; each candidate is checked again under its lock.
+        named_now = _named_in_batches(named, [n for n in present if n.endswith(_SUFFIX)])
         removed: list[str] = []
-        for path in sorted(self.folder.iterdir()):
-            if not path.name.endswith((_SUFFIX, _PART)) or not path.is_file():
+        for name in present:
+            if name in named_now:
                 continue
+            path = self.folder / name
             try:
                 fd = os.open(path, os.O_RDONLY)
             except FileNotFoundError:
@@ -197,14 +201,21 @@ class BlobFiles:
                 except BlockingIOError:
                     continue  # a transaction under way holds it
                 # The lock is ours, so the transaction that wrote the file has ended: the rows now say it all.
-                if path.name.endswith(_PART) or not named([path.name]):
+                if name.endswith(_PART) or not named([name]):
                     path.unlink()
-                    removed.append(path.name)
+                    removed.append(name)
             finally:
                 os.close(fd)
         if removed:
             _fsync_dir(self.folder)
         return removed
+
+
+def _named_in_batches(named: Callable[[Iterable[str]], set[str]], names: list[str]) -> set[str]:
+    found: set[str] = set()
+    for start in range(0, len(names), 500):
+        found |= named(names[start : start + 500])
+    return found
 
 
 def _write_all(fd: int, data: bytes) -> int:
