@@ -20,10 +20,11 @@ import ssl
 import time
 from collections.abc import AsyncIterator
 from datetime import timedelta
-from typing import Final
+from typing import BinaryIO, Final
 
 import aiohttp
 
+from msh.errors import MshError
 from msh.transport.port import BodySource, Request, Response, TransportFailure
 
 __all__ = ["HttpTransport", "describe_failure", "may_have_arrived"]
@@ -46,6 +47,8 @@ class _Progress:
         self.started = self.last = time.monotonic()
         self.sent = 0
         self.done = False
+        self.unreadable: str | None = None
+        """Why the body's source failed while it was read (the exchange then breaks off)."""
 
     def moved(self, n: int) -> None:
         self.sent += n
@@ -138,16 +141,29 @@ class HttpTransport:
         """POST a body read from ``source`` in pieces, watched for progress (see the module docs)."""
         progress = _Progress()
         headers["Content-Length"] = str(source.size)
+        try:
+            stream = await asyncio.to_thread(source.open)  # before connecting: nothing leaves if it fails
+        except (OSError, MshError) as exc:
+            raise TransportFailure(
+                f"the body to send could not be read: {exc} ({request.url})", transmitted=False
+            ) from exc
         # No overall limit: the connection, the body's progress and the answer's wait are limited apiece.
         timeout = aiohttp.ClientTimeout(
             total=None, connect=self.connect_timeout.total_seconds(), sock_read=self.timeout.total_seconds()
         )
-        exchange = asyncio.ensure_future(self._exchange(session, request, _pieces(source, progress), headers, timeout))
+        exchange = asyncio.ensure_future(
+            self._exchange(session, request, _pieces(stream, source.size, progress), headers, timeout)
+        )
         try:
             while True:
                 done, _ = await asyncio.wait({exchange}, timeout=_WATCH_EVERY)
                 if done:
-                    return exchange.result()
+                    try:
+                        return exchange.result()
+                    except (aiohttp.ClientError, OSError) as exc:
+                        if progress.unreadable is not None:
+                            raise _Stalled(f"the body to send could not be read: {progress.unreadable}") from exc
+                        raise
                 stalled = self._stalled(progress, source.size)
                 if stalled is not None:
                     exchange.cancel()
@@ -155,6 +171,8 @@ class HttpTransport:
         finally:
             if not exchange.done():
                 exchange.cancel()
+            if not stream.closed:
+                await asyncio.to_thread(stream.close)
 
     def _stalled(self, progress: _Progress, size: int) -> str | None:
         """Why the body being sent is given up (no progress, or too slow), or None while it moves."""
@@ -179,18 +197,18 @@ class HttpTransport:
             self._session = None
 
 
-async def _pieces(source: BodySource, progress: _Progress) -> AsyncIterator[bytes]:
-    """The body of ``source`` in pieces read off the event loop; each piece is asked for once the previous
+async def _pieces(stream: BinaryIO, size: int, progress: _Progress) -> AsyncIterator[bytes]:
+    """The body read from ``stream`` in pieces off the event loop; each piece is asked for once the previous
     one has been written, so ``progress`` follows the socket."""
-    stream = await asyncio.to_thread(source.open)
     try:
         while piece := await asyncio.to_thread(stream.read, _PIECE):
             progress.moved(len(piece))
             yield piece
-    finally:
-        await asyncio.to_thread(stream.close)
-    if progress.sent != source.size:
-        raise OSError(f"the stored body gave {progress.sent} bytes, {source.size} announced")
+        if progress.sent != size:
+            raise OSError(f"its source gave {progress.sent} bytes, {size} announced")
+    except (OSError, MshError) as exc:
+        progress.unreadable = str(exc)
+        raise
     progress.done = True
 
 

@@ -147,3 +147,44 @@ def test_a_body_slower_than_the_minimum_rate_is_given_up() -> None:
 
     reason = asyncio.run(scenario())
     assert "under the minimum of 67108864 (sending.min_rate)" in reason
+
+
+class Damaged(Pattern):
+    """A stored body whose reading fails after ``good`` bytes (a damaged body file)."""
+
+    def __init__(self, size: int, good: int) -> None:
+        super().__init__(size)
+        self.good = good
+
+    def readinto(self, buffer: memoryview) -> int:  # type: ignore[override]
+        if self.good <= 0:
+            raise OSError("blob file x.blob is damaged: its SHA-256 is not the one recorded")
+        n = super().readinto(buffer[: self.good])
+        self.good -= n
+        return n
+
+
+def test_a_body_that_cannot_be_read_is_a_transport_failure_naming_why() -> None:
+    async def scenario() -> tuple[TransportFailure, TransportFailure]:
+        server, port, _ = await serve(read_all)
+        client = transport()
+        url = f"http://127.0.0.1:{port}/msh"
+
+        def missing() -> Pattern:
+            raise OSError("blob file y.blob is missing")
+
+        try:
+            with pytest.raises(TransportFailure) as unopened:
+                await client.send(Request(url, "text/plain", BodySource(4 * MiB, missing)))  # type: ignore[arg-type]
+            with pytest.raises(TransportFailure) as broken:
+                await client.send(
+                    Request(url, "text/plain", BodySource(4 * MiB, lambda: Damaged(4 * MiB, MiB)))  # type: ignore[arg-type,return-value]
+                )
+        finally:
+            await client.close()
+            server.close()
+        return unopened.value, broken.value
+
+    unopened, broken = asyncio.run(scenario())
+    assert not unopened.transmitted and "could not be read: blob file y.blob is missing" in unopened.reason
+    assert broken.transmitted and "could not be read: blob file x.blob is damaged" in broken.reason
