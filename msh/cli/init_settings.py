@@ -73,7 +73,7 @@ def settings_text(party_id: str, party_type: str | None, *, host: str, port: int
         "",
         "[sending]",
         'first_resend_timeout = "PT30S"   # wait before the first resend: not shorter than the RetryInterval',
-        'http_timeout = "PT20S"           # a whole HTTP exchange; shorter than first_resend_timeout',
+        'http_timeout = "PT20S"           # wait for the answer (small bodies: whole exchange); < first_resend_timeout',
         'connect_timeout = "PT5S"         # opening a connection to the partner',
         "",
     ]

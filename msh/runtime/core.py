@@ -225,7 +225,13 @@ def wire(
         else GroupCommitWriter(store, max_batch=_GROUP_COMMIT, name="msh-store-writer"),
         transport=transport
         if transport is not None
-        else HttpTransport(timeout=s.http_timeout, connect_timeout=s.connect_timeout, max_in_flight=s.max_in_flight),
+        else HttpTransport(
+            timeout=s.http_timeout,
+            connect_timeout=s.connect_timeout,
+            max_in_flight=s.max_in_flight,
+            progress_timeout=s.progress_timeout,
+            min_rate=s.min_rate,
+        ),
         tls=ClientContexts(
             certificate=settings.tls.certificate, private_key=settings.tls.private_key, trusted=settings.tls.trusted
         ),

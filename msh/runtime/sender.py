@@ -30,8 +30,9 @@ from msh.runtime.inbound import InboundPipeline
 from msh.runtime.logfields import fields
 from msh.runtime.service_targets import client_context, sent_parameters
 from msh.runtime.services import Services
+from msh.runtime.submission import KEEP_FOR_FIRST_SEND
 from msh.store.api import OutboundKind, OutboundMessage, StoreError, Transaction
-from msh.transport.port import SOAP_CONTENT_TYPE, HttpReply, Request, TransportFailure
+from msh.transport.port import SOAP_CONTENT_TYPE, Body, BodySource, HttpReply, Request, TransportFailure
 
 __all__ = ["Sender"]
 
@@ -112,21 +113,28 @@ class Sender:
 
     # -- transmitting
 
-    def _load_for_send(self, message_id: str) -> tuple[OutboundMessage, bytes] | None:
+    def _load_for_send(self, message_id: str) -> tuple[OutboundMessage, Body] | None:
+        """The stored message and its body: small bodies read whole, larger ones as a source the transport
+        streams from the store at each transmission, never held whole in memory (docs/design.md §8)."""
+        store = self.core.store
         try:
-            with self.core.store.transaction(readonly=True) as tx:
+            with store.transaction(readonly=True) as tx:
                 stored = tx.get_outbound(message_id)
                 if stored is None or stored.state.status.final:
                     return None
-                with tx.open_blob(stored.body_blob_id) as blob:
-                    body = blob.read()
+                blob_id = stored.body_blob_id
+                size = tx.blob_size(blob_id)
+                if size <= KEEP_FOR_FIRST_SEND:
+                    with tx.open_blob(blob_id) as blob:
+                        return stored, blob.read()
         except (OSError, StoreError) as exc:
             # A forward's body replaced by a newer copy meanwhile (ebMS2 §10.1): the timer sends that one.
             log.warning("message %s not transmitted now: its stored body could not be read (%s)", message_id, exc)
             return None
-        return stored, body
+        # A committed blob never changes; one replaced meanwhile fails the read, and the timer sends the new one.
+        return stored, BodySource(size, functools.partial(store.open_blob, blob_id))
 
-    def _params_of(self, stored: OutboundMessage, body: bytes) -> SendingParameters | None:
+    def _params_of(self, stored: OutboundMessage, body: Body) -> SendingParameters | None:
         """The sending parameters of a stored message's route (resolved once per route, not per message, unless
         they depend on the message: :func:`~msh.runtime.service_targets.sent_parameters`): of our own messages and of
         our signals sent to an agreement's endpoint, not of forwards."""
@@ -136,7 +144,9 @@ class Sender:
         params = self._routes.get(route)
         if params is not None:
             return params
-        params, per_message = sent_parameters(self.core, stored, lambda: body)
+        params, per_message = sent_parameters(
+            self.core, stored, lambda: body if isinstance(body, bytes) else body.open()
+        )
         if params is not None and not per_message:
             self._routes[route] = params
         return params
@@ -165,6 +175,7 @@ class Sender:
         core = self.core
         first = self._first_send.pop(message_id, None)
         params: SendingParameters | None
+        body: Body
         if first is not None and attempt == first.attempt:
             content_type, endpoint_url, body, params, kind = (
                 first.content_type,

@@ -10,7 +10,7 @@ import ssl
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Final
+from typing import BinaryIO, Final
 
 from cpa.model import CollaborationProtocolAgreement, SyncReplyMode
 from cpa.resolve import (
@@ -83,7 +83,7 @@ class Target:
 
 
 def sent_parameters(
-    core: Core, stored: OutboundMessage, body: Callable[[], bytes]
+    core: Core, stored: OutboundMessage, body: Callable[[], bytes | BinaryIO]
 ) -> tuple[SendingParameters | None, bool]:
     """The sending parameters a stored message of ours went under (its agreement's channel, endpoint and
     TLS), and whether they depend on the message itself (then they are not the same for every message of
@@ -91,7 +91,8 @@ def sent_parameters(
 
     The row keeps the Service, not its type: when the agreement binds the service and action under several
     service types (ebMS2 §3.1.4.1, CPP/A 2.0 §8.4.11-§8.4.15: the Service's type tells those bindings
-    apart), the type is read from the stored message's header (``body`` gives its bytes) and the binding it
+    apart), the type is read from the stored message's header (``body`` gives its bytes, or a stream this
+    closes) and the binding it
     was sent under is resolved, not a refusal that would leave the transmission without the agreement's TLS
     trust."""
     cpa = core.registry.get(stored.cpaid)
@@ -110,7 +111,12 @@ def sent_parameters(
         if exc.reason is not RefusalReason.AMBIGUOUS:
             return None, False
     try:
-        message = parse_message(body(), stored.content_type, mode=ParseMode.LENIENT)
+        source = body()
+        try:
+            message = parse_message(source, stored.content_type, mode=ParseMode.LENIENT)
+        finally:
+            if not isinstance(source, bytes):
+                source.close()
     except (EbmsError, OSError, StoreError):
         return None, False
     message.close()

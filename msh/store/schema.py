@@ -5,7 +5,8 @@ result for the queries, and a test checks that the two agree (``alembic`` compar
 
 Tables
     ``blobs``, ``blob_chunks``
-        Message bodies as numbered chunks of at most 1 MiB (:mod:`msh.store.blobs`).
+        Message bodies as numbered chunks of at most 1 MiB (:mod:`msh.store.blobs`), or, over 1 MiB on
+        SQLite, as files beside the database that the row names (:mod:`msh.store.blob_files`).
     ``outbound_messages``
         One row per sent message: routing, the body to re-send, reliability parameters, engine state, and
         its kind: the application's own message, one this MSH forwards as an intermediary, or a signal of
@@ -184,6 +185,10 @@ blobs = Table(
     Column("size", BigInteger, nullable=False),
     Column("chunk_count", Integer, nullable=False),
     Column("created_at", UtcDateTime, nullable=False),
+    # A body stored as a file beside an SQLite store (msh.store.blob_files, revision 0010): its name in
+    # the folder and its SHA-256 (hex); NULL for a body stored as chunk rows.
+    Column("file", Text, nullable=True),
+    Column("sha256", Text, nullable=True),
 )
 
 blob_chunks = Table(

@@ -66,7 +66,7 @@ class Endpoint:
         handler: InboundHandler,
         *,
         path: str = "/msh",
-        max_body_bytes: int = 64 << 20,
+        max_body_bytes: int = 2 << 30,
         counters: Counter[str] | None = None,
     ) -> None:
         self.handler = handler

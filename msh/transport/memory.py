@@ -18,7 +18,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
-from msh.transport.port import HttpReply, InboundHandler, Request, Response, TransportFailure
+from msh.transport.port import HttpReply, InboundHandler, Request, Response, TransportFailure, body_bytes
 
 __all__ = ["MemoryNetwork", "MemoryTransport", "NetworkFaults"]
 
@@ -99,6 +99,7 @@ class MemoryNetwork:
         return min(waiting) if waiting else None
 
     def _enqueue(self, request: Request) -> asyncio.Future[Response]:
+        request = request.in_memory()  # a twin for tests: a streamed body is read whole here
         future: asyncio.Future[Response] = asyncio.get_running_loop().create_future()
         due = None
         if self.faults.delay > timedelta(0) and self.clock is not None:
@@ -170,12 +171,13 @@ class MemoryNetwork:
             self.stats["refused"] += 1
             delivery.future.set_exception(TransportFailure(f"connection refused ({request.url})", transmitted=False))
             return
-        dropped = self.faults.drop is not None and self.faults.drop(request.url, request.body)
+        sent = body_bytes(request.body)  # already bytes: see _enqueue
+        dropped = self.faults.drop is not None and self.faults.drop(request.url, sent)
         if dropped or self._lose("requests", request.url):
             self.stats["requests-lost"] += 1
             delivery.future.set_exception(TransportFailure(f"the request to {request.url} was lost"))
             return
-        body = request.body if self.faults.tamper is None else self.faults.tamper(request.url, request.body)
+        body = sent if self.faults.tamper is None else self.faults.tamper(request.url, sent)
         reply = await self._answer(handler, body, request)
         self.stats["delivered"] += 1
         if delivery.future.done():

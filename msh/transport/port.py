@@ -12,12 +12,14 @@ engine's decision (:func:`msh.engine.binding.transmission_outcome`).
 from __future__ import annotations
 
 import ssl
-from collections.abc import Awaitable, Mapping
-from dataclasses import dataclass, field
-from typing import BinaryIO, Final, Protocol
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass, field, replace
+from typing import BinaryIO, Final, Protocol, TypeAlias
 
 __all__ = [
     "SOAP_ACTION",
+    "Body",
+    "BodySource",
     "SOAP_CONTENT_TYPE",
     "HttpReply",
     "InboundHandler",
@@ -25,6 +27,8 @@ __all__ = [
     "Response",
     "Transport",
     "TransportFailure",
+    "body_bytes",
+    "body_size",
 ]
 
 SOAP_CONTENT_TYPE: Final = 'text/xml; charset="UTF-8"'
@@ -35,15 +39,52 @@ SOAP_ACTION: Final = '"ebXML"'
 
 
 @dataclass(frozen=True, slots=True)
+class BodySource:
+    """A request body read in pieces: ``size`` bytes, read from the start by each stream ``open()`` gives
+    (the caller closes it). A transmission opens it once; a resend is a new transmission and opens it
+    again, so no body is ever held whole in memory whatever its size (docs/design.md §8)."""
+
+    size: int
+    open: Callable[[], BinaryIO]
+
+    def read_whole(self) -> bytes:
+        """The whole body in memory: for the in-memory transport of tests, and small bodies only."""
+        with self.open() as stream:
+            data = stream.read()
+        if len(data) != self.size:
+            raise OSError(f"body source gave {len(data)} bytes, {self.size} announced")
+        return data
+
+
+Body: TypeAlias = bytes | BodySource
+"""A request body: bytes (signals, small messages) or a :class:`BodySource` read as it is sent."""
+
+
+def body_size(body: Body) -> int:
+    """The length of ``body`` in bytes (its Content-Length)."""
+    return len(body) if isinstance(body, bytes) else body.size
+
+
+def body_bytes(body: Body) -> bytes:
+    """``body`` whole in memory (see :meth:`BodySource.read_whole`)."""
+    return body if isinstance(body, bytes) else body.read_whole()
+
+
+@dataclass(frozen=True, slots=True)
 class Request:
-    """One POST of an ebXML message: where to, its Content-Type and body, and the TLS client context
-    for an ``https`` URL (None: plain HTTP, or the adapter's default)."""
+    """One POST of an ebXML message: where to, its Content-Type and body (bytes, or a :class:`BodySource`
+    streamed with its Content-Length), and the TLS client context for an ``https`` URL (None: plain HTTP,
+    or the adapter's default)."""
 
     url: str
     content_type: str
-    body: bytes
+    body: Body
     tls: ssl.SSLContext | None = None
     headers: Mapping[str, str] = field(default_factory=lambda: {"SOAPAction": SOAP_ACTION})
+
+    def in_memory(self) -> Request:
+        """This request with its body read whole (the in-memory transport's form)."""
+        return self if isinstance(self.body, bytes) else replace(self, body=self.body.read_whole())
 
 
 @dataclass(frozen=True, slots=True)

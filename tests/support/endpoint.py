@@ -74,7 +74,7 @@ def serving(tmp_path: Path, **server: Any) -> Iterator[RunningMsh]:
 
 @pytest.fixture
 def party_b(tmp_path: Path) -> Iterator[RunningMsh]:
-    """Party B's MSH with the default server.max_body_bytes (64 MiB)."""
+    """Party B's MSH with the default server.max_body_bytes (2 GiB)."""
     with serving(tmp_path / "b") as running:
         yield running
 

@@ -20,11 +20,16 @@ class SendingSettings(Section):
     """Outbound transmissions.
 
     ``first_resend_timeout`` is the wait before the first resend (None: the CPA's RetryInterval) and must
-    exceed ``http_timeout`` (the whole HTTP exchange); ``ack_requested`` and ``duplicate_elimination`` are
+    exceed ``http_timeout``; ``ack_requested`` and ``duplicate_elimination`` are
     the defaults for agreements that leave them ``perMessage``. ``status_before_resend`` (None: off) asks
     the partner for a message's status (ebMS2 §7) before resending it once the partner has been
     unreachable at least that long (:mod:`msh.runtime.services`); off by default, since ebMS2 §7 says an
     MSH "SHOULD NOT use the Message Status Request Service to implement Reliable Messaging".
+
+    Timeouts follow the transfer: a connection opens within ``connect_timeout``; a body over 1 MiB is
+    streamed from the store and must keep moving (some of it every ``progress_timeout``, and at least
+    ``min_rate`` bytes/s on average once ``progress_timeout`` has passed); once it is out, the answer must
+    come within ``http_timeout``. A smaller body keeps ``http_timeout`` for the whole exchange.
     """
 
     section: ClassVar[str] = "sending"
@@ -43,7 +48,25 @@ class SendingSettings(Section):
         metadata=setting(
             DURATION_HINT.format("PT30S", 30),
             check=rules.positive,
-            meaning="the whole HTTP exchange (must be shorter than the first-resend timeout)",
+            meaning="the wait for the answer once a body over 1 MiB is sent; for a smaller body, the whole HTTP "
+            "exchange (must be shorter than the first-resend timeout)",
+        ),
+    )
+    progress_timeout: timedelta = field(
+        default=timedelta(seconds=30),
+        metadata=setting(
+            DURATION_HINT.format("PT30S", 30),
+            check=rules.positive,
+            meaning="a body over 1 MiB being sent is given up when none of it moved for this long",
+        ),
+    )
+    min_rate: int = field(
+        default=64 * 1024,
+        metadata=setting(
+            "write a number of bytes per second, e.g. 65536",
+            check=rules.at_least_one,
+            meaning="a body over 1 MiB being sent is given up when, after the first progress_timeout, it moved "
+            "slower than this many bytes/s on average (the default is 64 KiB/s)",
         ),
     )
     connect_timeout: timedelta = field(

@@ -177,11 +177,12 @@ class ServerSettings(Section):
         ),
     )
     max_body_bytes: int = field(
-        default=64 * 1024 * 1024,
+        default=2 * 1024 * 1024 * 1024,
         metadata=setting(
-            "write a number of bytes, e.g. 67108864",
+            "write a number of bytes, e.g. 2147483648",
             check=rules.at_least_one,
-            meaning="larger requests get 413 (the default is 64 MiB)",
+            meaning="larger requests get 413 (the default is 2 GiB: the body is streamed to a temporary file "
+            "and to the store, never held whole in memory)",
         ),
     )
     max_header_bytes: int = field(

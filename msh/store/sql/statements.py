@@ -20,6 +20,7 @@ from msh.store.schema import DE_WHERE, blob_chunks, blobs, events, inbound_messa
 from msh.store.sql.rows import OUTBOUND_STATE_COLUMNS
 
 __all__ = [
+    "BLOB_FILE_KEYS",
     "BLOB_KEYS",
     "BLOB_SIZE_KEYS",
     "CHUNK_KEYS",
@@ -64,6 +65,7 @@ _INBOX_ENTRY = select(inbox).where(inbox.c.inbound_id == bindparam("b_id"))
 
 BLOB_KEYS: Final = ("size", "chunk_count", "created_at")
 BLOB_SIZE_KEYS: Final = ("size", "chunk_count")
+BLOB_FILE_KEYS: Final = ("size", "chunk_count", "created_at", "file", "sha256")
 CHUNK_KEYS: Final = ("blob_id", "seq", "data")
 STATE_UPDATE_KEYS: Final = (*OUTBOUND_STATE_COLUMNS[1:], "updated_at")
 REPLACE_KEYS: Final = (*STATE_UPDATE_KEYS, "body_blob_id", "content_type", "endpoint_url")
@@ -75,6 +77,10 @@ EVENT_KEYS: Final = tuple(c.name for c in events.columns if c.name != "id")
 STATEMENTS: Final[dict[str, Build]] = {
     # blobs
     "blob-info": _fixed(select(blobs.c.chunk_count, blobs.c.size).where(blobs.c.id == bindparam("b_id"))),
+    "blob-open": _fixed(
+        select(blobs.c.chunk_count, blobs.c.size, blobs.c.file, blobs.c.sha256).where(blobs.c.id == bindparam("b_id"))
+    ),
+    "blob-file": _fixed(select(blobs.c.file).where(blobs.c.id == bindparam("b_id"))),
     "blob-insert": _fixed(insert(blobs).returning(blobs.c.id)),
     "blob-size": _fixed(update(blobs).where(blobs.c.id == bindparam("b_id"))),
     "chunk-insert": _fixed(insert(blob_chunks)),

@@ -7,9 +7,11 @@ transaction surfaces as :class:`~msh.store.api.StoreError` naming the store (pas
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import logging
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
-from typing import Any
+from pathlib import Path
+from typing import Any, BinaryIO
 
 from sqlalchemy import and_, select
 from sqlalchemy.engine import Engine
@@ -17,17 +19,20 @@ from sqlalchemy.exc import DBAPIError
 
 from msh.store import rules
 from msh.store.api import Store
-from msh.store.errors import StoreError
+from msh.store.blob_files import BlobFiles, folder_for
+from msh.store.errors import StoreError, UnknownBlob
 from msh.store.prepared import Prepared
 from msh.store.records import Clock
 from msh.store.schema import blob_chunks, blobs
 from msh.store.sql import rows
 from msh.store.sql.connect import READONLY, connect, reason
 from msh.store.sql.statements import STATEMENTS
-from msh.store.sql.transaction import SqlTransaction
+from msh.store.sql.transaction import SqlTransaction, body_file_reader
 from msh.store.transaction import BlobInfo, Transaction
 
 __all__ = ["SqlStore"]
+
+log = logging.getLogger("msh.store")
 
 
 class SqlStore(Store):
@@ -38,6 +43,13 @@ class SqlStore(Store):
         self._engine = engine
         self._prepared: dict[tuple[str, tuple[str, ...] | None], Prepared] = {}
         self.driver_error: type[Exception] = engine.dialect.loaded_dbapi.Error
+        self.files: BlobFiles | None = _files_of(engine)
+        """Where bodies over 1 MiB go on an SQLite file (:mod:`msh.store.blob_files`); None on PostgreSQL,
+        whose nodes may share no file system, and on an in-memory SQLite database: bodies stay chunk rows."""
+        if self.files is not None:
+            removed = self.files.sweep(self._named_files)
+            if removed:
+                log.info("removed %d body file(s) no stored message names (left by a crash)", len(removed))
 
     @classmethod
     def open(
@@ -85,6 +97,7 @@ class SqlStore(Store):
     @contextmanager
     def _begin(self, readonly: bool) -> Iterator[Transaction]:
         tx: SqlTransaction | None = None
+        committed = False
         try:
             with self._engine.connect() as connection:
                 if readonly:
@@ -94,11 +107,59 @@ class SqlStore(Store):
                         connection.exec_driver_sql("SET TRANSACTION READ ONLY")
                     tx = SqlTransaction(self, connection, readonly)
                     yield tx
+                committed = True
         except DBAPIError as exc:
             raise self._failed(exc) from exc
         finally:
             if tx is not None:
                 tx.close()
+                if tx.written_files or tx.dropped_files:
+                    self._settle_files(tx, committed)
+
+    def _settle_files(self, tx: SqlTransaction, committed: bool) -> None:
+        """After a transaction: remove the body files it wrote that no committed row names (all of them
+        when it rolled back; those of a rolled-back savepoint), and the files of rows it deleted if it
+        committed; then let its files' locks go (msh.store.blob_files, step 4)."""
+        files = self.files
+        if files is None:
+            return
+        written = [w.name for w in tx.written_files]
+        try:
+            kept = self._named_files(written) if committed and written else set()
+        except StoreError:
+            kept = set(written)  # cannot tell: leave them to the next sweep, which checks again
+        for name in written:
+            if name not in kept:
+                files.remove(name)
+        if committed:
+            for name in tx.dropped_files:
+                files.remove(name)
+        for w in tx.written_files:
+            files.release(w)
+
+    def _named_files(self, names: Iterable[str]) -> set[str]:
+        """Those of ``names`` that a committed ``blobs`` row names."""
+        wanted = list(names)
+        if not wanted:
+            return set()
+        try:
+            with self._engine.connect() as connection:
+                found = connection.execute(select(blobs.c.file).where(blobs.c.file.in_(wanted))).scalars().all()
+        except DBAPIError as exc:
+            raise self._failed(exc) from exc
+        return {str(name) for name in found}
+
+    def open_blob(self, blob_id: int) -> BinaryIO:
+        """A reader of a committed blob outside any transaction: its file (checked at its end), or its chunks
+        fetched one short read at a time (see :meth:`msh.store.api.Store.open_blob`)."""
+        if self.files is not None:
+            self._check_open()
+            row = self._read(select(blobs.c.file, blobs.c.size, blobs.c.sha256).where(blobs.c.id == blob_id))
+            if row is None:
+                raise UnknownBlob(blob_id)
+            if row["file"] is not None:
+                return body_file_reader(self.files, row, self.url)
+        return super().open_blob(blob_id)
 
     def _read(self, statement: Any) -> Any:
         """Run a read on a connection of its own (outside any transaction); its result, all fetched."""
@@ -120,3 +181,13 @@ class SqlStore(Store):
 
     def _release(self) -> None:
         self._engine.dispose()
+
+
+def _files_of(engine: Engine) -> BlobFiles | None:
+    """The folder of body files of an SQLite database in a file (None for any other database)."""
+    if engine.dialect.name != "sqlite":
+        return None
+    database = engine.url.database
+    if not database or database == ":memory:" or database.startswith("file:"):
+        return None
+    return BlobFiles(folder_for(Path(database).resolve()))

@@ -34,8 +34,9 @@ from sqlalchemy.engine import Connection
 
 from msh.engine import OutboundState, OutboundStatus
 from msh.store import records, rules
-from msh.store.blobs import iter_chunks
-from msh.store.errors import StoreError, TransactionLost
+from msh.store.blob_files import FILE_THRESHOLD, BlobFiles, WrittenFile
+from msh.store.blobs import iter_chunks, open_chunks
+from msh.store.errors import StoreError, TransactionLost, UnknownBlob
 from msh.store.prepared import Prepared
 from msh.store.schema import UtcDateTime, blob_chunks, events, inbound_messages, inbox, outbound_messages, timers
 from msh.store.sql import rows
@@ -44,6 +45,7 @@ from msh.store.sql.listing_steps import SqlListingSteps
 from msh.store.sql.order_steps import SqlOrderSteps
 from msh.store.sql.retention_steps import SqlRetentionSteps
 from msh.store.sql.statements import (
+    BLOB_FILE_KEYS,
     BLOB_KEYS,
     BLOB_SIZE_KEYS,
     CHUNK_KEYS,
@@ -70,6 +72,7 @@ class SqlOwner(Protocol):
 
     blob_chunk_size: int
     driver_error: type[Exception]
+    files: BlobFiles | None
 
     @property
     def url(self) -> str: ...
@@ -91,6 +94,10 @@ class SqlTransaction(SqlAppSteps, SqlOrderSteps, SqlListingSteps, SqlRetentionSt
         self._postgres = connection.dialect.name == "postgresql"
         self._cursor: Any = None
         self._savepoints = 0
+        self.written_files: list[WrittenFile] = []
+        """Body files this transaction wrote (their locks held until it has ended: msh.store.blob_files)."""
+        self.dropped_files: list[str] = []
+        """Body files whose rows this transaction deleted: removed once it has committed."""
 
     def close(self) -> None:
         self.closed = True
@@ -162,6 +169,17 @@ class SqlTransaction(SqlAppSteps, SqlOrderSteps, SqlListingSteps, SqlRetentionSt
     # -- blobs
 
     def _put_blob(self, source: BinaryIO | bytes) -> int:
+        files = self._store.files
+        if files is not None:
+            # Over FILE_THRESHOLD, a file beside the database, out of SQLite's WAL (docs/design.md §8).
+            if isinstance(source, (bytes, bytearray, memoryview)):
+                if len(source) > FILE_THRESHOLD:
+                    return self._put_file(files, bytes(source), None)
+            else:
+                head = _read_up_to(source, FILE_THRESHOLD + 1)
+                if len(head) > FILE_THRESHOLD:
+                    return self._put_file(files, head, source)
+                source = head
         chunk_size = self._store.blob_chunk_size
         known = isinstance(source, (bytes, bytearray, memoryview))
         # The size of bytes is known up front: the blob row is written once; a stream's when it has been read.
@@ -179,6 +197,35 @@ class SqlTransaction(SqlAppSteps, SqlOrderSteps, SqlListingSteps, SqlRetentionSt
         if not known:
             self._run("blob-size", {"b_id": blob_id, "size": size, "chunk_count": count}, keys=BLOB_SIZE_KEYS)
         return blob_id
+
+    def _put_file(self, files: BlobFiles, head: bytes, rest: BinaryIO | None) -> int:
+        """The body as a durable file first, then the row naming it (msh.store.blob_files, steps 1-3)."""
+        written = files.write(head, rest)
+        self.written_files.append(written)
+        values = {
+            "size": written.size,
+            "chunk_count": 0,
+            "created_at": self._now(),
+            "file": written.name,
+            "sha256": written.sha256,
+        }
+        return int(self._scalar("blob-insert", values, keys=BLOB_FILE_KEYS))
+
+    def open_blob(self, blob_id: int) -> BinaryIO:
+        """A reader of the blob: its file (checked against its size and SHA-256), or its chunks fetched one
+        at a time; usable until the transaction ends."""
+        self._live()
+        row = self._one("blob-open", {"b_id": blob_id})
+        if row is None:
+            raise UnknownBlob(blob_id)
+        if row["file"] is not None:
+            return body_file_reader(self._store.files, row, self._store.url)
+
+        def fetch(seq: int) -> bytes | None:
+            self._live()
+            return self._chunk(blob_id, seq)
+
+        return open_chunks(fetch, int(row["chunk_count"]), int(row["size"]))
 
     def _blob_info(self, blob_id: int) -> BlobInfo | None:
         row = self._one("blob-info", {"b_id": blob_id})
@@ -220,7 +267,11 @@ class SqlTransaction(SqlAppSteps, SqlOrderSteps, SqlListingSteps, SqlRetentionSt
         )
 
     def _delete_unused_blob(self, blob_id: int) -> bool:
-        return bool(self._run("blob-delete-unused", {"b_id": blob_id}).rowcount)
+        name = self._scalar("blob-file", {"b_id": blob_id}) if self._store.files is not None else None
+        deleted = bool(self._run("blob-delete-unused", {"b_id": blob_id}).rowcount)
+        if deleted and name is not None:
+            self.dropped_files.append(str(name))  # removed once the deletion has committed
+        return deleted
 
     def _outbound_list(
         self,
@@ -373,3 +424,23 @@ class SqlTransaction(SqlAppSteps, SqlOrderSteps, SqlListingSteps, SqlRetentionSt
             statement = statement.where(events.c.direction == direction.value)
         newest = statement.order_by(events.c.id.desc()).limit(limit)
         return [rows.event_from_row(row) for row in reversed(self._conn.execute(newest).mappings().all())]
+
+
+def _read_up_to(source: BinaryIO, limit: int) -> bytes:
+    """At most ``limit`` bytes of ``source`` (fewer only at its end)."""
+    parts: list[bytes] = []
+    have = 0
+    while have < limit:
+        piece = source.read(limit - have)
+        if not piece:
+            break
+        parts.append(piece)
+        have += len(piece)
+    return b"".join(parts)
+
+
+def body_file_reader(files: BlobFiles | None, row: Mapping[str, Any], url: str) -> BinaryIO:
+    """The checked reader of a body stored as a file (``row``: the blob's ``file``, ``size``, ``sha256``)."""
+    if files is None:
+        raise StoreError(f"the store at {url} names a body file ({row['file']}) but has no folder for files")
+    return files.open(str(row["file"]), int(row["size"]), str(row["sha256"]))
