@@ -70,6 +70,7 @@ async def serve(
         max_headers=s.max_headers,
         read_timeout=s.read_timeout.total_seconds(),
         request_timeout=s.request_timeout.total_seconds(),
+        min_rate=s.min_rate,
         max_connections_per_client=s.max_connections_per_client,
     )
     listener = sock if sock is not None else bind(s.host, s.port)

@@ -150,8 +150,10 @@ class GuardedProtocol(TlsHttpToolsProtocol):
     * a request whose head or body stops arriving (no byte for ``read_timeout`` seconds while it is
       incomplete, and not because the application is slow to read) gets 408 and the connection closes;
     * a request whose head and body have not all arrived ``request_timeout`` seconds after its first byte
-      (however steadily it drips) gets 408 and the connection closes too; should the application be the
-      one not reading at that moment, the request gets ``read_timeout`` more each time;
+      (however steadily it drips) gets 408 and the connection closes too; a body announced by its
+      Content-Length gets ``length / min_rate`` seconds more, so the deadline follows the transfer (a large
+      document over a slow link is not cut, a trickle is); should the application be the one not reading
+      at that moment, the request gets ``read_timeout`` more each time;
     * a header field that must be single (Content-Type, Host, SOAPAction: ``_SINGLE_FIELDS``) sent twice,
       or a body length that cannot be determined reliably (two Content-Length fields, Content-Length with
       Transfer-Encoding, a Transfer-Encoding that does not end with chunked), gets 400 naming the field
@@ -163,6 +165,7 @@ class GuardedProtocol(TlsHttpToolsProtocol):
     max_headers: ClassVar[int] = 100
     read_timeout: ClassVar[float] = 30.0
     request_timeout: ClassVar[float] = 600.0
+    min_rate: ClassVar[int] = 64 * 1024
     max_connections_per_client: ClassVar[int] = 128
     per_client: ClassVar[Counter[str]] = Counter()
 
@@ -177,6 +180,8 @@ class GuardedProtocol(TlsHttpToolsProtocol):
     _refused = False
     _repeated: bytes | None = None
     _single_seen: frozenset[bytes] = frozenset()
+    _content_length = 0
+    _allowed = 0.0
 
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
         super().connection_made(transport)
@@ -257,6 +262,7 @@ class GuardedProtocol(TlsHttpToolsProtocol):
         super().on_message_begin()
         self._header_count = 0
         self._repeated, self._single_seen = None, frozenset()
+        self._content_length, self._allowed = 0, self.request_timeout
         self._arm_deadline(self.request_timeout)
 
     def on_header(self, name: bytes, value: bytes) -> None:
@@ -268,12 +274,18 @@ class GuardedProtocol(TlsHttpToolsProtocol):
             if lowered in self._single_seen and self._repeated is None:
                 self._repeated = lowered
             self._single_seen |= {lowered}
+        if lowered == b"content-length" and value.strip().isdigit():
+            self._content_length = int(value)
         super().on_header(name, value)
 
     def on_headers_complete(self) -> None:
         self._in_head = False
         if self._repeated is not None:
             raise _RepeatedField()  # before the application sees the request
+        if self._content_length and self.min_rate > 0:
+            # The deadline follows the transfer: the announced body gets length / min_rate seconds more.
+            self._allowed = self.request_timeout + self._content_length / self.min_rate
+            self._arm_deadline(self._allowed)
         super().on_headers_complete()
 
     def on_message_complete(self) -> None:
@@ -323,12 +335,13 @@ class GuardedProtocol(TlsHttpToolsProtocol):
             self._arm_deadline(self.read_timeout)  # the application is not reading: not the client's time
             return
         log.warning(
-            "closed a request from %s that had not arrived whole after %g s (server.request_timeout)",
+            "closed a request from %s that had not arrived whole after %g s (server.request_timeout, server.min_rate)",
             self._client_key,
-            self.request_timeout,
+            self._allowed,
         )
         self._time_out(
-            f"the request had not arrived whole {self.request_timeout:g} s after it began (server.request_timeout)"
+            f"the request had not arrived whole {self._allowed:g} s after it began "
+            "(server.request_timeout, plus its Content-Length at server.min_rate)"
         )
 
     def _time_out(self, text: str) -> None:
@@ -350,6 +363,7 @@ class DoorLimits:
     max_headers: int = 100
     read_timeout: float = 30.0
     request_timeout: float = 600.0
+    min_rate: int = 64 * 1024
     max_connections_per_client: int = 128
 
 
@@ -364,6 +378,7 @@ def guarded_protocol(limits: DoorLimits) -> type[GuardedProtocol]:
             "max_headers": limits.max_headers,
             "read_timeout": limits.read_timeout,
             "request_timeout": limits.request_timeout,
+            "min_rate": limits.min_rate,
             "max_connections_per_client": limits.max_connections_per_client,
             "per_client": Counter(),
         },

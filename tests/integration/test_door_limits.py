@@ -199,6 +199,26 @@ def test_a_request_dripped_past_request_timeout_is_408_and_nothing_is_stored(b: 
     still_acknowledges(b, f"after-dripped-{part}@party-a.example")
 
 
+def test_an_announced_body_gets_its_length_at_min_rate_on_top_of_request_timeout(tmp_path: Path) -> None:
+    # The deadline follows the transfer: a body of 4,000 bytes announced by its Content-Length, at
+    # server.min_rate 1,000 bytes/s, has 3 s (request_timeout) + 4 s; sent at 1,000 bytes/s, in pieces well
+    # within read_timeout, it arrives whole after about 4 s, past request_timeout alone, and is answered
+    # (here: the junk body is refused by the MSH), not cut with 408.
+    with serving(tmp_path / "b-rate", **{**LIMITS, "min_rate": 1000}) as b:
+        head = b'POST /msh HTTP/1.1\r\nHost: x\r\nContent-Type: text/xml\r\nSOAPAction: "ebXML"\r\n'
+        with contextlib.closing(connect(b)) as sock:
+            sock.sendall(head + b"Content-Length: 4000\r\nConnection: close\r\n\r\n")
+            pieces = [b"<" * 250] * 16
+            for piece in pieces:  # 16 pieces, 0.25 s apart: bounded
+                readable, _, _ = select.select([sock], [], [], 0.25)
+                if readable:
+                    break
+                sock.sendall(piece)
+            status, data = read_response(sock)
+            assert status != 408, data
+        assert health(b) == 200
+
+
 def test_a_quick_request_is_not_cut_by_the_deadline_of_the_one_before(b: RunningMsh) -> None:
     # The deadline belongs to one request: a keep-alive connection that waits between requests (less than
     # uvicorn's keep-alive time) is not closed by it.

@@ -145,9 +145,10 @@ class ServerSettings(Section):
     A request body over ``max_body_bytes`` gets HTTP 413; a request head (request line and headers) over
     ``max_header_bytes``, or with more than ``max_headers`` header fields, gets 431; a request that stops
     arriving (no byte for ``read_timeout`` while its head or body is incomplete), or has not arrived whole
-    ``request_timeout`` after its first byte, gets 408 and its connection is closed; a header field that
-    must be single sent twice (Content-Type, Host, SOAPAction, Content-Length) gets 400; a client address
-    with ``max_connections_per_client`` connections open gets 503 on the next one.
+    ``request_timeout`` (plus its Content-Length at ``min_rate``) after its first byte, gets 408 and its
+    connection is closed; a header field that must be single sent twice (Content-Type, Host, SOAPAction,
+    Content-Length) gets 400; a client address with ``max_connections_per_client`` connections open gets
+    503 on the next one.
     ``pid_file``: where ``msh serve`` writes its process id (:mod:`msh.runtime.pidfile`).
     """
 
@@ -212,8 +213,17 @@ class ServerSettings(Section):
             DURATION_HINT.format("PT10M", 600),
             check=rules.positive,
             meaning="a request whose head and body have not all arrived this long after its first byte, however "
-            "steadily they come, gets 408 and its connection is closed (raise it for very large messages over "
-            "slow links)",
+            "steadily they come, gets 408 and its connection is closed; a body announced by its Content-Length "
+            "gets its length divided by `server.min_rate` more",
+        ),
+    )
+    min_rate: int = field(
+        default=64 * 1024,
+        metadata=setting(
+            "write a number of bytes per second, e.g. 65536",
+            check=rules.at_least_one,
+            meaning="the slowest transfer a request body is allowed: its Content-Length divided by this is added "
+            "to `server.request_timeout` (the default, 64 KiB/s, gives a 2 GiB body 9 hours)",
         ),
     )
     max_connections_per_client: int = field(

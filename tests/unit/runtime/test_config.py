@@ -213,7 +213,7 @@ def test_unknown_environment_variables_are_refused_by_name() -> None:
         "MSH_SERVER_PROT (environment) names no setting (did you mean 'MSH_SERVER_PORT'?); the settings of [server] "
         "are MSH_SERVER_HOST, MSH_SERVER_PORT, MSH_SERVER_PATH, MSH_SERVER_TLS, MSH_SERVER_MAX_BODY_BYTES, "
         "MSH_SERVER_MAX_HEADER_BYTES, MSH_SERVER_MAX_HEADERS, MSH_SERVER_READ_TIMEOUT, "
-        "MSH_SERVER_REQUEST_TIMEOUT, MSH_SERVER_MAX_CONNECTIONS_PER_CLIENT, MSH_SERVER_PID_FILE"
+        "MSH_SERVER_REQUEST_TIMEOUT, MSH_SERVER_MIN_RATE, MSH_SERVER_MAX_CONNECTIONS_PER_CLIENT, MSH_SERVER_PID_FILE"
     )
     assert problems[2].startswith(
         "MSH_SERVR_PORT (environment) names no setting: 'SERVR' is not a settings section (did you mean 'SERVER'?)"
@@ -260,7 +260,7 @@ def test_unknown_sections_and_keys_in_the_file_are_refused_with_the_valid_ones()
         "the keys of [identity] are party_id, party_id_type, message_id_domain",
         "server.prot (in t.toml) is not a setting (did you mean 'port'?); "
         "the keys of [server] are host, port, path, tls, max_body_bytes, max_header_bytes, max_headers, "
-        "read_timeout, request_timeout, max_connections_per_client, pid_file",
+        "read_timeout, request_timeout, min_rate, max_connections_per_client, pid_file",
         "[agreement] (in t.toml) is not a settings section (did you mean 'agreements'?); the sections are "
         "[identity], [agreements], [store], [server], [tls], [security], [sending], [receiving], [timers], [api], "
         "[admin], [retention], [routing]",
