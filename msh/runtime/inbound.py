@@ -118,7 +118,8 @@ class InboundPipeline:
         try:
             if message.warnings:
                 log.info("received with warnings: %s", "; ".join(str(w) for w in message.warnings))
-            return self.check(message, stream, peer_certificate)
+            # Bytes stay bytes: stored with their size known, in one write.
+            return self.check(message, body if isinstance(body, bytes) else stream, peer_certificate)
         except BaseException:
             message.close()
             raise

@@ -57,9 +57,10 @@ class MessageFacts:
     deadline: datetime | None = None
 
 
-def facts_of_outbound(record: OutboundMessage, size: int | None) -> MessageFacts:
+def facts_of_outbound(record: OutboundMessage, size: int | None, *, deadline: bool = True) -> MessageFacts:
     """The facts of a sent message (``size``: its stored body's bytes): this MSH sends its own messages and
-    signals, and forwards the others as an intermediary."""
+    signals, and forwards the others as an intermediary. ``deadline`` False leaves the deadline out (only a
+    ``submitted`` event carries it, and working it out is not free)."""
     role = Role.INTERMEDIARY if record.kind is OutboundKind.FORWARD else Role.SENDER
     return MessageFacts(
         role=role,
@@ -70,7 +71,7 @@ def facts_of_outbound(record: OutboundMessage, size: int | None) -> MessageFacts
         action=record.action,
         conversation_id=record.conversation_id,
         size=size,
-        deadline=end_to_end_deadline(record.state.reliability, record.created_at),
+        deadline=end_to_end_deadline(record.state.reliability, record.created_at) if deadline else None,
     )
 
 

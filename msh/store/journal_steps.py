@@ -77,7 +77,7 @@ class JournalSteps(ABC):
         kept = rules.detail(detail)
         self._writable()
         if facts is None and message_id is not None:
-            facts = self._facts_of(message_id, way)
+            facts = self._facts_of(message_id, way, deadline=kind is EventKind.SUBMITTED)
         facts = facts or journal.MessageFacts()
         event = records.Event(
             0,
@@ -103,8 +103,11 @@ class JournalSteps(ABC):
         self.appended.append(replace(event, id=event_id))
         return event_id
 
-    def _facts_of(self, message_id: str, direction: records.Direction | None) -> journal.MessageFacts | None:
-        """The journal facts of a stored message (None if it is not stored in that direction)."""
+    def _facts_of(
+        self, message_id: str, direction: records.Direction | None, *, deadline: bool = False
+    ) -> journal.MessageFacts | None:
+        """The journal facts of a stored message (None if it is not stored in that direction); ``deadline``:
+        with the deadline of a sent message (what a ``submitted`` event carries)."""
         # An event about one of our messages may be journaled as inbound (a signal received about it) and a
         # forward as inbound (it came in): the other direction's row is looked for next.
         ways = (records.Direction.OUTBOUND, records.Direction.INBOUND)
@@ -112,13 +115,13 @@ class JournalSteps(ABC):
             ways = (records.Direction.INBOUND, records.Direction.OUTBOUND)
         for way in ways:
             found = self._facts.get((message_id, way))
-            if found is not None:
+            if found is not None and (found.deadline is not None or not deadline or way is records.Direction.INBOUND):
                 return found
             if way is records.Direction.OUTBOUND:
                 outbound = self._outbound(message_id, for_update=False)
                 if outbound is not None:
                     info = self._blob_info(outbound.body_blob_id)
-                    found = journal.facts_of_outbound(outbound, None if info is None else info[1])
+                    found = journal.facts_of_outbound(outbound, None if info is None else info[1], deadline=deadline)
             else:
                 inbound = self._first_inbound(message_id)
                 if inbound is not None:

@@ -31,7 +31,7 @@ _Processor = Callable[[Any], Any]
 class Prepared:
     """``statement`` compiled for ``dialect`` (``keys``: the columns an INSERT/UPDATE sets, in any order)."""
 
-    __slots__ = ("_binds", "_dialect", "_names", "_results", "_types", "columns", "sql")
+    __slots__ = ("_binds", "_dialect", "_names", "_order", "_results", "_types", "columns", "sql")
 
     def __init__(self, statement: ClauseElement, dialect: Dialect, *, keys: Sequence[str] | None = None) -> None:
         compiled = statement.compile(dialect=dialect, column_keys=list(keys) if keys is not None else None)
@@ -43,6 +43,9 @@ class Prepared:
         self._binds = binds
         # qmark/format drivers (sqlite3) take a tuple in this order; pyformat ones (psycopg) a dict.
         self._names: tuple[str, ...] | None = tuple(compiled.positiontup or ()) if compiled.positional else None
+        # What params() walks: each bound name (in the driver's order) with its converter, if any.
+        order = self._names if self._names is not None else tuple(binds)
+        self._order: tuple[tuple[str, _Processor | None], ...] = tuple((name, binds[name]) for name in order)
         exported = getattr(statement, "exported_columns", ())
         self.columns: tuple[str, ...] = tuple(c.key for c in exported)
         self._types = tuple(c.type.dialect_impl(dialect) for c in exported)
@@ -52,14 +55,17 @@ class Prepared:
 
     def params(self, values: Mapping[str, object]) -> Sequence[object] | dict[str, object]:
         """The driver's parameters for ``values`` (every bound name must be given)."""
-        binds = self._binds
-        converted: dict[str, object] = {}
-        for name, processor in binds.items():
-            value = values[name]
-            converted[name] = value if processor is None or value is None else processor(value)
         if self._names is None:
+            converted: dict[str, object] = {}
+            for name, processor in self._order:
+                value = values[name]
+                converted[name] = value if processor is None or value is None else processor(value)
             return converted
-        return [converted[name] for name in self._names]
+        return [
+            value if processor is None or value is None else processor(value)
+            for name, processor in self._order
+            for value in (values[name],)
+        ]
 
     def execute(self, cursor: Any, values: Mapping[str, object]) -> Any:
         """Run the statement on the DBAPI ``cursor``; the cursor, for ``rowcount`` or fetching."""

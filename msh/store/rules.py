@@ -163,10 +163,17 @@ def event_kind(value: str) -> EventKind:
         raise ValueError(f"kind must be a journal event kind (msh.store.events.EventKind), not {value!r}") from None
 
 
+_PLAIN: frozenset[type] = frozenset({str, int, bool})
+"""Detail values that read back from JSON exactly as given (not float: NaN is refused, not subclasses)."""
+
+
 def detail(value: Mapping[str, object] | None) -> dict[str, object]:
     """``value`` as it will read back from JSON (``ValueError`` if it cannot be stored as JSON)."""
     if value is None:
         return {}
+    # The usual detail (text, whole numbers, flags) reads back as it is: no JSON round trip for it.
+    if all(type(k) is str and (v is None or type(v) in _PLAIN) for k, v in value.items()):
+        return dict(value)
     try:
         result: dict[str, object] = json.loads(json.dumps(dict(value), allow_nan=False))
     except (TypeError, ValueError) as exc:

@@ -120,8 +120,58 @@ class Writer(Protocol):
 
 @dataclass(eq=False)
 class _Job(Generic[_T]):
+    """A queued unit and who waits for it: a thread (``future``) or a coroutine (``waiter``, a future of the
+    event loop ``loop``, told on that loop: one wake-up per loop and commit, not one per unit)."""
+
     unit: Unit[_T]
-    future: Future[_T]
+    future: Future[_T] | None = None
+    loop: asyncio.AbstractEventLoop | None = None
+    waiter: asyncio.Future[_T] | None = None
+
+    def start(self) -> bool:
+        """False if its caller gave up (cancelled) before it ran: it is not run."""
+        if self.future is not None:
+            return self.future.set_running_or_notify_cancel()
+        assert self.waiter is not None
+        return not self.waiter.cancelled()
+
+    @property
+    def done(self) -> bool:
+        return self.future.done() if self.future is not None else self.waiter is not None and self.waiter.done()
+
+
+def _settle(outcomes: list[tuple[asyncio.Future[object], bool, object]]) -> None:
+    """On the event loop: hand each waiting coroutine its unit's result or exception."""
+    for waiter, ok, value in outcomes:
+        if waiter.done():  # cancelled meanwhile
+            continue
+        if ok:
+            waiter.set_result(value)
+        else:
+            assert isinstance(value, BaseException)
+            waiter.set_exception(value)
+
+
+def _tell(jobs: list[tuple[_Job[object], bool, object]]) -> None:
+    """Hand the outcomes of ``jobs`` (job, ok, result or exception) to their callers: thread futures at
+    once, coroutines with one call on each loop."""
+    by_loop: dict[asyncio.AbstractEventLoop, list[tuple[asyncio.Future[object], bool, object]]] = {}
+    for job, ok, value in jobs:
+        if job.future is not None:
+            if job.future.done():
+                continue
+            if ok:
+                job.future.set_result(value)
+            else:
+                assert isinstance(value, BaseException)
+                job.future.set_exception(value)
+        elif job.loop is not None and job.waiter is not None:
+            by_loop.setdefault(job.loop, []).append((job.waiter, ok, value))
+    for loop, outcomes in by_loop.items():
+        try:
+            loop.call_soon_threadsafe(_settle, outcomes)
+        except RuntimeError:  # the loop was closed: nobody is waiting any more
+            log.debug("the event loop of %d unit(s) was closed before their results", len(outcomes))
 
 
 _STOP = object()
@@ -156,14 +206,17 @@ class GroupCommitWriter:
     def submit(self, unit: Unit[_T]) -> Future[_T]:
         """Queue ``unit``; the future holds its result once its transaction has committed."""
         future: Future[_T] = Future()
+        self._put(_Job(unit, future))
+        return future
+
+    def _put(self, job: _Job[_T]) -> None:
         with self._lock:
             if self._closed:
                 raise StoreError("the store writer is closed; no more work can be committed")
             if self._thread is None:
                 self._thread = threading.Thread(target=self._run, name=self.name, daemon=True)
                 self._thread.start()
-            self._queue.put(_Job(unit, future))
-        return future
+            self._queue.put(job)
 
     def call(self, unit: Unit[_T]) -> _T:
         """Run ``unit`` and wait for its commit (from any thread but the writer's own)."""
@@ -172,8 +225,12 @@ class GroupCommitWriter:
         return self.submit(unit).result()
 
     async def run(self, unit: Unit[_T]) -> _T:
-        """Run ``unit`` and await its commit without blocking the event loop."""
-        return await asyncio.wrap_future(self.submit(unit))
+        """Run ``unit`` and await its commit without blocking the event loop (cancelled before it runs, it
+        does not run)."""
+        loop = asyncio.get_running_loop()
+        waiter: asyncio.Future[_T] = loop.create_future()
+        self._put(_Job(unit, loop=loop, waiter=waiter))
+        return await waiter
 
     def close(self, timeout: float | None = None) -> None:
         """Commit what is queued, then stop the thread (waiting at most ``timeout`` seconds for it)."""
@@ -236,7 +293,7 @@ class GroupCommitWriter:
         try:
             with self.store.transaction() as tx:
                 for index, job in enumerate(batch):
-                    if not job.future.set_running_or_notify_cancel():
+                    if not job.start():
                         continue  # the caller cancelled it before it ran
                     mark = len(tx.appended)
                     try:
@@ -261,9 +318,7 @@ class GroupCommitWriter:
             self.stats.failed_batches += 1
             log.warning("a group commit of %d unit(s) failed: %s", len(ran), failure)
             waiting = {id(job) for job in carry}
-            for job in batch:
-                if id(job) not in waiting and not job.future.done():
-                    job.future.set_exception(failure)
+            _tell([(job, False, failure) for job in batch if id(job) not in waiting and not job.done])
             self._carry = carry
             return
         done_at = time.perf_counter()
@@ -273,10 +328,5 @@ class GroupCommitWriter:
         self.stats.units += len(ran)
         self.stats.largest_batch = max(self.stats.largest_batch, len(ran))
         self._watchers.tell(journaled, len(ran), done_at - ran_at)
-        for job, ok, value in ran:
-            if ok:
-                job.future.set_result(value)
-            else:
-                self.stats.failed_units += 1
-                assert isinstance(value, BaseException)
-                job.future.set_exception(value)
+        self.stats.failed_units += sum(1 for _job, ok, _value in ran if not ok)
+        _tell(ran)

@@ -60,7 +60,13 @@ FIRST_COPY: Final = (
 )
 """The id of a MessageId's first stored copy (``b_message_id``)."""
 
-_OUTBOUND = select(outbound_messages).where(outbound_messages.c.message_id == bindparam("b_message_id"))
+_BODY = blobs.c.id == outbound_messages.c.body_blob_id
+_OUTBOUND = select(
+    outbound_messages,
+    # The body's size and chunks, read with the row (the journal's facts of the message, docs/design.md §2).
+    select(blobs.c.size).where(_BODY).scalar_subquery().label("blob_size"),
+    select(blobs.c.chunk_count).where(_BODY).scalar_subquery().label("blob_chunk_count"),
+).where(outbound_messages.c.message_id == bindparam("b_message_id"))
 _INBOX_ENTRY = select(inbox).where(inbox.c.inbound_id == bindparam("b_id"))
 
 BLOB_KEYS: Final = ("size", "chunk_count", "created_at")

@@ -33,7 +33,7 @@ from sqlalchemy import and_, case, func, or_, select, update
 from sqlalchemy.engine import Connection
 
 from msh.engine import OutboundState, OutboundStatus
-from msh.store import records, rules
+from msh.store import journal, records, rules
 from msh.store.blob_files import FILE_THRESHOLD, BlobFiles, WrittenFile
 from msh.store.blobs import iter_chunks, open_chunks
 from msh.store.errors import StoreError, TransactionLost, UnknownBlob
@@ -98,6 +98,9 @@ class SqlTransaction(SqlAppSteps, SqlOrderSteps, SqlListingSteps, SqlRetentionSt
         """Body files this transaction wrote (their locks held until it has ended: msh.store.blob_files)."""
         self.dropped_files: list[str] = []
         """Body files whose rows this transaction deleted: removed once it has committed."""
+        # The blobs this transaction wrote or found, by id: (chunk count, size); no second read of what it
+        # knows (forgotten when a savepoint is rolled back, as the rows may be gone).
+        self._blob_infos: dict[int, BlobInfo] = {}
 
     def close(self) -> None:
         self.closed = True
@@ -153,6 +156,7 @@ class SqlTransaction(SqlAppSteps, SqlOrderSteps, SqlListingSteps, SqlRetentionSt
         try:
             yield
         except BaseException as exc:
+            self._blob_infos.clear()
             try:
                 self._sql(f"ROLLBACK TO SAVEPOINT {name}")
                 self._sql(f"RELEASE SAVEPOINT {name}")
@@ -196,6 +200,7 @@ class SqlTransaction(SqlAppSteps, SqlOrderSteps, SqlListingSteps, SqlRetentionSt
             del chunk
         if not known:
             self._run("blob-size", {"b_id": blob_id, "size": size, "chunk_count": count}, keys=BLOB_SIZE_KEYS)
+        self._blob_infos[blob_id] = (count, size)
         return blob_id
 
     def _put_file(self, files: BlobFiles, head: bytes, rest: BinaryIO | None) -> int:
@@ -209,7 +214,9 @@ class SqlTransaction(SqlAppSteps, SqlOrderSteps, SqlListingSteps, SqlRetentionSt
             "file": written.name,
             "sha256": written.sha256,
         }
-        return int(self._scalar("blob-insert", values, keys=BLOB_FILE_KEYS))
+        blob_id = int(self._scalar("blob-insert", values, keys=BLOB_FILE_KEYS))
+        self._blob_infos[blob_id] = (0, written.size)
+        return blob_id
 
     def open_blob(self, blob_id: int) -> BinaryIO:
         """A reader of the blob: its file (checked against its size and SHA-256), or its chunks fetched one
@@ -228,8 +235,14 @@ class SqlTransaction(SqlAppSteps, SqlOrderSteps, SqlListingSteps, SqlRetentionSt
         return open_chunks(fetch, int(row["chunk_count"]), int(row["size"]))
 
     def _blob_info(self, blob_id: int) -> BlobInfo | None:
+        known = self._blob_infos.get(blob_id)
+        if known is not None:
+            return known
         row = self._one("blob-info", {"b_id": blob_id})
-        return None if row is None else (int(row["chunk_count"]), int(row["size"]))
+        if row is None:
+            return None
+        info = self._blob_infos[blob_id] = (int(row["chunk_count"]), int(row["size"]))
+        return info
 
     def _chunk(self, blob_id: int, seq: int) -> bytes | None:
         where = and_(blob_chunks.c.blob_id == blob_id, blob_chunks.c.seq == seq)
@@ -247,7 +260,17 @@ class SqlTransaction(SqlAppSteps, SqlOrderSteps, SqlListingSteps, SqlRetentionSt
 
     def _outbound(self, message_id: str, *, for_update: bool) -> records.OutboundMessage | None:
         row = self._one("outbound-for-update" if for_update else "outbound", {"b_message_id": message_id})
-        return None if row is None else rows.outbound_from_row(row)
+        if row is None:
+            return None
+        record = rows.outbound_from_row(row)
+        # The row comes with its body's size: the journal's facts of the message need no read of their own.
+        if row["blob_size"] is not None:
+            info = (int(row["blob_chunk_count"]), int(row["blob_size"]))
+            self._blob_infos[record.body_blob_id] = info
+            self._facts.setdefault(
+                (message_id, records.Direction.OUTBOUND), journal.facts_of_outbound(record, info[1], deadline=False)
+            )
+        return record
 
     def _set_outbound_state(self, state: OutboundState, at: datetime) -> bool:
         values = rows.state_values(state)
@@ -267,6 +290,7 @@ class SqlTransaction(SqlAppSteps, SqlOrderSteps, SqlListingSteps, SqlRetentionSt
         )
 
     def _delete_unused_blob(self, blob_id: int) -> bool:
+        self._blob_infos.pop(blob_id, None)
         name = self._scalar("blob-file", {"b_id": blob_id}) if self._store.files is not None else None
         deleted = bool(self._run("blob-delete-unused", {"b_id": blob_id}).rowcount)
         if deleted and name is not None:
