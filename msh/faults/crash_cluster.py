@@ -27,7 +27,7 @@ from pathlib import Path
 from urllib.parse import quote
 
 from msh.errors import ConfigurationError
-from msh.faults.killer import DeliveryOutcome, KillRun, Killer
+from msh.faults.killer import DeliveryOutcome, Killer, KillRun
 from msh.faults.outcome import inbox_census, submit_orders, wait_final
 from msh.faults.pair import PARTY_B, Partner, free_port, make_pair
 
@@ -112,7 +112,7 @@ def postgres_schema(base_url: str | None = None) -> Iterator[str]:
             with engine.connect() as conn:
                 conn.execute(text(f'CREATE SCHEMA "{schema}"'))
         except SQLAlchemyError as exc:
-            reason = " ".join(str(exc.orig if getattr(exc, "orig", None) else exc).split())
+            reason = " ".join(str(getattr(exc, "orig", None) or exc).split())
             raise ConfigurationError(
                 f"no PostgreSQL reachable at {engine.url.render_as_string(hide_password=True)} "
                 f"(set MSH_TEST_POSTGRES_URL): {reason}"
@@ -249,7 +249,9 @@ def _run(
 
             def before(i: int) -> None:
                 if i and i % 500 == 0:
-                    say(f"{i} submitted; kills so far " + ", ".join(f"{n.name} {killer.kills[n.name]}" for n in cluster))
+                    say(
+                        f"{i} submitted; kills so far " + ", ".join(f"{n.name} {killer.kills[n.name]}" for n in cluster)
+                    )
 
             submit_orders(sender, PARTY_B, range(messages), payload=_payload, pace=pace, before=before, into=sent)
             killer.finish()

@@ -3,13 +3,13 @@
 A timer is claimed with a lease, a few at a time, and kept by a heartbeat while it is worked on
 (:mod:`msh.runtime.claims`: two processes on one PostgreSQL database never fire it both, the timers of a
 process that died are taken over when their leases run out, and a clean stop gives them back at once), then
-fired in a unit of work of its own: a ``retry`` timer feeds :class:`~msh.engine.TimerDue` to the sending machine (resend, ask the partner
-for the message's status first after an outage when ``sending.status_before_resend`` is set, or give up), a
-``transmit`` timer starts the first transmission of a message another process submitted (``msh send``
-while ``msh serve`` runs), an ``order-gap`` timer ends a received sequence's gap that stayed open too long
-(:meth:`msh.runtime.sequences.Sequences.close_gap`, ebMS2 §9.1.1). The loop wakes at the next due time, and
-at least every ``timers.poll_interval`` to see what other processes wrote; after a restart it simply finds
-what is due.
+fired in a unit of work of its own: a ``retry`` timer feeds :class:`~msh.engine.TimerDue` to the sending
+machine (resend, ask the partner for the message's status first after an outage when
+``sending.status_before_resend`` is set, or give up), a ``transmit`` timer starts the first transmission of
+a message another process submitted (``msh send`` while ``msh serve`` runs), an ``order-gap`` timer ends a
+received sequence's gap that stayed open too long (:meth:`msh.runtime.sequences.Sequences.close_gap`, ebMS2
+§9.1.1). The loop wakes at the next due time, and at least every ``timers.poll_interval`` to see what other
+processes wrote; after a restart it simply finds what is due.
 """
 
 from __future__ import annotations
@@ -18,9 +18,10 @@ import asyncio
 import contextlib
 import logging
 from datetime import datetime
+
 from msh.engine import TimerDue, TransmitFailed, UnknownMessage
-from msh.runtime.core import Core
 from msh.runtime.claims import TimerClaims
+from msh.runtime.core import Core
 from msh.runtime.executor import AfterCommit, Executor
 from msh.runtime.logfields import fields
 from msh.runtime.sender import Sender
@@ -30,6 +31,7 @@ from msh.store.order_port import sequence_of
 __all__ = ["TimerLoop"]
 
 log = logging.getLogger("msh.runtime")
+
 
 class TimerLoop:
     """Fires due timers (see the module docs)."""

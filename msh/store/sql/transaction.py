@@ -335,9 +335,7 @@ class SqlTransaction(SqlAppSteps, SqlOrderSteps, SqlListingSteps, SqlRetentionSt
 
     def _renew_leases(self, timer_ids: list[int], owner: str, until: datetime) -> int:
         statement = (
-            update(timers)
-            .where(timers.c.id.in_(timer_ids), timers.c.lease_owner == owner)
-            .values(lease_until=until)
+            update(timers).where(timers.c.id.in_(timer_ids), timers.c.lease_owner == owner).values(lease_until=until)
         )
         return int(self._conn.execute(statement).rowcount)
 

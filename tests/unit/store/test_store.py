@@ -555,7 +555,9 @@ def test_renewed_leases_keep_their_timers_and_unrenewed_ones_are_taken_over(stor
 def test_released_leases_make_the_timers_claimable_at_once(store: Store) -> None:
     """docs/cluster.md: a clean stop ends its leases, so another process takes the timers without waiting."""
     with store.transaction() as tx:
-        mine = [tx.schedule_timer(f"r{i}@example.com", TimerKind.RETRY, T0 + timedelta(seconds=i + 1)) for i in range(3)]
+        mine = [
+            tx.schedule_timer(f"r{i}@example.com", TimerKind.RETRY, T0 + timedelta(seconds=i + 1)) for i in range(3)
+        ]
         theirs = tx.schedule_timer("r-other@example.com", TimerKind.RETRY, T0)
     with store.transaction() as tx:
         assert [t.id for t in tx.claim_due_timers(T0, "them", LEASE)] == [theirs.id]
