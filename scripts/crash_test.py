@@ -8,7 +8,14 @@ ports) while I and C are killed at random moments and restarted; then C's applic
 message exactly once and A every message as delivered (C's end-to-end acknowledgment). Prints the kills,
 the time, the duplicates C eliminated and the resends on each hop.
 
+With --nodes N: party A runs as N `msh serve` nodes on one store (--store postgresql: a fresh schema of the
+PostgreSQL at MSH_TEST_POSTGRES_URL, dropped afterwards; or sqlite: one file) and sends to B while its nodes
+are killed at random moments and restarted (10,000 messages unless --messages says); then B's application
+must hold each message exactly once, A every message as acknowledged and no timer or lease left; prints the
+kills, lost/duplicated counts and the latency percentiles (docs/cluster.md).
+
     .venv/bin/python scripts/crash_test.py [--multihop] [--messages 1000] [--kill-for 60] [--seed N] [--keep DIR]
+    .venv/bin/python scripts/crash_test.py --nodes 3 --store postgresql [--messages 10000] [--kill-for 300]
 """
 
 from __future__ import annotations
@@ -25,6 +32,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from msh.cli.common import positive_int, seconds
 from msh.errors import ConfigurationError
 from msh.faults.crash import run_crash_test
+from msh.faults.crash_cluster import run_cluster_crash_test
 from msh.faults.crash_multihop import run_multihop_crash_test
 from msh.faults.killer import DeliveryOutcome
 
@@ -36,7 +44,11 @@ def _say(text: str) -> None:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument(
-        "--messages", type=positive_int, default=1000, metavar="N", help="how many messages (default 1000)"
+        "--messages",
+        type=positive_int,
+        default=None,
+        metavar="N",
+        help="how many messages (default 1000; with --nodes 10000)",
     )
     parser.add_argument(
         "--kill-for",
@@ -57,10 +69,37 @@ def main() -> int:
         action="store_true",
         help="A sends to C through an intermediary; the intermediary and C are killed (not A)",
     )
+    parser.add_argument(
+        "--nodes",
+        type=positive_int,
+        default=None,
+        metavar="N",
+        help="run party A as N nodes on one store, killing the nodes (not B)",
+    )
+    parser.add_argument(
+        "--store",
+        choices=("postgresql", "sqlite"),
+        default="postgresql",
+        help="with --nodes: the store the nodes share (default postgresql)",
+    )
+    parser.add_argument(
+        "--lease",
+        default="PT3S",
+        metavar="DURATION",
+        help="with --nodes: the nodes' timers.lease (default PT3S; timers.renew_interval is PT1S)",
+    )
     args = parser.parse_args()
+    if args.multihop and args.nodes:
+        parser.error("--multihop and --nodes are separate tests; give one")
+    if args.messages is None:
+        args.messages = 10_000 if args.nodes else 1000
     work = Path(args.keep) if args.keep else Path(tempfile.mkdtemp(prefix="msh-crash-"))
     try:
         run: Callable[..., DeliveryOutcome] = run_multihop_crash_test if args.multihop else run_crash_test
+        more: dict[str, object] = {}
+        if args.nodes:
+            run = run_cluster_crash_test
+            more = {"nodes": args.nodes, "store": args.store, "lease": args.lease}
         try:
             report = run(
                 work / "run",
@@ -70,6 +109,7 @@ def main() -> int:
                 seed=args.seed,
                 settle_timeout=300,
                 progress=_say,
+                **more,
             )
         except ConfigurationError as exc:
             print(f"crash_test.py: error: {exc}", file=sys.stderr)

@@ -49,7 +49,8 @@ class Timings:
     http_timeout: str = "PT2S"
     connect_timeout: str = "PT1S"
     poll: str = "PT0.5S"
-    lease: str = "PT30S"
+    lease: str = "PT10S"
+    renew: str = "PT3S"
 
 
 @dataclass
@@ -140,6 +141,7 @@ def make_chain(work: Path, *, timings: Timings | None = None, proxies: bool = Tr
         "connect_timeout": _toml_string(t.connect_timeout),
         "poll_interval": _toml_string(t.poll),
         "lease": _toml_string(t.lease),
+        "renew_interval": _toml_string(t.renew),
         "retries": str(t.route_retries),
         "retry_interval": _toml_string(t.route_retry_interval),
     }

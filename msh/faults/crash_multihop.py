@@ -33,8 +33,10 @@ CRASH_TIMINGS = Timings(
     connect_timeout="PT0.5S",
     poll="PT0.2S",
     lease="PT2S",
+    renew="PT0.5S",
 )
-"""Resends every second, many of them; a dead process's timers are taken over after 2 s."""
+"""Resends every second, many of them; a dead process's timers are taken over after 2 s (a live one renews
+its claims every half second)."""
 
 
 @dataclass(frozen=True, slots=True)

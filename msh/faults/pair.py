@@ -197,6 +197,7 @@ def _settings_text(
         "[timers]",
         f'poll_interval = "{options["poll"]}"',
         f'lease = "{options["lease"]}"',
+        f'renew_interval = "{options["renew"]}"',
     ]
     return "\n".join(lines) + "\n"
 
@@ -210,6 +211,7 @@ def make_pair(
     http_timeout: str = "PT0.8S",
     poll: str = "PT0.2S",
     lease: str = "PT2S",
+    renew: str = "PT0.5S",
     proxy: bool = True,
     message_order: bool = False,
 ) -> Pair:
@@ -236,7 +238,7 @@ def make_pair(
         )
     cpa = work / "agreement.xml"
     cpa.write_text(text, encoding="utf-8")
-    options = {"first_resend": first_resend, "http_timeout": http_timeout, "poll": poll, "lease": lease}
+    options = {"first_resend": first_resend, "http_timeout": http_timeout, "poll": poll, "lease": lease, "renew": renew}
     partners = []
     for name, party, port in (("A", PARTY_A, a_port), ("B", PARTY_B, b_port)):
         key = name.lower()

@@ -412,14 +412,15 @@ class Msh(MessageQueries, Operating):
     async def run_due_timers(self) -> datetime | None:
         """Fire the timers due now (claimed with a lease, so another process never fires them too), and
         return when the next one is due (None: no timer)."""
-        return await self.timers.run_due()
+        return await self.timers.run_all_due()
 
     def wake(self) -> None:
         """Look for due timers now (e.g. after another process queued work)."""
         self.timers.wake()
 
     async def stop(self) -> None:
-        """Stop the timer loop, let transmissions in flight finish (bounded), close the transport."""
+        """Stop the timer loop (releasing the timers it claimed and did not fire: another process serving the
+        store takes them at once), let transmissions in flight finish (bounded), close the transport."""
         core = self.core
         if not core.running:
             return

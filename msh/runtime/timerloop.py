@@ -1,14 +1,15 @@
 """The timer loop: timers are rows with a due time (docs/design.md §2), fired here when they come due.
 
-A timer is claimed with a lease (so two processes on one PostgreSQL database never fire it both, and the
-timers of a process that died are taken over when its leases run out), then fired in a unit of work of its
-own: a ``retry`` timer feeds :class:`~msh.engine.TimerDue` to the sending machine (resend, ask the partner
-for the message's status first after an outage when ``sending.status_before_resend`` is set, or give up), a
-``transmit`` timer starts the first transmission of a message another process submitted (``msh send``
-while ``msh serve`` runs), an ``order-gap`` timer ends a received sequence's gap that stayed open too long
-(:meth:`msh.runtime.sequences.Sequences.close_gap`, ebMS2 §9.1.1). The loop wakes at the next due time, and
-at least every ``timers.poll_interval`` to see what other processes wrote; after a restart it simply finds
-what is due.
+A timer is claimed with a lease, a few at a time, and kept by a heartbeat while it is worked on
+(:mod:`msh.runtime.claims`: two processes on one PostgreSQL database never fire it both, the timers of a
+process that died are taken over when their leases run out, and a clean stop gives them back at once), then
+fired in a unit of work of its own: a ``retry`` timer feeds :class:`~msh.engine.TimerDue` to the sending
+machine (resend, ask the partner for the message's status first after an outage when
+``sending.status_before_resend`` is set, or give up), a ``transmit`` timer starts the first transmission of
+a message another process submitted (``msh send`` while ``msh serve`` runs), an ``order-gap`` timer ends a
+received sequence's gap that stayed open too long (:meth:`msh.runtime.sequences.Sequences.close_gap`, ebMS2
+§9.1.1). The loop wakes at the next due time, and at least every ``timers.poll_interval`` to see what other
+processes wrote; after a restart it simply finds what is due.
 """
 
 from __future__ import annotations
@@ -17,9 +18,9 @@ import asyncio
 import contextlib
 import logging
 from datetime import datetime
-from typing import Final
 
 from msh.engine import TimerDue, TransmitFailed, UnknownMessage
+from msh.runtime.claims import TimerClaims
 from msh.runtime.core import Core
 from msh.runtime.executor import AfterCommit, Executor
 from msh.runtime.logfields import fields
@@ -31,8 +32,6 @@ __all__ = ["TimerLoop"]
 
 log = logging.getLogger("msh.runtime")
 
-_CLAIM_AT_ONCE: Final = 64  # timers claimed in one transaction at most
-
 
 class TimerLoop:
     """Fires due timers (see the module docs)."""
@@ -41,6 +40,14 @@ class TimerLoop:
         self.core = core
         self.executor = executor
         self.sender = sender
+        self.claims = TimerClaims(
+            core.writer,
+            core.owner,
+            core.clock,
+            core.settings.timers,
+            lambda: core.settings.sending.max_in_flight - sender.transmissions_in_flight,
+        )
+        """The timers claimed and not finished: the heartbeat that keeps them, the release on stop."""
         self._task: asyncio.Task[None] | None = None
         self._wake: asyncio.Event | None = None
         self.rounds = 0
@@ -55,13 +62,16 @@ class TimerLoop:
         """Run the loop on the running event loop."""
         self._wake = asyncio.Event()
         self._task = asyncio.create_task(self._loop(), name="msh-timers")
+        self.claims.start()
 
     async def stop(self) -> None:
+        """Stop the loop and release the timers it claimed and did not finish (another process takes them)."""
         if self._task is not None:
             self._task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await self._task
             self._task = None
+        await self.claims.stop()
 
     def wake(self) -> None:
         """Look for due timers now (e.g. after another process queued work)."""
@@ -90,20 +100,36 @@ class TimerLoop:
     async def run_due(self) -> datetime | None:
         """Fire the timers due now and return when the next one is due (None: no timer)."""
         core = self.core
-        lease = core.settings.timers.lease
         core.questions.expire(core.clock())  # the waits for Pongs and StatusResponses that have run out
 
         def claim(tx: Transaction) -> tuple[list[Timer], datetime | None]:
-            timers = tx.claim_due_timers(core.clock(), core.owner, lease, limit=_CLAIM_AT_ONCE)
+            timers = self.claims.claim(tx)
             return timers, (tx.next_timer_due() if not timers else None)
 
         timers, nearest = await core.writer.run(claim)
         if timers:
+            self.claims.taken(timers)
             await asyncio.gather(*(self._fire(t) for t in timers))
             return core.clock()
         return nearest
 
+    async def run_all_due(self, *, rounds: int = 10_000) -> datetime | None:
+        """:meth:`run_due` again while a round claimed as many timers as it could (at most ``rounds``
+        rounds): every timer due now is fired; returns when the next one is due (None: no timer)."""
+        nearest = await self.run_due()
+        for _ in range(rounds - 1):
+            if not self.claims.full:
+                break
+            nearest = await self.run_due()
+        return nearest
+
     async def _fire(self, timer: Timer) -> None:
+        try:
+            await self._fire_claimed(timer)
+        finally:
+            self.claims.done(timer.id)
+
+    async def _fire_claimed(self, timer: Timer) -> None:
         core = self.core
 
         def unit(tx: Transaction) -> AfterCommit:

@@ -267,6 +267,18 @@ class _MemoryTransaction(MemoryListingSteps, MemoryRetentionSteps, Transaction):
         for timer in claimed:
             self._set(self._store.timers, timer.id, timer)
 
+    def _renew_leases(self, timer_ids: list[int], owner: str, until: datetime) -> int:
+        held = [t for i in timer_ids if (t := self._store.timers.get(i)) is not None and t.lease_owner == owner]
+        for timer in held:
+            self._set(self._store.timers, timer.id, replace(timer, lease_until=until))
+        return len(held)
+
+    def _release_leases(self, owner: str) -> int:
+        held = [t for t in self._store.timers.values() if t.lease_owner == owner]
+        for timer in held:
+            self._set(self._store.timers, timer.id, replace(timer, lease_owner=None, lease_until=None))
+        return len(held)
+
     def _remove_leased_timer(self, timer_id: int, owner: str) -> bool:
         timer = self._store.timers.get(timer_id)
         if timer is None or timer.lease_owner != owner:

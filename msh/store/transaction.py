@@ -11,7 +11,7 @@ are in :mod:`msh.store.api`.
 from __future__ import annotations
 
 from abc import abstractmethod
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from contextlib import AbstractContextManager
 from dataclasses import replace
 from datetime import datetime, timedelta
@@ -435,6 +435,24 @@ class Transaction(JournalSteps, AppPort, OrderPort, ListingPort, RetentionPort):
         self._writable()
         return self._remove_leased_timer(timer_id, owner)
 
+    def renew_timer_leases(self, timer_ids: Collection[int], owner: str, now: datetime, lease: timedelta) -> int:
+        """Extend to ``now + lease`` the leases ``owner`` still holds on ``timer_ids`` (the heartbeat of a
+        process still working on them, docs/cluster.md); how many it still held (a timer missing from the
+        count was completed, or taken over by another process after its lease ran out)."""
+        moment = rules.required_aware("now", now)
+        rules.text("owner", owner)
+        until = moment + rules.lease(lease)
+        self._writable()
+        ids = sorted(set(timer_ids))
+        return self._renew_leases(ids, owner, until) if ids else 0
+
+    def release_timers(self, owner: str) -> int:
+        """End every lease ``owner`` holds (a clean stop): its timers can be claimed by another process at once,
+        at their due time; how many were released."""
+        rules.text("owner", owner)
+        self._writable()
+        return self._release_leases(owner)
+
     def next_timer_due(self) -> datetime | None:
         """When the next timer becomes claimable (its due time, or the end of its lease), or None."""
         self._live()
@@ -562,6 +580,14 @@ class Transaction(JournalSteps, AppPort, OrderPort, ListingPort, RetentionPort):
     @abstractmethod
     def _lease_timers(self, claimed: list[records.Timer]) -> None:
         """Store the leases of the ``claimed`` timers (all with the same owner and end)."""
+
+    @abstractmethod
+    def _renew_leases(self, timer_ids: list[int], owner: str, until: datetime) -> int:
+        """Set the lease end of those of ``timer_ids`` that ``owner`` holds to ``until``; how many."""
+
+    @abstractmethod
+    def _release_leases(self, owner: str) -> int:
+        """Clear the lease of every timer ``owner`` holds; how many."""
 
     @abstractmethod
     def _remove_leased_timer(self, timer_id: int, owner: str) -> bool:

@@ -147,16 +147,16 @@ def _first_resend_after_http_timeout(given: Given) -> str | None:
     )
 
 
-def _lease_outlasts_http_timeout(given: Given) -> str | None:
-    lease, http = given["timers.lease"], given["sending.http_timeout"]
-    if lease > http:
+def _renewal_within_the_lease(given: Given) -> str | None:
+    lease, renew = given["timers.lease"], given["timers.renew_interval"]
+    if renew < lease:
         return None
     label = given.label
     return (
-        f"{label('timers.lease')} = {format_duration(lease)} is not greater than "
-        f"{label('sending.http_timeout')} = {format_duration(http)}: a claimed timer's transmission must "
-        "end within its lease, otherwise another process claims it and sends the message again; make "
-        "timers.lease longer or sending.http_timeout shorter"
+        f"{label('timers.renew_interval')} = {format_duration(renew)} is not shorter than "
+        f"{label('timers.lease')} = {format_duration(lease)}: a live process's claims would run out before it "
+        "renews them and another process would take its timers over; make timers.renew_interval shorter "
+        "(a third of the lease leaves room for two late renewals) or timers.lease longer"
     )
 
 
@@ -235,9 +235,9 @@ CROSS_RULES: Final[tuple[CrossRule, ...]] = (
         "a message resent while its first transmission is still in flight",
     ),
     CrossRule(
-        ("timers.lease", "sending.http_timeout"),
-        _lease_outlasts_http_timeout,
-        "a timer taken over by another process while its transmission is still in flight",
+        ("timers.lease", "timers.renew_interval"),
+        _renewal_within_the_lease,
+        "the timers of a live process taken over by another one",
     ),
     CrossRule(
         ("agreements.paths", "routing.routes"),

@@ -147,7 +147,14 @@ class ReceivingSettings(Section):
 
 @dataclass(frozen=True, slots=True)
 class TimerSettings(Section):
-    """The timer loop: how often it looks for due work written by other processes, and its claim lease."""
+    """The timer loop: how often it looks for due work written by other processes, and its claims.
+
+    A timer is claimed with a ``lease`` (so two processes on one database never fire it both); while this
+    process works on it, a heartbeat renews the lease every ``renew_interval`` (which must be shorter), so a
+    short lease costs nothing to a live process and a dead one's timers are taken over within a lease. A
+    round claims at most ``claim_limit`` timers, fewer when the free transmission slots
+    (``sending.max_in_flight``) are fewer, so a busy process leaves due work to the others (docs/cluster.md).
+    """
 
     section: ClassVar[str] = "timers"
 
@@ -160,10 +167,27 @@ class TimerSettings(Section):
         ),
     )
     lease: timedelta = field(
-        default=timedelta(seconds=60),
+        default=timedelta(seconds=10),
         metadata=setting(
-            DURATION_HINT.format("PT60S", 60),
+            DURATION_HINT.format("PT10S", 10),
             check=rules.positive,
-            meaning="after this, the timers a dead process had claimed are taken over (longer than the HTTP timeout)",
+            meaning="after this without a renewal, the timers a dead process had claimed are taken over (longer "
+            "than renew_interval)",
+        ),
+    )
+    renew_interval: timedelta = field(
+        default=timedelta(seconds=3),
+        metadata=setting(
+            DURATION_HINT.format("PT3S", 3),
+            check=rules.positive,
+            meaning="how often a process renews the leases of the timers it is still working on (shorter than lease)",
+        ),
+    )
+    claim_limit: int = field(
+        default=8,
+        metadata=setting(
+            WHOLE_HINT.format(8),
+            check=rules.at_least_one,
+            meaning="the most due timers claimed at once (fewer when fewer transmission slots are free)",
         ),
     )

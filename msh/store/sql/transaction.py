@@ -408,6 +408,16 @@ class SqlTransaction(SqlAppSteps, SqlOrderSteps, SqlListingSteps, SqlRetentionSt
             .values(lease_owner=first.lease_owner, lease_until=first.lease_until)
         )
 
+    def _renew_leases(self, timer_ids: list[int], owner: str, until: datetime) -> int:
+        statement = (
+            update(timers).where(timers.c.id.in_(timer_ids), timers.c.lease_owner == owner).values(lease_until=until)
+        )
+        return int(self._conn.execute(statement).rowcount)
+
+    def _release_leases(self, owner: str) -> int:
+        statement = update(timers).where(timers.c.lease_owner == owner).values(lease_owner=None, lease_until=None)
+        return int(self._conn.execute(statement).rowcount)
+
     def _remove_leased_timer(self, timer_id: int, owner: str) -> bool:
         return bool(self._run("timer-complete", {"b_id": timer_id, "b_owner": owner}).rowcount)
 

@@ -160,7 +160,7 @@ def test_environment_overrides_every_kind_of_setting(tmp_path: Path) -> None:
     assert s.store.url == "memory:"
     assert s.identity.message_id_domain == "a.example.org"
     # what the environment did not touch still comes from the file
-    assert s.timers.lease == timedelta(seconds=30)
+    assert s.timers.lease == timedelta(seconds=10)
 
 
 @pytest.mark.parametrize(
@@ -277,7 +277,7 @@ def test_wrong_types_in_the_file_are_named() -> None:
     data["timers"] = 5
     assert problems_of(data) == [
         "timers (in t.toml) is an integer, not a section; write it as [timers] followed by its keys "
-        "(poll_interval, lease)",
+        "(poll_interval, lease, renew_interval, claim_limit)",
         "agreements.paths (from t.toml): item 2 7 is an integer, not a path string; "
         'write a list of CPA files or folders, e.g. ["cpas/partner.xml"]',
         "server.port (from t.toml): '8081' is a string, not an integer; write a port number 1-65535 (0: any free port)",
@@ -317,7 +317,7 @@ def test_missing_required_settings_name_the_key_and_the_variable() -> None:
     ],
 )
 def test_durations_are_xs_durations_or_seconds(value: object, expected: timedelta) -> None:
-    s = settings_from_mapping(minimal(timers={"lease": value}, sending={"http_timeout": 0.1}), **AT)
+    s = settings_from_mapping(minimal(timers={"lease": value, "renew_interval": 0.1}), **AT)
     assert s.timers.lease == expected
 
 
@@ -519,10 +519,19 @@ def test_the_first_resend_must_come_after_the_http_timeout() -> None:
     assert ok.sending.first_resend_timeout == timedelta(seconds=31)
 
 
-def test_the_timer_lease_must_outlast_an_http_exchange() -> None:
-    assert one_problem(minimal(timers={"lease": "PT20S"})).startswith(
-        "timers.lease (from t.toml) = PT20S is not greater than sending.http_timeout (default) = PT30S: "
-        "a claimed timer's transmission must end within its lease"
+def test_the_timer_leases_are_renewed_within_the_lease() -> None:
+    # docs/cluster.md: a live process's claims must not run out between two renewals.
+    assert one_problem(minimal(timers={"lease": "PT3S"})).startswith(
+        "timers.renew_interval (default) = PT3S is not shorter than timers.lease (from t.toml) = PT3S: "
+        "a live process's claims would run out before it renews them"
+    )
+    ok = settings_from_mapping(minimal(timers={"lease": "PT2S", "renew_interval": "PT0.5S"}), **AT)
+    assert (ok.timers.lease, ok.timers.renew_interval) == (timedelta(seconds=2), timedelta(milliseconds=500))
+    defaults = settings_from_mapping(minimal(), **AT).timers
+    assert (defaults.lease, defaults.renew_interval, defaults.claim_limit) == (
+        timedelta(seconds=10),
+        timedelta(seconds=3),
+        8,
     )
 
 

@@ -529,6 +529,49 @@ def test_claims_respect_the_limit_and_due_order(store: Store) -> None:
     assert [t.id for t in rest] == [scheduled[2].id, scheduled[1].id, scheduled[0].id]
 
 
+def test_renewed_leases_keep_their_timers_and_unrenewed_ones_are_taken_over(store: Store) -> None:
+    """docs/cluster.md: a live process renews its claims (heartbeat); a dead one's run out after the lease."""
+    short = timedelta(seconds=10)
+    with store.transaction() as tx:
+        kept, lost = (tx.schedule_timer(f"h{i}@example.com", TimerKind.RETRY, T0) for i in range(2))
+    with store.transaction() as tx:
+        assert [t.id for t in tx.claim_due_timers(T0, "alive", short)] == [kept.id, lost.id]
+    for beat in range(1, 6):  # every 3 s, five times: 15 s, past the first lease's end
+        with store.transaction() as tx:
+            assert tx.renew_timer_leases([kept.id], "alive", T0 + beat * timedelta(seconds=3), short) == 1
+    with store.transaction() as tx:
+        # the unrenewed one is free at T0 + 10 s; the renewed one is held until 15 s + 10 s
+        assert [t.id for t in tx.claim_due_timers(T0 + timedelta(seconds=16), "other", short)] == [lost.id]
+        assert tx.claim_due_timers(T0 + timedelta(seconds=25) - timedelta(microseconds=1), "other", short) == []
+        assert tx.renew_timer_leases([lost.id], "alive", T0 + timedelta(seconds=16), short) == 0  # not its own now
+        assert tx.complete_timer(lost.id, "alive") is False
+        assert tx.complete_timer(kept.id, "alive") is True
+        assert tx.renew_timer_leases([kept.id], "alive", T0 + timedelta(seconds=16), short) == 0  # done: gone
+        assert tx.renew_timer_leases([], "alive", T0, short) == 0
+    with store.transaction() as tx, pytest.raises(ValueError, match="lease"):
+        tx.renew_timer_leases([kept.id], "alive", T0, timedelta(0))
+
+
+def test_released_leases_make_the_timers_claimable_at_once(store: Store) -> None:
+    """docs/cluster.md: a clean stop ends its leases, so another process takes the timers without waiting."""
+    with store.transaction() as tx:
+        mine = [
+            tx.schedule_timer(f"r{i}@example.com", TimerKind.RETRY, T0 + timedelta(seconds=i + 1)) for i in range(3)
+        ]
+        theirs = tx.schedule_timer("r-other@example.com", TimerKind.RETRY, T0)
+    with store.transaction() as tx:
+        assert [t.id for t in tx.claim_due_timers(T0, "them", LEASE)] == [theirs.id]
+        assert len(tx.claim_due_timers(T0 + timedelta(seconds=3), "stopping", LEASE)) == 3
+    with store.transaction() as tx:
+        assert tx.release_timers("stopping") == 3
+        assert tx.release_timers("stopping") == 0
+        assert tx.next_timer_due() == mine[0].due_at  # due again now, not at the end of a lease
+        again = tx.claim_due_timers(T0 + timedelta(seconds=3), "successor", LEASE)
+    assert [(t.id, t.due_at, t.lease_owner) for t in again] == [(t.id, t.due_at, "successor") for t in mine]
+    with store.transaction() as tx:
+        assert tx.complete_timer(theirs.id, "them") is True  # another owner's lease was left alone
+
+
 def test_schedule_timer_can_replace_the_messages_timer(store: Store) -> None:
     with store.transaction() as tx:
         old = tx.schedule_timer("rt@example.com", TimerKind.RETRY, T0)
