@@ -272,7 +272,8 @@ inbound_messages = Table(
     Column("content_digest", Text, nullable=True),
     # ebMS2 §9.1.1: its SequenceNumber, for a message received with MessageOrder (revision 0008).
     Column("sequence_number", Integer, nullable=True),
-    Index(None, "message_id"),
+    # The first stored copy of a MessageId (FIRST_COPY) by an index-only scan (revision 0010).
+    Index(None, "message_id", "id"),
     Index("ix_inbound_messages_sequence", "cpaid", "from_party", "conversation_id", "sequence_number"),
     Index(None, "received_at"),
     Index(None, "body_blob_id"),  # see outbound_messages (revision 0004)
