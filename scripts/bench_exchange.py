@@ -855,8 +855,13 @@ def main() -> None:
             for key in reliable:  # interleaved, so drift on the machine hits every figure alike
                 backend, fill, mode, kind = key
                 stores = prefilled[backend] if fill else None
-                reliable[key].runs.append(
-                    one_reliable(args, mode, args.messages, signed=kind, backend=backend, stores=stores)
+                done = one_reliable(args, mode, args.messages, signed=kind, backend=backend, stores=stores)
+                reliable[key].runs.append(done)
+                print(
+                    f"  run {len(reliable[key].runs)}/{args.repeats} {reliable[key].name}: {done.rate:,.0f} msgs/s, "
+                    f"p50 {done.percentile(50):.1f} ms",
+                    file=sys.stderr,
+                    flush=True,
                 )
         print()
         for key in reliable:
