@@ -208,6 +208,7 @@ DIRECTIONS = ("outbound", "inbound")
 ROLES = ("sender", "receiver", "intermediary")
 DE_INDEX = "uq_inbound_messages_message_id_de"
 DE_WHERE = "duplicate_elimination"
+ORDERED_WHERE = "sequence_number IS NOT NULL"
 
 blobs = Table(
     "blobs",
@@ -308,8 +309,18 @@ inbound_messages = Table(
     Column("content_digest", Text, nullable=True),
     # ebMS2 §9.1.1: its SequenceNumber, for a message received with MessageOrder (revision 0008).
     Column("sequence_number", Integer, nullable=True),
-    Index(None, "message_id"),
-    Index("ix_inbound_messages_sequence", "cpaid", "from_party", "conversation_id", "sequence_number"),
+    # The first stored copy of a MessageId (FIRST_COPY) by an index-only scan (revision 0010).
+    Index(None, "message_id", "id"),
+    # The held messages of a sequence received with MessageOrder; only those rows (partial, revision 0010).
+    Index(
+        "ix_inbound_messages_sequence",
+        "cpaid",
+        "from_party",
+        "conversation_id",
+        "sequence_number",
+        sqlite_where=text(ORDERED_WHERE),
+        postgresql_where=text(ORDERED_WHERE),
+    ),
     Index(None, "received_at"),
     Index(None, "body_blob_id"),  # see outbound_messages (revision 0004)
     # The duplicate-elimination record: one per MessageId among the messages received under
