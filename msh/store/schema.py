@@ -309,9 +309,9 @@ inbound_messages = Table(
     Column("content_digest", Text, nullable=True),
     # ebMS2 §9.1.1: its SequenceNumber, for a message received with MessageOrder (revision 0008).
     Column("sequence_number", Integer, nullable=True),
-    # The first stored copy of a MessageId (FIRST_COPY) by an index-only scan (revision 0010).
+    # The first stored copy of a MessageId (FIRST_COPY) by an index-only scan (revision 0011).
     Index(None, "message_id", "id"),
-    # The held messages of a sequence received with MessageOrder; only those rows (partial, revision 0010).
+    # The held messages of a sequence received with MessageOrder; only those rows (partial, revision 0011).
     Index(
         "ix_inbound_messages_sequence",
         "cpaid",

@@ -90,7 +90,7 @@ def test_an_empty_database_upgrades_to_head(
     assert _revision(raw_engine) is None
     open_store(store_url)
     assert _tables(raw_engine) == STORE_TABLES | {migrations.VERSION_TABLE}
-    assert _revision(raw_engine) == migrations.head_revision() == "0010"
+    assert _revision(raw_engine) == migrations.head_revision() == "0011"
 
 
 def test_the_migrated_schema_is_what_the_store_queries(

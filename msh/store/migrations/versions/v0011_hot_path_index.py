@@ -1,7 +1,7 @@
 """The duplicate-elimination lookup answered from an index alone; the MessageOrder index only where it counts.
 
-Revision ID: 0010
-Revises: 0009
+Revision ID: 0011
+Revises: 0010
 Create Date: 2026-12-06
 
 Every received message looks up the first stored copy of its MessageId (``min(id) … WHERE message_id = ?``,
@@ -22,8 +22,8 @@ from __future__ import annotations
 import sqlalchemy as sa
 from alembic import op
 
-revision: str = "0010"
-down_revision: str | None = "0009"
+revision: str = "0011"
+down_revision: str | None = "0010"
 branch_labels: str | None = None
 depends_on: str | None = None
 
