@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 from collections import Counter
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
@@ -59,7 +60,9 @@ def test_a_reliable_signed_exchange_under_an_agreement_from_cpa_new(tmp_path: Pa
     agreement = write_agreement(tmp_path)
 
     async def scenario() -> None:
-        net = TestNetwork(seed=seed)
+        # `msh cpa new` makes the agreement valid from the moment it is written (CPP/A 2.0 §9.4.2: Start):
+        # the fake clock starts then, not at its fixed default date, which today's agreement postdates.
+        net = TestNetwork(seed=seed, start=datetime.now(UTC))
         a = net.add("a", settings("111", "a", agreement))
         b = net.add("b", settings("222", "b", agreement))
         await net.start()
