@@ -130,7 +130,7 @@ def _description(w: _Writer, d: Description) -> None:
     w.leaf("eb:Description", d.text, [("xml:lang", d.lang)])
 
 
-def _header(w: _Writer, envelope: Envelope) -> None:  # noqa: C901 - one branch per header element, as write_envelope
+def _header(w: _Writer, envelope: Envelope) -> None:
     mh = envelope.message_header
     if mh is not None:
         _plain(mh.extensions)
