@@ -24,7 +24,7 @@ import binascii
 import copy
 import hashlib
 from collections.abc import Mapping
-from typing import Final, TypeGuard
+from typing import BinaryIO, Final, cast
 
 from cryptography import x509
 from cryptography.exceptions import InvalidSignature
@@ -34,7 +34,7 @@ from lxml import etree
 
 from msh.ebms.namespaces import SOAP_ENV
 from msh.security.algorithms import CanonicalizationMethod, DigestAlgorithm, SignatureAlgorithm, Transform
-from msh.security.library import Openable, Payload, PrivateKey, bare_content_id
+from msh.security.library import Payload, PrivateKey, bare_content_id
 from msh.security.profile import ds
 
 __all__ = ["applies", "sign_in_place", "verified_without_xmlsec"]
@@ -82,12 +82,6 @@ def _digest(data: bytes, algorithm: DigestAlgorithm) -> str:
     return _base64(hashlib.new(_HASHLIB[algorithm], data).digest())
 
 
-def _openable(part: Payload) -> TypeGuard[Openable]:
-    """``isinstance(part, Openable)`` without the cost of a runtime Protocol check (the same test: an
-    ``open`` method), which is most of the time of digesting a small payload."""
-    return callable(getattr(part, "open", None))
-
-
 def _part_digest(part: Payload, algorithm: DigestAlgorithm) -> str:
     """The digest of a payload part's octets, read as libxmlsec's ``cid:`` resolution reads them
     (:mod:`msh.security.library`: bytes, an Openable opened afresh, a stream from its start)."""
@@ -95,11 +89,14 @@ def _part_digest(part: Payload, algorithm: DigestAlgorithm) -> str:
     if isinstance(part, (bytes, bytearray, memoryview)):
         digest.update(part)
     else:
-        if _openable(part):
-            reader = part.open()
+        # isinstance(part, Openable) without the cost of a runtime Protocol check (the same test: an open
+        # method), which would be most of the time of digesting a small payload.
+        opener = getattr(part, "open", None)
+        if callable(opener):
+            reader = cast("BinaryIO", opener())
         else:
-            part.seek(0)
-            reader = part
+            reader = cast("BinaryIO", part)
+            reader.seek(0)
         try:
             while chunk := reader.read(_CHUNK):
                 digest.update(chunk)
