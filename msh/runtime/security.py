@@ -293,7 +293,7 @@ class MessageSecurity:
         # The received parts' Content-Locations (a package rebuilt after decryption has none of its own).
         locations = content_locations(message.payloads)
         try:
-            verification = verify_message(opened.soap, payloads, policy, at=at, locations=locations)
+            verification = verify_message(opened.soap, payloads, policy, at=at, locations=locations, parsed=opened.root)
         except BaseException:
             if opened is not message:
                 opened.close()

@@ -17,6 +17,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
+from typing import TYPE_CHECKING
 
 from cryptography import x509
 
@@ -35,6 +36,9 @@ from msh.security.algorithms import (
 from msh.security.library import Payload
 from msh.security.profile import first_signature
 from msh.security.verifying import Verification, keyinfo_certificates, verify
+
+if TYPE_CHECKING:
+    from lxml import etree
 
 __all__ = [
     "XMLDSIG_PROTOCOL",
@@ -177,12 +181,15 @@ def verify_message(
     *,
     at: datetime,
     locations: Mapping[str, str] | None = None,
+    parsed: etree._Element | None = None,
 ) -> Verification | None:
     """Verify a received message under ``policy`` at ``at``; its payloads decrypted first if they were
     encrypted. None when the message is not signed and the agreement does not require it, or is signed on
     a route the agreement does not sign and names no certificate for; else the :class:`Verification`
     (which payload parts the signature covers: :attr:`~Verification.unsigned_payloads`). ``locations``: the
     Content-Location of each part that has one, by Content-ID (:func:`~msh.security.verifying.verify`).
+    ``parsed``: ``soap`` as :func:`msh.safexml.parse_xml` parsed it on receipt (read only here; e.g.
+    :attr:`msh.ebms.message.EbxmlMessage.root`), so that it is not parsed a second time.
 
     The certificates tried are the agreement's, and those of the message's KeyInfo that chain to a
     certificate the From party's PartyInfo names (:func:`cpa.trust.party_certificate_problem`). Raises
@@ -191,7 +198,11 @@ def verify_message(
     """
     from msh.safexml import XmlLimits, parse_xml
 
-    root = parse_xml(soap, what="SOAP envelope", limits=XmlLimits(max_bytes=max(len(soap), 1)))
+    root = (
+        parsed
+        if parsed is not None
+        else parse_xml(soap, what="SOAP envelope", limits=XmlLimits(max_bytes=max(len(soap), 1)))
+    )
     signature = first_signature(root)
     if signature is None and not policy.required:
         return None

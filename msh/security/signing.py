@@ -14,6 +14,7 @@ encrypt"): the ``cid:`` digests are of the payloads as the application gave them
 from __future__ import annotations
 
 import base64
+import functools
 from collections.abc import Mapping, Sequence
 
 from cryptography import x509
@@ -45,7 +46,23 @@ def _subject(certificate: x509.Certificate) -> str:
     return certificate.subject.rfc4514_string() or "(no subject)"
 
 
+# The key pairs already checked, by the identity of the key and certificate objects and the key type (the
+# objects are held, so an identity is never reused): an MSH signs with one pair for its lifetime.
+_CHECKED: dict[tuple[int, int, str], tuple[PrivateKey, x509.Certificate]] = {}
+
+
 def _check_key(key: PrivateKey, certificate: x509.Certificate, algorithm: SignatureAlgorithm) -> None:
+    """Refuse a key that does not suit ``algorithm`` or does not belong to ``certificate`` (once per pair)."""
+    checked = (id(key), id(certificate), algorithm.key_type)
+    if checked in _CHECKED:
+        return
+    _check_pair(key, certificate, algorithm)
+    if len(_CHECKED) >= 64:
+        _CHECKED.clear()
+    _CHECKED[checked] = (key, certificate)
+
+
+def _check_pair(key: PrivateKey, certificate: x509.Certificate, algorithm: SignatureAlgorithm) -> None:
     wanted = _KEY_TYPES[algorithm.key_type]
     if not isinstance(key, wanted):
         raise ConfigurationError(
@@ -67,10 +84,14 @@ def key_info(certificates: Sequence[x509.Certificate]) -> etree._Element:
     element = etree.Element(ds("KeyInfo"))
     data = etree.SubElement(element, ds("X509Data"))
     for certificate in certificates:
-        etree.SubElement(data, ds("X509Certificate")).text = base64.b64encode(
-            certificate.public_bytes(Encoding.DER)
-        ).decode()
+        etree.SubElement(data, ds("X509Certificate")).text = _base64_der(certificate)
     return element
+
+
+@functools.lru_cache(maxsize=16)
+def _base64_der(certificate: x509.Certificate) -> str:
+    """The certificate's DER in base64 (the same few certificates go into every signature)."""
+    return base64.b64encode(certificate.public_bytes(Encoding.DER)).decode()
 
 
 def _on_its_own_line(header: etree._Element, signature: etree._Element) -> None:

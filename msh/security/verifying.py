@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import functools
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -108,11 +109,20 @@ def keyinfo_certificates(signature: etree._Element) -> tuple[x509.Certificate, .
     intermediates and for ``msh message verify --keyinfo``: never trusted for being there)."""
     out = []
     for node in signature.iterfind(f"{ds('KeyInfo')}/{ds('X509Data')}/{ds('X509Certificate')}"):
-        try:
-            out.append(x509.load_der_x509_certificate(base64.b64decode("".join((node.text or "").split()))))
-        except (binascii.Error, ValueError):
-            continue
+        certificate = _certificate("".join((node.text or "").split()))
+        if certificate is not None:
+            out.append(certificate)
     return tuple(out)
+
+
+@functools.lru_cache(maxsize=32)
+def _certificate(text: str) -> x509.Certificate | None:
+    """The certificate of an X509Certificate's base64 text (None: unreadable); a partner sends the same
+    one in every message, so each is decoded once."""
+    try:
+        return x509.load_der_x509_certificate(base64.b64decode(text))
+    except (binascii.Error, ValueError):
+        return None
 
 
 def _notes(signature: etree._Element) -> tuple[Issue, ...]:

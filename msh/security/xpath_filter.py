@@ -19,6 +19,7 @@ which says what differs.
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Mapping
 from typing import Final
@@ -102,8 +103,14 @@ def is_profile_filter(text: str, namespaces: Mapping[str | None, str]) -> bool:
 
 def xpath_problem(element: etree._Element) -> str | None:
     """Why the ``ds:XPath`` ``element`` is not the ebMS2 §4.1.3 filter (None when it is)."""
-    text = element.text or ""
-    namespaces = element.nsmap
+    return _problem(element.text or "", frozenset(element.nsmap.items()))
+
+
+@functools.lru_cache(maxsize=64)
+def _problem(text: str, in_scope: frozenset[tuple[str | None, str]]) -> str | None:
+    """:func:`xpath_problem` of an expression and the namespaces in scope: the same few come in every
+    message (each partner writes its filter one way), so each is tokenised once."""
+    namespaces = dict(in_scope)
     if is_profile_filter(text, namespaces):
         return None
     shown = " ".join(text.split())

@@ -26,6 +26,7 @@ from msh.ebms.envelope.names import (
     XML_LANG,
     eb,
 )
+from msh.ebms.envelope.writing_text import envelope_text
 from msh.ebms.model import Description, Envelope, Extensions, Party, SequenceStatus
 from msh.ebms.namespaces import ACTOR_NEXT_MSH, ACTOR_TO_PARTY_MSH, EB, SOAP_ACTOR_NEXT, SOAP_ENV, XLINK
 from msh.safexml import parse_xml
@@ -229,5 +230,9 @@ def write_envelope(envelope: Envelope) -> _E:
 
 
 def serialise_envelope(envelope: Envelope) -> bytes:
-    """The envelope as UTF-8 XML bytes with an XML declaration."""
+    """The envelope as UTF-8 XML bytes with an XML declaration: written as text where it can be
+    (:mod:`msh.ebms.envelope.writing_text`, the same bytes), else from the tree of :func:`write_envelope`."""
+    text = envelope_text(envelope)
+    if text is not None:
+        return text
     return etree.tostring(write_envelope(envelope), xml_declaration=True, encoding="UTF-8")
