@@ -233,3 +233,22 @@ def test_an_agreement_counts_its_prolog_too(tmp_path: Path) -> None:
     with pytest.raises(CpaError) as exc:
         load(path)
     assert "nodes" in str(exc.value) or "around its root element" in str(exc.value), str(exc.value)
+
+
+@pytest.mark.parametrize(
+    ("doc", "limits", "says"),
+    [
+        (b'<r a="1" b="2" c="3"/>', XmlLimits(max_attributes=2), b"attributes"),
+        (b'<r xmlns:a="u:a" xmlns:b="u:b" xmlns:c="u:c"/>', XmlLimits(max_namespace_declarations=2), b"namespaces"),
+        (b"<r><a/><b/><c/></r>", XmlLimits(max_children=2), b"children"),
+        (b"<!--1--><!--2--><r/>", XmlLimits(max_children=2), b"children"),
+    ],
+    ids=["attributes", "namespaces", "children", "around-root"],
+)
+def test_a_small_document_is_still_held_to_every_limit(doc: bytes, limits: XmlLimits, says: bytes) -> None:
+    # A document whose "<", "=" and "xmlns" counts are within the limits skips the node walk; one that is
+    # over any of them, however short, is walked and refused.
+    with pytest.raises(EnvelopeError) as raised:
+        parse_xml(doc, limits=limits)
+    assert says.decode() in str(raised.value)
+    parse_xml(doc)  # the same document within the default limits
