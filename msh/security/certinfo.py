@@ -27,8 +27,10 @@ from typing import Final
 
 from cryptography import x509
 from cryptography.hazmat.primitives import hashes
-from cryptography.hazmat.primitives.asymmetric import dsa, ec, ed448, ed25519, rsa
+from cryptography.hazmat.primitives.asymmetric import ec, ed448, ed25519, rsa
 from cryptography.x509.oid import ExtendedKeyUsageOID
+
+from msh.security.dsa_keys import DSAPublicKey
 
 __all__ = ["CertificateReport", "Fit", "Use", "inspect_certificate"]
 
@@ -222,7 +224,7 @@ def _key(certificate: x509.Certificate) -> tuple[str, str | None]:
         return f"RSA {key.key_size} bits", "RSA"
     if isinstance(key, ec.EllipticCurvePublicKey):
         return f"EC {key.curve.name} ({key.key_size} bits)", "EC"
-    if isinstance(key, dsa.DSAPublicKey):
+    if isinstance(key, DSAPublicKey):
         return f"DSA {key.key_size} bits", "DSA"
     if isinstance(key, (ed25519.Ed25519PublicKey, ed448.Ed448PublicKey)):
         return type(key).__name__.removesuffix("PublicKey"), None

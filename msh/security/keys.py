@@ -20,13 +20,14 @@ from typing import TypeAlias
 
 from cryptography import x509
 from cryptography.hazmat.primitives import hashes, serialization
-from cryptography.hazmat.primitives.asymmetric import dsa, ec, rsa
+from cryptography.hazmat.primitives.asymmetric import ec, rsa
 from cryptography.hazmat.primitives.serialization import pkcs7
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 from lxml import etree
 
 from msh.errors import ConfigurationError
 from msh.safexml import xml_safe
+from msh.security.dsa_keys import DSAPrivateKey
 
 __all__ = [
     "CPPA",
@@ -45,7 +46,7 @@ __all__ = [
 CPPA = "http://www.oasis-open.org/committees/ebxml-cppa/schema/cpp-cpa-2_0.xsd"
 _DSIG = "http://www.w3.org/2000/09/xmldsig#"
 
-PrivateKey: TypeAlias = rsa.RSAPrivateKey | ec.EllipticCurvePrivateKey | dsa.DSAPrivateKey
+PrivateKey: TypeAlias = rsa.RSAPrivateKey | ec.EllipticCurvePrivateKey | DSAPrivateKey
 """The private keys that sign (RSA, EC, DSA) and decrypt (RSA)."""
 
 
@@ -210,7 +211,7 @@ def load_private_key(
         raise ConfigurationError(
             f"private key {path} cannot be read: {hint}it is not a PEM or DER private key ({exc})"
         ) from None
-    if not isinstance(key, (rsa.RSAPrivateKey, ec.EllipticCurvePrivateKey, dsa.DSAPrivateKey)):
+    if not isinstance(key, (rsa.RSAPrivateKey, ec.EllipticCurvePrivateKey, DSAPrivateKey)):
         raise ConfigurationError(f"private key {path} is a {type(key).__name__} key; use an RSA (or EC) key")
     return key
 

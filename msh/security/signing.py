@@ -18,7 +18,7 @@ import functools
 from collections.abc import Mapping, Sequence
 
 from cryptography import x509
-from cryptography.hazmat.primitives.asymmetric import dsa, ec, rsa
+from cryptography.hazmat.primitives.asymmetric import ec, rsa
 from cryptography.hazmat.primitives.serialization import Encoding, PublicFormat
 from lxml import etree
 
@@ -27,6 +27,7 @@ from msh.errors import ConfigurationError
 from msh.safexml import XmlLimits, parse_xml
 from msh.security import fast_signing
 from msh.security.algorithms import DigestAlgorithm, SignatureAlgorithm, digest_algorithm, signature_algorithm
+from msh.security.dsa_keys import DSAPrivateKey
 from msh.security.library import (
     Payload,
     PrivateKey,
@@ -39,7 +40,7 @@ from msh.security.profile import ds, payload_uris, signature_template
 
 __all__ = ["key_info", "sign"]
 
-_KEY_TYPES = {"RSA": rsa.RSAPrivateKey, "EC": ec.EllipticCurvePrivateKey, "DSA": dsa.DSAPrivateKey}
+_KEY_TYPES = {"RSA": rsa.RSAPrivateKey, "EC": ec.EllipticCurvePrivateKey, "DSA": DSAPrivateKey}
 
 
 def _subject(certificate: x509.Certificate) -> str:

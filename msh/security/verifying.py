@@ -42,7 +42,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 
 from cryptography import x509
-from cryptography.hazmat.primitives.asymmetric import dsa, ec, rsa
+from cryptography.hazmat.primitives.asymmetric import ec, rsa
 from lxml import etree
 
 from cpa.trust import UntrustedCertificate, certificate_path, describe, validity_problem
@@ -51,6 +51,7 @@ from msh.safexml import XmlLimits, parse_xml
 from msh.security import fast_signing
 from msh.security.algorithms import SignatureAlgorithm
 from msh.security.digests import ReferenceDigest, claimed_digests, reference_digests
+from msh.security.dsa_keys import DSAPublicKey
 from msh.security.library import Payload, public_key, resolving_parts, restrict_transforms, xmlsec
 from msh.security.profile import (
     ENVELOPE_REFERENCE,
@@ -350,7 +351,7 @@ def _key_type(certificate: x509.Certificate) -> str:
     key = certificate.public_key()
     if isinstance(key, rsa.RSAPublicKey):
         return "RSA"
-    if isinstance(key, dsa.DSAPublicKey):
+    if isinstance(key, DSAPublicKey):
         return "DSA"
     if isinstance(key, ec.EllipticCurvePublicKey):
         return "EC"
