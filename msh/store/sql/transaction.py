@@ -180,7 +180,7 @@ class SqlTransaction(SqlAppSteps, SqlOrderSteps, SqlListingSteps, SqlRetentionSt
                 if len(source) > FILE_THRESHOLD:
                     return self._put_file(files, bytes(source), None)
             else:
-                head = _read_up_to(source, FILE_THRESHOLD + 1)
+                head = next(iter_chunks(source, FILE_THRESHOLD + 1), b"")  # fewer bytes only at its end
                 if len(head) > FILE_THRESHOLD:
                     return self._put_file(files, head, source)
                 source = head
@@ -458,19 +458,6 @@ class SqlTransaction(SqlAppSteps, SqlOrderSteps, SqlListingSteps, SqlRetentionSt
             statement = statement.where(events.c.direction == direction.value)
         newest = statement.order_by(events.c.id.desc()).limit(limit)
         return [rows.event_from_row(row) for row in reversed(self._conn.execute(newest).mappings().all())]
-
-
-def _read_up_to(source: BinaryIO, limit: int) -> bytes:
-    """At most ``limit`` bytes of ``source`` (fewer only at its end)."""
-    parts: list[bytes] = []
-    have = 0
-    while have < limit:
-        piece = source.read(limit - have)
-        if not piece:
-            break
-        parts.append(piece)
-        have += len(piece)
-    return b"".join(parts)
 
 
 def body_file_reader(files: BlobFiles | None, row: Mapping[str, Any], url: str) -> BinaryIO:
