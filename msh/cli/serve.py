@@ -127,8 +127,9 @@ def _settings(path: str | None, load: Callable[[str | None], Any]) -> Any:
 
 def _companions(settings: Any, msh: Any) -> list[Any]:
     """What ``msh serve`` runs beside the endpoint: the expiring-certificate warnings, the application
-    interfaces (``api.enabled``) and the admin port (``admin.enabled``)."""
+    interfaces (``api.enabled``), the admin port (``admin.enabled``) and the receivers of other transports."""
     from msh.runtime.certificates import CertificateWatch, certificates_in_use
+    from msh.runtime.receivers import receivers_from
 
     found: list[Any] = [
         CertificateWatch(
@@ -147,6 +148,7 @@ def _companions(settings: Any, msh: Any) -> list[Any]:
         from msh.console.app import build_console
 
         found.append(AdminServer(settings, msh, extra=build_console(msh, settings)))
+    found.extend(receivers_from(settings, msh))  # mail and queue receivers (docs/transports.md)
     return found
 
 

@@ -30,9 +30,9 @@ from msh.runtime.config import Settings
 from msh.runtime.questions import Questions
 from msh.runtime.relays import SyncRelays
 from msh.runtime.security import MessageSecurity
+from msh.runtime.transports import transports_from
 from msh.store.api import Store
 from msh.store.writer import GroupCommitWriter, Writer
-from msh.transport.http import HttpTransport
 from msh.transport.port import Transport
 from msh.transport.tls import ClientContexts
 
@@ -210,9 +210,9 @@ def wire(
     routes: Iterable[Route] | None,
 ) -> Core:
     """The :class:`Core` of an MSH, each part not given made as ``settings`` say: new MessageIds in
-    ``identity.message_id_domain``, a group-commit writer on ``store``, HTTP(S) with the ``sending`` timeouts
-    and limit, the ``tls`` client keys, the ``routing.routes`` table."""
-    s = settings.sending
+    ``identity.message_id_domain``, a group-commit writer on ``store``, the transports of
+    :func:`msh.runtime.transports.transports_from` (HTTP(S) with the ``sending`` timeouts and limit, and the
+    others), the ``tls`` client keys, the ``routing.routes`` table."""
     return Core(
         settings=settings,
         clock=clock,
@@ -223,15 +223,7 @@ def wire(
         writer=writer
         if writer is not None
         else GroupCommitWriter(store, max_batch=_GROUP_COMMIT, name="msh-store-writer"),
-        transport=transport
-        if transport is not None
-        else HttpTransport(
-            timeout=s.http_timeout,
-            connect_timeout=s.connect_timeout,
-            max_in_flight=s.max_in_flight,
-            progress_timeout=s.progress_timeout,
-            min_rate=s.min_rate,
-        ),
+        transport=transport if transport is not None else transports_from(settings),
         tls=ClientContexts(
             certificate=settings.tls.certificate, private_key=settings.tls.private_key, trusted=settings.tls.trusted
         ),
