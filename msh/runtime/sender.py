@@ -19,6 +19,7 @@ import functools
 import logging
 from collections import Counter
 from dataclasses import dataclass
+from datetime import datetime
 
 from cpa.resolve import AgreementRefused, Exchange, SendingParameters
 from msh.engine import EndpointRef, ErrorReceived, Event, TransmitFailed, UnknownMessage
@@ -50,6 +51,7 @@ class FirstSend:
     params: SendingParameters | None
     kind: OutboundKind
     attempt: int
+    time_to_live: datetime | None = None
 
 
 class Sender:
@@ -75,10 +77,11 @@ class Sender:
         endpoint_url: str,
         kind: OutboundKind = OutboundKind.OWN,
         attempt: int = 1,
+        time_to_live: datetime | None = None,
     ) -> None:
         """Transmission ``attempt`` of ``message_id`` (the first, or the one a new copy of a forward
         asked for) sends these bytes, identical to the stored ones, without reading them back."""
-        self._first_send[message_id] = FirstSend(content_type, endpoint_url, body, params, kind, attempt)
+        self._first_send[message_id] = FirstSend(content_type, endpoint_url, body, params, kind, attempt, time_to_live)
 
     # -- after a commit
 
@@ -102,6 +105,7 @@ class Sender:
                         endpoint_url=row.endpoint_url,
                         kind=row.kind,
                         attempt=due[message_id],
+                        time_to_live=row.state.reliability.time_to_live,
                     )
         for message_id, attempt in after.transmits:
             self.core.spawn(functools.partial(self.transmit, message_id, attempt))
@@ -177,12 +181,13 @@ class Sender:
         params: SendingParameters | None
         body: Body
         if first is not None and attempt == first.attempt:
-            content_type, endpoint_url, body, params, kind = (
+            content_type, endpoint_url, body, params, kind, time_to_live = (
                 first.content_type,
                 first.endpoint_url,
                 first.body,
                 first.params,
                 first.kind,
+                first.time_to_live,
             )
         else:
             loaded = await core.off_loop(self._load_for_send, message_id)
@@ -190,12 +195,16 @@ class Sender:
                 return
             stored, body = loaded
             content_type, endpoint_url, kind = stored.content_type, stored.endpoint_url, stored.kind
+            time_to_live = stored.state.reliability.time_to_live
             params = self._params_of(stored, body)
         # ebMS2 §10: the next hop of a route is reached with the route's TLS trust, else the agreement's.
         ssl_context = client_context(core, self.inbound.forwarding, endpoint_url, params)
         core.counters["transmissions"] += 1
         try:
-            response = await core.transport.send(Request(endpoint_url, content_type, body, ssl_context))
+            request = Request(
+                endpoint_url, content_type, body, ssl_context, message_id=message_id, time_to_live=time_to_live
+            )
+            response = await core.transport.send(request)
         except TransportFailure as failure:
             core.counters["transmit-failures"] += 1
             extra = fields(message_id=message_id, event="transmission")

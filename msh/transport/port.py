@@ -14,6 +14,7 @@ from __future__ import annotations
 import ssl
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field, replace
+from datetime import datetime
 from typing import BinaryIO, Final, Protocol, TypeAlias
 
 __all__ = [
@@ -72,15 +73,20 @@ def body_bytes(body: Body) -> bytes:
 
 @dataclass(frozen=True, slots=True)
 class Request:
-    """One POST of an ebXML message: where to, its Content-Type and body (bytes, or a :class:`BodySource`
-    streamed with its Content-Length), and the TLS client context for an ``https`` URL (None: plain HTTP,
-    or the adapter's default)."""
+    """One transmission of an ebXML message: where to, its Content-Type and body (bytes, or a
+    :class:`BodySource` streamed with its Content-Length), and the TLS client context for an ``https`` URL
+    (None: plain HTTP, or the adapter's default); over HTTP a POST."""
 
     url: str
     content_type: str
     body: Body
     tls: ssl.SSLContext | None = None
     headers: Mapping[str, str] = field(default_factory=lambda: {"SOAPAction": SOAP_ACTION})
+    message_id: str | None = None
+    """The ebMS MessageId of the message sent (None: unknown, e.g. an answer relayed as it came): a binding
+    that carries an id of its own (an e-mail's Message-ID, an AMQP message-id) uses it."""
+    time_to_live: datetime | None = None
+    """The message's TimeToLive (ebMS2 §6.4.5; None: none): a queuing binding gives the broker the same limit."""
 
     def in_memory(self) -> Request:
         """This request with its body read whole (the in-memory transport's form)."""
