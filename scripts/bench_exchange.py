@@ -43,6 +43,14 @@ stores
     ``--disk-usage`` prints, after the empty-store runs, the bytes per stored message of each table and
     index at A and at B.
 
+other bindings
+    ``--transport http,smtp,amqp`` adds the reliable exchange over SMTP (ebMS2 Appendix B.3: each partner
+    runs its own SMTP listener, ``[smtpd]``, and sends through the other's as its relay) and over an AMQP 1.0
+    broker (each partner consumes its own new address; ``--amqp-url``, RabbitMQ with its AMQP 1.0 plugin by
+    default), on SQLite stores, interleaved with the HTTP runs, and prints each beside HTTP's figure of the
+    same submit mode and security as a ratio. Acknowledgments travel back over the binding (asynchronously:
+    the agreement's syncReplyMode becomes none, ebMS2 B.3.3); HTTP keeps its synchronous ones.
+
 How to read the output: msgs/s is completed messages (acknowledged at A) per wall-clock second of the timed
 part; p50/p99 are latency percentiles in milliseconds. "CPU" is the process CPU time (user+system, all
 threads) during the timed part, in ms per message, and as a share of wall time (1.00 = one core busy); on
@@ -346,9 +354,13 @@ async def bare_loop(port: int, pid: int, n: int, in_flight: int, warmup: int, bo
 # --------------------------------------------------------------------------------- reliable exchange
 
 
-def write_cpa(work: Path, port_a: int, port_b: int, *, signed: bool = True) -> Path:
+def write_cpa(
+    work: Path, port_a: int, port_b: int, *, signed: bool = True, endpoints: tuple[str, str] | None = None
+) -> Path:
     """A copy of the demo agreement with the endpoints on ``port_a``/``port_b`` (the copy itself carries no
-    signature); ``signed`` False leaves out its SenderNonRepudiation elements: nothing is signed."""
+    signature); ``signed`` False leaves out its SenderNonRepudiation elements: nothing is signed.
+    ``endpoints`` (A's URL, B's URL, and the protocol): another binding's endpoints instead (see
+    :func:`transport_settings`)."""
     text = CPA.read_text(encoding="utf-8")
     for old, new in (("https://127.0.0.1:8081/msh", port_a), ("https://127.0.0.1:8082/msh", port_b)):
         if text.count(old) != 1:
@@ -360,7 +372,53 @@ def write_cpa(work: Path, port_a: int, port_b: int, *, signed: bool = True) -> P
             raise RuntimeError(f"{CPA}: expected SenderNonRepudiation elements to leave out")
     path = work / "demo-a-b.xml"
     path.write_text(text, encoding="utf-8")
+    if endpoints is not None:
+        from msh.faults.transport_pair import move_endpoints
+
+        url_a, url_b, protocol = endpoints
+        move_endpoints(
+            path, {f"https://127.0.0.1:{port_a}/msh": url_a, f"https://127.0.0.1:{port_b}/msh": url_b}, protocol
+        )
     return path
+
+
+def transport_settings(
+    transport: str, work: Path, amqp_url: str
+) -> tuple[tuple[str, str, str] | None, dict[str, str], dict[str, str]]:
+    """For ``transport`` (http, smtp, amqp): the endpoints the agreement gets (None: its HTTPS ones) and the
+    MSH_<SECTION>_<KEY> settings of A and of B. Over smtp each partner runs an SMTP listener and sends
+    through the other's; over amqp each consumes its own new address on the broker (user guest)."""
+    if transport == "http":
+        return None, {}, {}
+    if transport == "smtp":
+        ports = {"a": free_port(), "b": free_port()}
+        env: dict[str, dict[str, str]] = {}
+        for me, other in (("a", "b"), ("b", "a")):
+            env[me] = {
+                "MSH_SMTP_HOST": "127.0.0.1",
+                "MSH_SMTP_PORT": str(ports[other]),
+                "MSH_SMTP_SECURITY": "none",
+                "MSH_SMTP_FROM_ADDRESS": f"msh-{me}@party-{me}.test",
+                "MSH_SMTPD_ENABLED": "true",
+                "MSH_SMTPD_HOST": "127.0.0.1",
+                "MSH_SMTPD_PORT": str(ports[me]),
+                "MSH_SMTPD_DEAD_LETTERS": str(work / f"dead-letters-{me}"),
+            }
+        return ("mailto:msh-a@party-a.test", "mailto:msh-b@party-b.test", "SMTP"), env["a"], env["b"]
+    secret = work / "amqp.password"
+    secret.write_text("guest\n", encoding="utf-8")
+    run_id = os.urandom(4).hex()
+    urls = {me: f"{amqp_url.rstrip('/')}/queue/bench-{me}-{run_id}" for me in ("a", "b")}
+    env = {
+        me: {
+            "MSH_AMQP_ENABLED": "true",
+            "MSH_AMQP_URL": urls[me],
+            "MSH_AMQP_USERNAME": "guest",
+            "MSH_AMQP_PASSWORD": f"file:{secret}",
+        }
+        for me in ("a", "b")
+    }
+    return (urls["a"], urls["b"], "AMQP"), env["a"], env["b"]
 
 
 def _terminate(proc: subprocess.Popen[bytes]) -> None:
@@ -374,13 +432,15 @@ def _terminate(proc: subprocess.Popen[bytes]) -> None:
 
 
 @contextlib.contextmanager
-def partner_b(work: Path, cpa: Path, port: int, store_url: str) -> Iterator[int]:
-    """``msh serve`` as partner B (its store at ``store_url``); yield its pid; always terminate it."""
+def partner_b(work: Path, cpa: Path, port: int, store_url: str, extra: dict[str, str] | None = None) -> Iterator[int]:
+    """``msh serve`` as partner B (its store at ``store_url``, ``extra`` settings); yield its pid; always
+    terminate it."""
     env = {
         **os.environ,
         "MSH_STORE_URL": store_url,
         "MSH_SERVER_PORT": str(port),
         "MSH_AGREEMENTS_PATHS": str(cpa),
+        **(extra or {}),
     }
     log_path = work / "b.log"
     log = open(log_path, "wb")  # noqa: SIM115 - closed below
@@ -514,15 +574,18 @@ async def reliable_exchange(
     mode: str,
     n: int,
     profile: str | None = None,
+    extra: dict[str, str] | None = None,
 ) -> Run:
     from msh.runtime.config import load_settings
     from msh.runtime.msh import Msh
+    from msh.runtime.receivers import receivers_from
     from msh.runtime.serving import bind, serve
 
     env = {
         "MSH_STORE_URL": store_url,
         "MSH_SERVER_PORT": str(port_a),
         "MSH_AGREEMENTS_PATHS": str(cpa),
+        **(extra or {}),
     }
     settings = load_settings(CONFIG / "party-a.toml", env=env)
     driver = Driver(mode, args.in_flight, payload())
@@ -531,7 +594,10 @@ async def reliable_exchange(
     loop = asyncio.get_running_loop()
     ready: asyncio.Future[int] = loop.create_future()
     stop = asyncio.Event()
-    task = asyncio.create_task(serve(settings, msh, sock=bind("127.0.0.1", port_a), ready=ready.set_result, stop=stop))
+    receivers = receivers_from(settings, msh)  # the SMTP listener or broker consumer of another binding
+    task = asyncio.create_task(
+        serve(settings, msh, sock=bind("127.0.0.1", port_a), ready=ready.set_result, stop=stop, companions=receivers)
+    )
     profilers: dict[str, cProfile.Profile] = {}
     try:
         await asyncio.wait_for(asyncio.shield(ready), 30)
@@ -715,17 +781,20 @@ def one_reliable(
     signed: bool = True,
     backend: str = "sqlite",
     stores: tuple[str, str] | None = None,
+    transport: str = "http",
 ) -> Run:
-    """One reliable run on fresh stores of ``backend``, or on the given (prefilled) ``stores``."""
+    """One reliable run on fresh stores of ``backend``, or on the given (prefilled) ``stores``, over
+    ``transport``."""
     with contextlib.ExitStack() as stack:
         work = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="msh-bench-")))
         store_a, store_b = stores or stack.enter_context(store_pair(work, backend, args.pg_url))
         port_a, port_b = free_port(), free_port()
         while port_b == port_a:
             port_b = free_port()
-        cpa = write_cpa(work, port_a, port_b, signed=signed)
-        with partner_b(work, cpa, port_b, store_b) as b_pid:
-            result = run(reliable_exchange(store_a, cpa, port_a, b_pid, args, mode, n, profile))
+        endpoints, env_a, env_b = transport_settings(transport, work, args.amqp_url)
+        cpa = write_cpa(work, port_a, port_b, signed=signed, endpoints=endpoints)
+        with partner_b(work, cpa, port_b, store_b, env_b) as b_pid:
+            result = run(reliable_exchange(store_a, cpa, port_a, b_pid, args, mode, n, profile, env_a))
         result.stored = args.warmup + n
         if args.disk_usage and stores is None:
             result.disk = (disk_use(store_a), disk_use(store_b))
@@ -791,6 +860,18 @@ def main() -> None:
         action="store_true",
         help="print the bytes per message each table and index takes at A and B after the empty-store runs",
     )
+    parser.add_argument(
+        "--transport",
+        default="http",
+        help="the bindings measured, side by side: http (the default), smtp, amqp, or a list such as "
+        "http,smtp,amqp (SQLite stores; smtp: each partner's own SMTP listener is the other's relay; amqp: the "
+        "broker of --amqp-url)",
+    )
+    parser.add_argument(
+        "--amqp-url",
+        default="amqp://127.0.0.1:5672",
+        help="with --transport amqp: the AMQP 1.0 broker (user guest; default amqp://127.0.0.1:5672)",
+    )
     parser.add_argument("--serve-echo", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.serve_echo:
@@ -818,6 +899,15 @@ def main() -> None:
     unknown = [b for b in backends if b not in BACKENDS]
     if unknown or not backends:
         parser.error(f"--store {args.store!r}: expected sqlite, postgresql or sqlite,postgresql")
+    transports = tuple(dict.fromkeys(t.strip().lower() for t in args.transport.split(",") if t.strip()))
+    if not transports or any(t not in ("http", "smtp", "amqp") for t in transports):
+        parser.error(f"--transport {args.transport!r}: expected http, smtp, amqp or a list of them")
+    if "amqp" in transports:
+        from msh.demos.transports import broker_problem
+
+        problem = broker_problem(args.amqp_url)
+        if problem is not None:
+            parser.error(f"--transport amqp: {problem}")
     bare = Figures("bare HTTP (uvicorn+aiohttp)")
     body = payload()
     with tempfile.TemporaryDirectory(prefix="msh-bench-") as tmp, echo_server(Path(tmp)) as (pid, port):
@@ -830,6 +920,12 @@ def main() -> None:
     kinds = {"both": (True, False), "signed": (True,), "unsigned": (False,)}[args.security]
     fills = (0, args.prefill) if args.prefill else (0,)
     reliable: dict[tuple[str, int, str, bool], Figures] = {}
+    others: dict[tuple[str, str, bool], Figures] = {}  # (transport, mode, signed): the other bindings, on SQLite
+    for transport in transports:
+        for mode in modes:
+            for kind in kinds:
+                if transport != "http":
+                    others[transport, mode, kind] = Figures(f"{transport} {'signed' if kind else 'unsigned'} {mode}")
     for backend in backends:
         for fill in fills:
             for mode in modes:
@@ -863,10 +959,21 @@ def main() -> None:
                     file=sys.stderr,
                     flush=True,
                 )
+            for (transport, mode, kind), fig in others.items():
+                done = one_reliable(args, mode, args.messages, signed=kind, transport=transport)
+                fig.runs.append(done)
+                print(
+                    f"  run {len(fig.runs)}/{args.repeats} {fig.name}: {done.rate:,.0f} msgs/s, "
+                    f"p50 {done.percentile(50):.1f} ms",
+                    file=sys.stderr,
+                    flush=True,
+                )
         print()
         for key in reliable:
             print(reliable[key].line())
             print(reliable[key].cpu_line())
+        if others:
+            print_transports(reliable, others)
         print_targets(reliable, bare)
         if args.prefill:
             print_prefill(reliable, args.prefill)
@@ -913,6 +1020,19 @@ def print_targets(reliable: dict[tuple[str, int, str, bool], Figures], bare: Fig
                 f"{backend}{f' +{fill:,}' if fill else ''} {mode}: signed/unsigned = {signed:,.0f} / {unsigned:,.0f} "
                 f"= {signed / unsigned:.2f}; target >= {SIGNED_TARGET}: {_met(signed / unsigned >= SIGNED_TARGET)}"
             )
+
+
+def print_transports(
+    reliable: dict[tuple[str, int, str, bool], Figures], others: dict[tuple[str, str, bool], Figures]
+) -> None:
+    """Each other binding's figures beside HTTP's of the same submit mode and security (SQLite, same run)."""
+    print("\nother bindings (SQLite stores, same run; acknowledgments asynchronous over the binding):")
+    for (transport, mode, kind), fig in others.items():
+        print(fig.line())
+        print(fig.cpu_line())
+        http = reliable.get(("sqlite", 0, mode, kind))
+        if http is not None:
+            print(f"{'':<28} {transport}/http = {fig.rate:,.0f} / {http.rate:,.0f} = {fig.rate / http.rate:.2f}")
 
 
 def print_prefill(reliable: dict[tuple[str, int, str, bool], Figures], prefill: int) -> None:

@@ -1,6 +1,7 @@
-"""``msh demo``: the two-partner reliable-messaging demo (:mod:`msh.demos.exchange`), with ``--multihop`` the
-demo through an intermediary (:mod:`msh.demos.multihop`), or with ``--codec`` the codec demo over the sample
-message files (:mod:`msh.demos.codec`)."""
+"""``msh demo``: the two-partner reliable-messaging demo (:mod:`msh.demos.exchange`; with ``--transport
+smtp|amqp`` over that binding, :mod:`msh.demos.transports`), with ``--multihop`` the demo through an
+intermediary (:mod:`msh.demos.multihop`), or with ``--codec`` the codec demo over the sample message files
+(:mod:`msh.demos.codec`)."""
 
 from __future__ import annotations
 
@@ -13,6 +14,15 @@ __all__ = ["add_demo_command"]
 
 
 def _demo(args: argparse.Namespace) -> int:
+    if args.transport != "http":
+        if args.codec or args.multihop or args.ports is not None:
+            raise ConfigurationError(
+                f"--transport {args.transport} runs the two-partner demo over that binding; leave out "
+                "--codec, --multihop and --ports (it picks free ports itself)"
+            )
+        from msh.demos.transports import run_transport_demo
+
+        return run_transport_demo(args.transport, messages=args.messages, keep=args.keep, amqp_url=args.amqp_url)
     if args.codec and args.multihop:
         raise ConfigurationError("--codec and --multihop are two different demos; give one of them")
     if args.ports is not None and (args.multihop or args.codec):
@@ -116,5 +126,22 @@ def add_demo_command(sub: Subcommands) -> None:
         "--no-analytics", action="store_true", help="skip exporting the journals and the Spark delivery report"
     )
     _add_ports(demo)
+    demo.add_argument(
+        "--transport",
+        choices=("http", "smtp", "amqp"),
+        default="http",
+        help=(
+            "the binding of the two-partner demo: http (default, HTTPS through the lossy proxy), smtp (ebMS2 "
+            "Appendix B.3: each partner runs an SMTP listener and sends through the other's) or amqp (each "
+            "partner consumes its own address on the AMQP 1.0 broker of --amqp-url); over smtp and amqp B is "
+            "killed and restarted halfway (docs/transports)"
+        ),
+    )
+    demo.add_argument(
+        "--amqp-url",
+        default="amqp://127.0.0.1:5672",
+        metavar="URL",
+        help="with --transport amqp: the broker (default amqp://127.0.0.1:5672, user guest)",
+    )
     demo.add_argument("--codec", action="store_true", help="run the codec demo over the sample message files")
     demo.add_argument("--samples", default=None, help="with --codec: folder of sample messages")

@@ -11,7 +11,7 @@ from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Self
+from typing import TYPE_CHECKING, Any, Protocol, Self
 
 from msh.faults.pair import Partner
 
@@ -19,26 +19,44 @@ if TYPE_CHECKING:
     from msh.engine import OutboundStatus
     from msh.faults.outcome import InboxCensus
 
-__all__ = ["DeliveryOutcome", "KillRun", "Killer", "send_under_kills"]
+__all__ = ["DeliveryOutcome", "KillRun", "Killer", "Victim", "send_under_kills"]
+
+
+class Victim(Protocol):
+    """What the :class:`Killer` kills and restarts: an MSH process (:class:`~msh.faults.pair.Partner`), a
+    mailbox server, a broker's connections."""
+
+    name: str
+
+    @property
+    def alive(self) -> bool: ...
+
+    def kill(self) -> None: ...
+
+    def start(self) -> None: ...
 
 
 class Killer:
     """Kills one of ``victims`` (chosen at random) with SIGKILL every ``mean_gap`` seconds on average and
     restarts it a moment later, for ``kill_for`` seconds and on until at least ``min_kills`` kills were
-    made (a slow machine restarts the processes slowly, so a count of kills cannot follow from a duration;
-    the extra killing is bounded by another ``kill_for``). ``kills`` counts the kills by partner name."""
+    made, and each victim killed at least ``min_each`` times (a slow machine restarts the processes slowly,
+    so a count of kills cannot follow from a duration; the extra killing is bounded by another ``kill_for``).
+    ``kills`` counts the kills by partner name. A victim is anything with ``name``, ``alive``, ``kill()`` and
+    ``start()``: an MSH process, a mailbox server, a broker's connections."""
 
     def __init__(
         self,
-        victims: Sequence[Partner],
+        victims: Sequence[Victim],
         *,
         kill_for: float,
         min_kills: int = 0,
+        min_each: int = 0,
         mean_gap: float = 1.0,
         rng: random.Random,
         say: Callable[[str], None],
     ) -> None:
         self.victims = tuple(victims)
+        self._min_each = min_each
         self.kills = Counter[str]()
         self._kill_for, self._min_kills, self._mean_gap = kill_for, min_kills, mean_gap
         self._rng, self._say = rng, say
@@ -62,15 +80,20 @@ class Killer:
             if not victim.alive:
                 victim.start()
 
+    def _short(self) -> bool:
+        """Whether fewer kills than asked were made (in all, or of one victim)."""
+        return self.kills.total() < self._min_kills or any(self.kills[v.name] < self._min_each for v in self.victims)
+
     def _run(self) -> None:
         end = time.monotonic() + self._kill_for
         limit = end + self._kill_for
-        while not self._stop.is_set() and (time.monotonic() < end or self.kills.total() < self._min_kills):
+        while not self._stop.is_set() and (time.monotonic() < end or self._short()):
             if time.monotonic() >= limit:
                 break
             if self._stop.wait(self._rng.uniform(0.2, 2 * self._mean_gap)):
                 break
-            victim = self._rng.choice(self.victims)
+            behind = [v for v in self.victims if self.kills[v.name] < self._min_each]
+            victim = self._rng.choice(behind if time.monotonic() >= end and behind else self.victims)
             victim.kill()
             self.kills[victim.name] += 1
             self._stop.wait(self._rng.uniform(0.05, 0.5))
@@ -93,7 +116,7 @@ class KillRun:
 
 def send_under_kills(
     partners: Sequence[Partner],
-    victims: Sequence[Partner],
+    victims: Sequence[Victim],
     sender_config: Path,
     to_party: tuple[str, str],
     *,
@@ -105,6 +128,7 @@ def send_under_kills(
     settle_timeout: float,
     rng: random.Random,
     say: Callable[[str], None],
+    min_each: int = 0,
 ) -> KillRun:
     """Start ``partners`` (in that order), submit ``messages`` to the store of the MSH of ``sender_config``
     while a :class:`Killer` kills ``victims``, then wait up to ``settle_timeout`` seconds for every message
@@ -114,7 +138,9 @@ def send_under_kills(
     from msh.runtime.msh import Msh
 
     started = time.monotonic()
-    killer = Killer(victims, kill_for=kill_for, min_kills=min_kills, mean_gap=mean_gap, rng=rng, say=say)
+    killer = Killer(
+        victims, kill_for=kill_for, min_kills=min_kills, min_each=min_each, mean_gap=mean_gap, rng=rng, say=say
+    )
 
     def before(i: int) -> None:
         if i and i % 200 == 0:

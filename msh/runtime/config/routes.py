@@ -89,9 +89,10 @@ class RouteKeys(Section):
     )
     next_hop: str = field(
         metadata=setting(
-            'write the next hop\'s endpoint URL, e.g. "https://127.0.0.1:8092/msh"',
-            check=rules.http_url,
-            meaning="the endpoint URL (http:// or https://) the messages are sent to",
+            'write the next hop\'s endpoint URL, e.g. "https://127.0.0.1:8092/msh" or "mailto:msh@partner.example"',
+            check=rules.endpoint_url,
+            meaning="the endpoint the messages are sent to: an http(s):// URL, a mailto: address (SMTP) or an "
+            "amqp(s):// address on a broker (docs/transports)",
         )
     )
     next_hop_party_id: str | None = field(

@@ -25,6 +25,7 @@ __all__ = [
     "at_least_one",
     "certificate_file_problem",
     "host",
+    "endpoint_url",
     "http_url",
     "message_id_domain",
     "not_blank",
@@ -175,6 +176,32 @@ def http_url(value: str) -> str | None:
         return (
             f"{show(value)} is not an http:// or https:// URL; write the next hop's endpoint URL, e.g. "
             '"https://127.0.0.1:8092/msh"'
+        )
+    return None
+
+
+_MAILBOX: Final = re.compile(r"[^@\s<>]+@[^@\s<>]+")
+
+
+def endpoint_url(value: str) -> str | None:
+    """A next hop any binding of the MSH reaches (docs/transports): an absolute http(s):// URL, a
+    ``mailto:`` address (ebMS2 Appendix B.3) or an ``amqp(s)://host/address`` of an AMQP 1.0 broker."""
+    parts = urlsplit(value)
+    scheme = parts.scheme.lower()
+    if any(c.isspace() for c in value):
+        problem = "contains white space"
+    elif scheme in ("http", "https", "amqp", "amqps"):
+        problem = "" if parts.hostname else "names no host"
+        if not problem and scheme.startswith("amqp") and parts.path.strip("/") == "":
+            problem = "names no address on the broker after the host"
+    elif scheme == "mailto":
+        problem = "" if _MAILBOX.fullmatch(value[len("mailto:") :]) else "is not mailto:LOCAL@DOMAIN"
+    else:
+        problem = "is not an http(s)://, mailto: or amqp(s):// URL"
+    if problem:
+        return (
+            f'{show(value)} {problem}; write the next hop\'s endpoint, e.g. "https://127.0.0.1:8092/msh", '
+            '"mailto:msh@partner.example" or "amqp://broker.example:5672/queue/partner"'
         )
     return None
 

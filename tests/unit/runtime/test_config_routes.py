@@ -201,7 +201,12 @@ def test_route_durations_are_xs_durations_with_months_or_seconds(value: object, 
 
 # ---------------------------------------------------------------------------------------------- refusals
 
-_URL_HINT = 'write the next hop\'s endpoint URL, e.g. "https://127.0.0.1:8092/msh"'
+_URL_HINT = 'write the next hop\'s endpoint URL, e.g. "https://127.0.0.1:8092/msh" or "mailto:msh@partner.example"'
+_NOT_URL = "is not an http(s)://, mailto: or amqp(s):// URL"
+_URL_EXAMPLES = (
+    'write the next hop\'s endpoint, e.g. "https://127.0.0.1:8092/msh", "mailto:msh@partner.example" or '
+    '"amqp://broker.example:5672/queue/partner"'
+)
 
 
 @pytest.mark.parametrize(
@@ -209,14 +214,13 @@ _URL_HINT = 'write the next hop\'s endpoint URL, e.g. "https://127.0.0.1:8092/ms
     [
         (
             {"next_hop": "ftp://x"},
-            f"routing.routes[1].next_hop (in t.toml): 'ftp://x' is not an http:// or https:// URL; {_URL_HINT}",
+            f"routing.routes[1].next_hop (in t.toml): 'ftp://x' {_NOT_URL}; {_URL_EXAMPLES}",
         ),
         (
             {"next_hop": "127.0.0.1:8092/msh"},
-            "routing.routes[1].next_hop (in t.toml): '127.0.0.1:8092/msh' is not an http:// or https:// URL; "
-            + _URL_HINT,
+            f"routing.routes[1].next_hop (in t.toml): '127.0.0.1:8092/msh' {_NOT_URL}; {_URL_EXAMPLES}",
         ),
-        ({"next_hop": "https:///msh"}, "routing.routes[1].next_hop (in t.toml): 'https:///msh' is not an http://"),
+        ({"next_hop": "https:///msh"}, "routing.routes[1].next_hop (in t.toml): 'https:///msh' names no host"),
         (
             {"next_hop": 8092},
             f"routing.routes[1].next_hop (in t.toml): 8092 is an integer, not a string; {_URL_HINT}",
@@ -449,7 +453,7 @@ def test_the_routing_dataclasses_check_themselves_when_built_directly() -> None:
         SettingsError, match=r"routing\.routes\[2\]\.name: 'x' is already the name of routing\.routes\[1\]"
     ):
         RoutingSettings((route, route))
-    with pytest.raises(SettingsError, match=r"routing\.routes\.next_hop: 'ftp://x' is not an http:// or https:// URL"):
+    with pytest.raises(SettingsError, match=r"routing\.routes\.next_hop: 'ftp://x' is not an http\(s\)://, mailto: or amqp\(s\):// URL"):
         RouteKeys(to_party_id=C, next_hop="ftp://x")
     with pytest.raises(SettingsError, match=r"routing\.routes\.next_hop_party_id_type is set but next_hop_party_id"):
         RouteKeys(to_party_id=C, next_hop="https://x/msh", next_hop_party_id_type=TYPE)

@@ -1,0 +1,137 @@
+"""The crash test over SMTP or AMQP (docs/transports): partner A sends to partner B over the binding while B
+is killed with SIGKILL at random moments and restarted (at least twice), and, as the binding has one, the
+component between them is disrupted as well: the mailbox server (Dovecot) killed and restarted, or every
+connection to the broker closed by the broker. Afterwards B's application must hold each message exactly
+once, payload intact, and A every message as acknowledged (the acknowledgment came back over the binding).
+
+:func:`run_transport_crash_test` is used by the test suite (500 messages) and by ``scripts/crash_test.py
+--transport smtp|amqp``.
+"""
+
+from __future__ import annotations
+
+import random
+import shutil
+import subprocess
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from msh.errors import ConfigurationError
+from msh.faults.killer import DeliveryOutcome, Victim, send_under_kills
+from msh.faults.outcome import inbox_census
+from msh.faults.pair import PARTY_B, Partner
+from msh.faults.transport_pair import TransportKind, make_transport_pair
+
+__all__ = ["BrokerConnections", "TransportCrashReport", "run_transport_crash_test"]
+
+
+@dataclass(frozen=True, slots=True)
+class TransportCrashReport(DeliveryOutcome):
+    """What the crash test over ``transport`` saw (:class:`~msh.faults.killer.DeliveryOutcome`) and the
+    disruptions by name (B's kills; the mailbox server's restarts; the broker's dropped connections)."""
+
+    transport: str
+    disruptions: tuple[tuple[str, int], ...]
+
+    def summary(self) -> str:
+        done = ", ".join(f"{name} {count}x" for name, count in self.disruptions)
+        return (
+            f"{self.messages} messages over {self.transport}, {done} in {self.seconds:.1f} s: sender "
+            f"{self.acknowledged} acknowledged, {self.failed} failed, {self.pending} pending; receiver "
+            f"{self.delivered_once} exactly once, {self.delivered_twice_or_more} more than once, {self.missing} "
+            f"missing, {self.unexpected} unexpected, {self.payloads_intact} payloads intact -> "
+            + ("OK" if self.ok else "FAILED")
+        )
+
+
+class BrokerConnections:
+    """The broker's side of every client connection, as a victim: "killing" it closes them all from the
+    broker (``rabbitmqctl close_all_connections``); the clients must reconnect by themselves."""
+
+    name = "broker connections dropped"
+
+    def __init__(self) -> None:
+        self.command = shutil.which("rabbitmqctl")
+        if self.command is None:
+            raise ConfigurationError("rabbitmqctl is not on PATH: the broker's connections cannot be dropped")
+
+    @property
+    def alive(self) -> bool:
+        return True
+
+    def kill(self) -> None:
+        assert self.command is not None
+        subprocess.run(
+            [self.command, "close_all_connections", "crash test: connection dropped"],
+            check=False,
+            capture_output=True,
+            timeout=60,
+        )
+
+    def start(self) -> None:
+        """Nothing to start: the clients reconnect."""
+
+
+def _payload(i: int) -> bytes:
+    return f"<order id='{i}'>{'transport crash test ' * 90}</order>".encode()
+
+
+def run_transport_crash_test(
+    work: Path,
+    transport: TransportKind,
+    *,
+    messages: int = 500,
+    kill_for: float = 30.0,
+    min_each: int = 2,
+    mean_gap: float = 2.0,
+    settle_timeout: float = 240.0,
+    seed: int | None = None,
+    mailbox: Victim | None = None,
+    mailbox_login: tuple[int, str, str, Path] | None = None,
+    drop_connections: bool = False,
+    amqp_url: str = "amqp://127.0.0.1:5672",
+    progress: Callable[[str], None] | None = None,
+) -> TransportCrashReport:
+    """Run the test in ``work`` (see the module docs): ``messages`` submitted at A while B (and ``mailbox``,
+    a running IMAP server that can be killed and restarted, whose port, user, password and Maildir are
+    ``mailbox_login``; or the broker's connections with ``drop_connections``) are disrupted at random
+    moments for ``kill_for`` seconds, each at least ``min_each`` times."""
+    from msh.faults.maildrop import MailDrop
+
+    say = progress or (lambda _text: None)
+    login = None if mailbox_login is None else mailbox_login[:3]
+    tp = make_transport_pair(work, transport, mailbox=login, amqp_url=amqp_url)
+    victims: list[Victim] = [tp.pair.b]
+    if mailbox is not None:
+        victims.append(mailbox)
+    if drop_connections:
+        victims.append(BrokerConnections())
+    drop = None
+    if tp.maildrop_port is not None and mailbox_login is not None:
+        drop = MailDrop(mailbox_login[3], tp.maildrop_port)
+        drop.start()
+    try:
+        partners: Sequence[Partner] = (tp.pair.b, tp.pair.a)
+        run = send_under_kills(
+            partners,
+            victims,
+            tp.pair.a.config,
+            PARTY_B,
+            messages=messages,
+            payload=_payload,
+            kill_for=kill_for,
+            min_kills=0,
+            min_each=min_each,
+            mean_gap=mean_gap,
+            settle_timeout=settle_timeout,
+            rng=random.Random(seed),
+            say=say,
+        )
+    finally:
+        if drop is not None:
+            drop.stop()
+    disruptions = tuple((v.name if v is not tp.pair.b else "B killed", run.kills[v.name]) for v in victims)
+    return TransportCrashReport.of(
+        run, inbox_census(tp.pair.b.store, run.sent), work, transport=transport, disruptions=disruptions
+    )
