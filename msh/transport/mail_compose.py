@@ -81,8 +81,7 @@ def mailto_address(url: str) -> str:
     address = found[0]
     if not _ADDRESS.fullmatch(address):
         raise MailComposeError(
-            f"the endpoint {url!r} does not name an e-mail address (local-part@domain, RFC 5321 §4.1.2): "
-            f"{address!r}"
+            f"the endpoint {url!r} does not name an e-mail address (local-part@domain, RFC 5321 §4.1.2): {address!r}"
         )
     return address
 
@@ -243,7 +242,7 @@ def compose_mail(
     head = bytearray()
     head += _header("From", from_address)  # ebMS2 B.3.2: the sender MSH's address
     head += _header("To", to)  # ebMS2 B.3.2: the receiving MSH's address
-    head += _header("Date", format_datetime(when, usegmt=True))  # ebMS2 B.3.2, RFC 5322 §3.3
+    head += _header("Date", format_datetime(when))  # ebMS2 B.3.2, RFC 5322 §3.3
     head += _header("Message-ID", message_id_header(message_id, domain))
     head += _header("MIME-Version", "1.0")  # ebMS2 B.3.2: "MIME-Version: 1.0" as an eMail header
     for name, value in headers.items():  # ebMS2 B.3.2: SOAPAction and the envelope's other headers

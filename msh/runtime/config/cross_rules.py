@@ -202,7 +202,7 @@ def _smtp_log_in_is_whole(given: Given) -> str | None:
         return f"{label(set_)} is set but {unset} is not; logging in to the relay (SMTP AUTH) needs both"
     if user and given["smtp.security"] == "none":
         return (
-            f"{label('smtp.username')} is set with {label('smtp.security')} = \"none\": the password would cross "
+            f'{label("smtp.username")} is set with {label("smtp.security")} = "none": the password would cross '
             'the network in clear; set security = "starttls" (or "tls" for a relay on port 465)'
         )
     return None

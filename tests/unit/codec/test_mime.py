@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import base64
-import quopri
 import contextlib
 import io
+import quopri
 import re
 import tracemalloc
 from collections.abc import Iterable, Sequence
