@@ -282,8 +282,8 @@ class SmtpTransport:
     async def _open(self, client: aiosmtplib.SMTP, where: str) -> None:
         try:
             await client.connect()
+            await client.ehlo()  # RFC 5321 §4.1.1.1: the extensions (SIZE, STARTTLS, AUTH) come with its answer
             if self.security == "starttls":
-                await client.ehlo()
                 if not client.supports_extension("starttls"):
                     raise TransportFailure(
                         f'{where}: the relay does not offer STARTTLS and smtp.security is "starttls"; use its '
@@ -291,6 +291,7 @@ class SmtpTransport:
                         transmitted=False,
                     )
                 await client.starttls(tls_context=self._tls)
+                await client.ehlo()  # RFC 3207 §4.2: what the relay offered before TLS is forgotten; ask again
             if self._username:
                 await client.login(self._username, self._password)
         except TransportFailure:
@@ -305,14 +306,16 @@ class SmtpTransport:
             raise TransportFailure(
                 f"{where}: the relay refused the connection with {exc.code} {exc.message}", transmitted=False
             ) from None
-        except ssl.SSLError as exc:
-            raise TransportFailure(
-                f"{where}: TLS with the relay failed ({exc.reason or exc}); check smtp.trusted and smtp.security",
-                transmitted=False,
-            ) from None
         except (aiosmtplib.SMTPException, OSError) as exc:
-            cause = exc.__cause__ if isinstance(exc.__cause__, ssl.SSLError) else exc
-            raise TransportFailure(f"{where}: no connection to the relay ({cause})", transmitted=False) from None
+            tls = exc if isinstance(exc, ssl.SSLError) else exc.__cause__
+            if isinstance(tls, ssl.SSLError):
+                # ebMS2 B.3.5, RFC 3207: no mail over a connection whose TLS failed.
+                raise TransportFailure(
+                    f"{where}: TLS with the relay failed ({tls.reason or tls}); check smtp.trusted (the CAs of the "
+                    "relay's certificate) and smtp.security",
+                    transmitted=False,
+                ) from None
+            raise TransportFailure(f"{where}: no connection to the relay ({exc})", transmitted=False) from None
 
     async def _still_open(self, client: aiosmtplib.SMTP) -> bool:
         """True when a kept connection answers RSET (RFC 5321 §4.1.1.5): relays close idle connections, and
