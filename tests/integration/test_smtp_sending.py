@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import io
 import ipaddress
 import socket
 import ssl
@@ -26,10 +27,17 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
 
+from cpa import load
+from msh.ebms.message import ParseMode, parse_message
+from msh.engine import OutboundStatus
+from msh.runtime.compose import Payload, Submission
 from msh.runtime.config import settings_from_mapping
+from msh.runtime.msh import Msh
 from msh.runtime.transports import transports_from
 from msh.transport.port import BodySource, Request, TransportFailure
 from msh.transport.smtp import SmtpTransport, relay_tls_context
+from tests.support.mail_agreements import sync_none, with_b_receiving
+from tests.support.secure_network import ACTION, PARTY_B, SERVICE
 
 SAMPLES = Path(__file__).resolve().parents[2] / "samples"
 FROM, TO = "msh-a@a.example", "msh-b@b.example"
@@ -190,7 +198,7 @@ def test_a_mail_the_relay_accepts_is_a_transmission_received_by_the_next_hop() -
 
 def test_a_body_source_is_read_and_a_kept_connection_serves_the_next_mail() -> None:
     handler = Relay()
-    source = BodySource(len(BODY), lambda: __import__("io").BytesIO(BODY))
+    source = BodySource(len(BODY), lambda: io.BytesIO(BODY))
     with relay(handler) as port:
         outcomes = send(transport(port), request(source), request(message_id="m-2@a.example"))
     assert [o.status for o in outcomes] == [202, 202]  # type: ignore[attr-defined]
@@ -258,7 +266,12 @@ def test_no_answer_after_the_end_of_the_mail_may_have_transmitted_it() -> None:
 def test_a_message_over_max_message_bytes_is_not_sent() -> None:
     handler = Relay()
     opened: list[int] = []
-    source = BodySource(5000, lambda: opened.append(1) or __import__("io").BytesIO(b"x" * 5000))  # type: ignore[func-returns-value]
+
+    def open_body() -> io.BytesIO:
+        opened.append(1)
+        return io.BytesIO(b"x" * 5000)
+
+    source = BodySource(5000, open_body)
     with relay(handler) as port:
         [failure] = send(transport(port, max_message_bytes=4096), request(source))
     assert isinstance(failure, TransportFailure) and failure.transmitted is False
@@ -362,3 +375,52 @@ def test_without_smtp_settings_a_mailto_endpoint_says_what_to_configure() -> Non
         schemes.for_url("mailto:msh-b@b.example")
     assert caught.value.transmitted is False
     assert "no SMTP relay is configured: set [smtp] host and from_address" in caught.value.reason
+
+
+# -------------------------------------------------------------------------------- an MSH sending by mail
+
+
+def test_an_msh_sends_a_signed_reliable_message_by_mail_and_waits_for_the_acknowledgment(tmp_path: Path) -> None:
+    # ebMS2 B.3: the agreement's mailto: endpoint makes the message a mail through the [smtp] relay; the relay's
+    # acceptance is the transmission (B.2.3), the acknowledgment (B.3.3: it comes back by mail) is still awaited.
+    handler = Relay()
+    agreement = load(sync_none(with_b_receiving("SMTP", "mailto:msh-b@b.example")))
+    payload = bytes(range(256)) * 8
+
+    async def run(port: int) -> tuple[str, Any]:
+        data = tomllib.loads((SAMPLES / "config" / "party-a.toml").read_text(encoding="utf-8"))
+        data["store"] = {"url": "memory:"}
+        data["smtp"] = {"host": "127.0.0.1", "port": port, "security": "none", "from_address": FROM}
+        settings = settings_from_mapping(data, base_dir=SAMPLES / "config", source="party-a.toml", env={})
+        msh = Msh(settings, agreements=[agreement])
+        try:
+            await msh.start()
+            message_id = msh.submit(
+                Submission(PARTY_B, SERVICE, ACTION, (Payload(payload, "application/octet-stream"),))
+            )
+            for _ in range(400):  # bounded: at most 20 s
+                if handler.mails and msh.attempts(message_id):
+                    break
+                await asyncio.sleep(0.05)
+            status = msh.status(message_id)
+            await msh.stop()
+            return message_id, status
+        finally:
+            msh.close()
+
+    with relay(handler) as port:
+        message_id, status = asyncio.run(run(port))
+    [(sender, recipients, content, _)] = handler.mails
+    assert (sender, recipients) == (FROM, [TO])
+    mail = BytesParser(policy=policy.default).parsebytes(content)
+    assert mail["Message-ID"] == f"<{message_id}>"
+    body = content.partition(b"\r\n\r\n")[2]
+    message = parse_message(body, str(mail["Content-Type"]), mode=ParseMode.STRICT)
+    try:
+        assert message.envelope.message_header is not None
+        assert message.envelope.message_header.message_data.message_id == message_id
+        assert [p.body.read_bytes() for p in message.payloads] == [payload]
+        assert message.envelope.sync_reply is None  # ebMS2 B.3.3: nothing is answered on the connection
+    finally:
+        message.close()
+    assert status is not None and status.state.status is OutboundStatus.AWAITING_ACK

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import re
 from pathlib import Path
 
 import pytest
@@ -14,26 +13,8 @@ from msh.cli import main
 from msh.errors import ConfigurationError
 from msh.runtime.agreements import agreements_in_use
 from tests.support.agreement_files import demo_bytes
+from tests.support.mail_agreements import sync_none, with_b_receiving
 from tests.support.secure_network import settings as party_settings
-
-B_RECEIVER = re.compile(
-    rb'(<tp:Transport tp:transportId="B_Transport">.*?)<tp:TransportReceiver>.*?</tp:TransportReceiver>', re.DOTALL
-)
-
-
-def with_b_receiving(protocol: str, uri: str, *, data: bytes | None = None) -> bytes:
-    """The demo agreement with B's TransportReceiver replaced: ``protocol`` and the allPurpose Endpoint ``uri``."""
-    receiver = (
-        f'<tp:TransportReceiver><tp:TransportProtocol>{protocol}</tp:TransportProtocol><tp:Endpoint tp:uri="{uri}" '
-        'tp:type="allPurpose"/></tp:TransportReceiver>'
-    ).encode()
-    changed, count = B_RECEIVER.subn(lambda m: m.group(1) + receiver, data or demo_bytes())
-    assert count == 1
-    return changed
-
-
-def sync_none(data: bytes) -> bytes:
-    return data.replace(b'tp:syncReplyMode="mshSignalsOnly"', b'tp:syncReplyMode="none"')
 
 
 def test_an_agreement_sending_by_mail_without_replies_on_the_connection_is_fine() -> None:
