@@ -206,6 +206,23 @@ def test_a_body_source_is_read_and_a_kept_connection_serves_the_next_mail() -> N
     assert handler.mails[0][3] == handler.mails[1][3]  # the same client address and port: one connection
 
 
+def test_mails_sent_at_once_share_at_most_max_connections() -> None:
+    handler = Relay()
+
+    async def run(port: int) -> list[int]:
+        t = transport(port, max_connections=2)
+        try:
+            responses = await asyncio.gather(*(t.send(request(message_id=f"m-{i}@a.example")) for i in range(6)))
+        finally:
+            await t.close()
+        return [r.status for r in responses]
+
+    with relay(handler) as port:
+        assert asyncio.run(run(port)) == [202] * 6
+    assert len(handler.mails) == 6
+    assert len({peer for *_, peer in handler.mails}) <= 2
+
+
 def test_a_connection_the_relay_closed_is_replaced_before_the_next_mail() -> None:
     handler = Relay(close_after_data=True)
     with relay(handler) as port:
