@@ -16,7 +16,8 @@ What a failure means for the message (ebMS2 §6.5.7, :class:`~msh.transport.port
   False, saying which limit and what to do.
 
 Connections to the relay are kept and reused (at most ``max_connections``, which also bounds the
-transactions in flight); one the relay has closed meanwhile is replaced before the mail is sent.
+transactions in flight and the mails held in memory); one the relay has closed meanwhile is replaced before
+the mail is sent.
 """
 
 from __future__ import annotations
@@ -114,6 +115,15 @@ class SmtpTransport:
         where = f"mail to {request.url} through the relay {self.relay}"
         if self._closed:
             raise TransportFailure(f"{where}: the transport is closed", transmitted=False)
+        async with self._slots:  # also bounds the mails held in memory at once
+            # Reading the stored body and encoding it are blocking work: off the event loop.
+            recipient, mail = await asyncio.to_thread(self._mail, request, where)
+            await self._transaction(recipient, mail, where)
+        # ebMS2 B.2.3 (as for HTTP's 2xx): received by the next hop, here the relay.
+        return Response(202, None, b"")
+
+    def _mail(self, request: Request, where: str) -> tuple[str, bytes]:
+        """The recipient and the mail of ``request`` (:mod:`msh.transport.mail_compose`)."""
         try:
             recipient = mailto_address(request.url)
             mail = compose_mail(
@@ -127,10 +137,7 @@ class SmtpTransport:
             )
         except MailComposeError as exc:
             raise TransportFailure(f"{where}: the message cannot be sent as a mail: {exc}", transmitted=False) from None
-        async with self._slots:
-            await self._transaction(recipient, mail, where)
-        # ebMS2 B.2.3 (as for HTTP's 2xx): received by the next hop, here the relay.
-        return Response(202, None, b"")
+        return recipient, mail
 
     def _read_body(self, request: Request, where: str) -> bytes:
         """The message whole, read only up to ``max_message_bytes``."""
