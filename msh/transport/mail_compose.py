@@ -40,7 +40,7 @@ __all__ = ["MailComposeError", "compose_mail", "mailto_address", "needs_encoding
 
 _MAX_LINE: Final = 998
 """RFC 5321 §4.5.3.1.6 / RFC 5322 §2.1.1: at most 998 octets in a line, without its CRLF."""
-_B64_LINE: Final = 57  # 57 octets -> 76 characters a line (RFC 2045 §6.8)
+_B64_CHARS: Final = 76  # RFC 2045 §6.8: encoded lines of at most 76 characters
 _FOLD_AT: Final = 78  # RFC 5322 §2.1.1: lines SHOULD be at most 78 characters
 
 # RFC 5321 §4.1.2 Mailbox (dot-atom or quoted local part, a domain or an address literal), no white space.
@@ -109,10 +109,9 @@ def needs_encoding(content: bytes) -> bool:
 
 def _base64(content: bytes) -> bytes:
     """``content`` base64-encoded in lines of 76 characters, each ending CRLF (RFC 2045 §6.8)."""
-    out = bytearray()
-    for start in range(0, len(content), _B64_LINE):
-        out += base64.b64encode(content[start : start + _B64_LINE]) + b"\r\n"
-    return bytes(out)
+    encoded = base64.b64encode(content)
+    lines = [encoded[at : at + _B64_CHARS] for at in range(0, len(encoded), _B64_CHARS)]
+    return b"\r\n".join(lines) + b"\r\n" if lines else b""
 
 
 @dataclass(frozen=True, slots=True)
