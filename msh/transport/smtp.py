@@ -42,6 +42,8 @@ __all__ = ["SECURITY_MODES", "SmtpTransport", "relay_tls_context"]
 _DOT_LINE: Final = re.compile(rb"^\.", re.MULTILINE)
 _SMTP_OK: Final = 250
 _SMTP_START_INPUT: Final = 354
+_MIN_RATE: Final = 64 * 1024
+"""Bytes per second a mail is allowed to take to reach the relay, on top of the timeout (as HTTP's min_rate)."""
 SECURITY_MODES: Final = ("none", "starttls", "tls")
 """How the connection to the relay is protected (the values of ``[smtp] security``)."""
 
@@ -245,11 +247,16 @@ class SmtpTransport:
             raise TransportFailure(f"{where}: the relay closed the connection at DATA", transmitted=False)
         try:
             protocol.write(_DOT_LINE.sub(b"..", mail) + b".\r\n")
-            response = await protocol.read_response(timeout=self.timeout)
+        except (aiosmtplib.SMTPServerDisconnected, ConnectionError) as exc:
+            raise TransportFailure(f"{where}: the relay closed the connection ({exc})", transmitted=False) from None
+        # The mail leaves while the answer is awaited: a large one gets its size at _MIN_RATE more time.
+        wait = self.timeout + len(mail) / _MIN_RATE
+        try:
+            response = await protocol.read_response(timeout=wait)
         except aiosmtplib.SMTPTimeoutError:
             # The end of the data left: the relay may have taken the mail and its answer was lost.
             raise TransportFailure(
-                f"{where}: no answer to the end of the mail within {self.timeout:g} s; the relay may have taken it",
+                f"{where}: no answer to the end of the mail within {wait:g} s; the relay may have taken it",
                 transmitted=True,
             ) from None
         except (aiosmtplib.SMTPServerDisconnected, ConnectionError) as exc:

@@ -119,7 +119,8 @@ class SmtpSettings(Section):
         metadata=setting(
             DURATION_HINT.format("PT60S", 60),
             check=rules.positive,
-            meaning="the longest wait for the relay at each step (connecting, each command, the end of the data)",
+            meaning="the longest wait for the relay at each step (connecting, each command, the end of the data; "
+            "that last one gets a second more per 64 KiB of the mail, for it to leave)",
         ),
     )
     max_message_bytes: int = field(
