@@ -13,6 +13,9 @@ refuses it when it is loaded (rather than at the first message), naming the bind
   reliable messaging (an acknowledgment asked, ReliableMessaging given): §9 "Reliable Messaging MUST be used
   when a MessageOrder element is present ... with a scheme of Once-And-Only-Once".
 
+The SMTP binding's own rules (ebMS2 B.3.3: no replies on the connection to a ``mailto:`` endpoint; a
+``mailto:`` Endpoint only under the TransportProtocol SMTP) are checked with them (:mod:`cpa.smtp_binding`).
+
 A combination that depends on the message (``perMessage``) is the submission's to avoid: the MSH refuses a
 submission that would carry it (:mod:`msh.runtime.compose`).
 """
@@ -27,6 +30,7 @@ from cpa.model import (
     SyncReplyMode,
 )
 from cpa.resolve import next_msh_channel, routes
+from cpa.smtp_binding import smtp_binding_problems
 
 __all__ = ["interaction_problems"]
 
@@ -85,4 +89,5 @@ def interaction_problems(cpa: CollaborationProtocolAgreement) -> list[str]:
                 'never): ebMS2 §9 "Reliable Messaging MUST be used when a MessageOrder element is present"; set '
                 "ackRequested always"
             )
-    return problems
+    # ebMS2 B.3.3: over SMTP, responses are never on the connection.
+    return problems + smtp_binding_problems(cpa)

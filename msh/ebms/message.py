@@ -7,7 +7,7 @@ reads either from bytes or a stream, validates the envelope against the project'
 :func:`build_message` and :func:`write_message` go the other way.
 
 Two modes (:class:`ParseMode`): ``strict`` rejects anything that is not schema-valid and by the book;
-``lenient`` accepts the quirks real partners send (base64 SOAP part, ``start`` without brackets, no
+``lenient`` accepts the quirks real partners send (``start`` without brackets, no
 charset, element order slips, unqualified attributes; in files, a capture whose headers say chunked over a
 body saved de-chunked) and reports each as a Warning in :attr:`EbxmlMessage.warnings`. What would lose
 or misread the sender's content is refused in both modes: a Manifest ``cid:`` reference to a part the

@@ -17,13 +17,17 @@ Strict and lenient mode
     * a boundary longer than 70 characters or with characters outside bchars: used (up to 256);
     * bare LF line endings (delimiters, part headers): accepted (one Warning per package);
     * a SOAP part typed ``application/soap+xml`` or ``application/xml``: accepted;
-    * a SOAP part transfer-encoded as base64 or quoted-printable: decoded;
     * a non-header line where a part header was expected: taken as the start of the part body (as the
       Python ``email`` package, and so the NHS MHS, reads it);
     * characters outside the base64 alphabet: ignored (RFC 2045 §6.8); missing ``=`` padding: added;
     * 8-bit data in a part labelled ``7bit``: kept as is;
     * a closing delimiter without its trailing ``--`` at end of stream: taken as the closing delimiter (the
       last part's content is delimited, so complete).
+
+    A SOAP part transfer-encoded as base64 or quoted-printable is *not* a deviation either: it is decoded in
+    both modes, as every part is (ebMS2 §4.1.3 signs the envelope "before the encoding"; B.3.2 makes the
+    encoding a MUST for 8-bit parts sent by mail, and the MSH's envelope is one line longer than SMTP's 998
+    octets).
 
     A missing ``charset`` on the SOAP part is *not* a deviation (ebMS2 §2.1.3.1: the charset MAY be
     present; §2.1.3.2: it has no default, the XML declaration or UTF-8 then applies): strict mode accepts
@@ -237,9 +241,9 @@ def _check_soap_part(info: PartInfo, report: Report) -> None:
     # ebMS2 §2.1.3.2: the charset MAY be given and has no default; a Warning only in lenient mode.
     if info.charset is None and report.lenient:
         report.deviation("no charset on the SOAP part: the XML declaration (or UTF-8) applies", location)
-    # ebMS2 §2.1.3 / [SOAPAttach]: the SOAP part is the XML document itself, not transfer-encoded.
-    if info.transfer_encoding in ("base64", "quoted-printable"):
-        report.deviation(f"the SOAP part is transfer-encoded as {info.transfer_encoding}", location)
+    # A base64 or quoted-printable SOAP part is by the book, not a deviation: ebMS2 §4.1.3 (the signature is made
+    # "before the encoding" of "the SOAP Envelope or payload objects"), B.2.2 (over HTTP "not precluded"), B.3.2
+    # (over SMTP, 8-bit parts MUST be encoded). It is decoded like any part (decoder_for, below).
 
 
 def _mime_part(info: PartInfo, headers: tuple[tuple[str, str], ...], body: PartBody) -> MimePart:

@@ -183,6 +183,31 @@ def _untyped_party_id_is_a_uri(given: Given) -> str | None:
     )
 
 
+def _mail_has_a_sender(given: Given) -> str | None:
+    if not given["smtp.host"] or given["smtp.from_address"]:
+        return None
+    # ebMS2 B.3.2: the From header MUST contain the e-mail address of the sender's MSH.
+    return (
+        f"{given.label('smtp.host')} is set (send mail through {show(given['smtp.host'])}) but "
+        f"{given.label('smtp.from_address')} is empty: every mail needs our MSH's e-mail address as its From and "
+        'envelope sender (ebMS2 B.3.2); write it, e.g. from_address = "msh@example.com"'
+    )
+
+
+def _smtp_log_in_is_whole(given: Given) -> str | None:
+    user, password = given["smtp.username"], given["smtp.password"]
+    label = given.label
+    if bool(user) != bool(password):
+        set_, unset = ("smtp.username", "smtp.password") if user else ("smtp.password", "smtp.username")
+        return f"{label(set_)} is set but {unset} is not; logging in to the relay (SMTP AUTH) needs both"
+    if user and given["smtp.security"] == "none":
+        return (
+            f'{label("smtp.username")} is set with {label("smtp.security")} = "none": the password would cross '
+            'the network in clear; set security = "starttls" (or "tls" for a relay on port 465)'
+        )
+    return None
+
+
 CROSS_RULES: Final[tuple[CrossRule, ...]] = (
     CrossRule(
         ("api.enabled", "api.applications", "api.client_ca"),
@@ -248,6 +273,16 @@ CROSS_RULES: Final[tuple[CrossRule, ...]] = (
         ("identity.party_id", "identity.party_id_type"),
         _untyped_party_id_is_a_uri,
         "messages partners reject as Inconsistent (ebMS2 §3.1.1.1)",
+    ),
+    CrossRule(
+        ("smtp.host", "smtp.from_address"),
+        _mail_has_a_sender,
+        "mails without a sender address, which relays refuse and partners cannot answer (ebMS2 B.3.2)",
+    ),
+    CrossRule(
+        ("smtp.username", "smtp.password", "smtp.security"),
+        _smtp_log_in_is_whole,
+        "a relay log-in without its password, or a password sent in clear",
     ),
 )
 """The rules that tie settings together, in the order their problems are reported."""

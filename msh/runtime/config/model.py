@@ -23,6 +23,7 @@ from msh.runtime.config.cross_rules import cross_problems
 from msh.runtime.config.declaration import DURATION_HINT, WHOLE_HINT, Section, SettingsError, declared, setting
 from msh.runtime.config.messaging import ReceivingSettings, SendingSettings, TimerSettings
 from msh.runtime.config.retention import RetentionSettings
+from msh.runtime.config.smtp import SmtpSettings
 from msh.runtime.config.values import AGREEMENT_PATHS, NEW_FILE, PEM_FILE, PEM_FILES, STORE_URL
 
 __all__ = [
@@ -38,6 +39,7 @@ __all__ = [
     "SendingSettings",
     "ServerSettings",
     "Settings",
+    "SmtpSettings",
     "StoreSettings",
     "RetentionSettings",
     "TimerSettings",
@@ -377,6 +379,7 @@ class Settings:
     api: ApiSettings = ApiSettings()  # noqa: RUF009 (frozen, like the sections above)
     admin: AdminSettings = AdminSettings()  # noqa: RUF009 (frozen, like the sections above)
     retention: RetentionSettings = RetentionSettings()  # noqa: RUF009 (frozen, like the sections above)
+    smtp: SmtpSettings = SmtpSettings()  # noqa: RUF009 (frozen, like the sections above)
     routing: RoutingSettings = RoutingSettings()
     source: str = "<defaults>"
 
