@@ -18,6 +18,7 @@ from cpa.precedence import Reading
 from msh.engine.routing import Route
 from msh.runtime.config import rules
 from msh.runtime.config.admin import AdminSettings
+from msh.runtime.config.mail import MailboxSettings, SmtpdSettings
 from msh.runtime.config.api import ApiSettings
 from msh.runtime.config.cross_rules import cross_problems
 from msh.runtime.config.declaration import DURATION_HINT, WHOLE_HINT, Section, SettingsError, declared, setting
@@ -29,6 +30,7 @@ __all__ = [
     "SECTIONS",
     "SETTINGS",
     "AdminSettings",
+    "MailboxSettings",
     "AgreementSettings",
     "ApiSettings",
     "IdentitySettings",
@@ -40,6 +42,7 @@ __all__ = [
     "Settings",
     "StoreSettings",
     "RetentionSettings",
+    "SmtpdSettings",
     "TimerSettings",
     "TlsSettings",
     "values_of",
@@ -377,6 +380,8 @@ class Settings:
     api: ApiSettings = ApiSettings()  # noqa: RUF009 (frozen, like the sections above)
     admin: AdminSettings = AdminSettings()  # noqa: RUF009 (frozen, like the sections above)
     retention: RetentionSettings = RetentionSettings()  # noqa: RUF009 (frozen, like the sections above)
+    smtpd: SmtpdSettings = SmtpdSettings()  # noqa: RUF009 (frozen, like the sections above)
+    mailbox: MailboxSettings = MailboxSettings()  # noqa: RUF009 (frozen, like the sections above)
     routing: RoutingSettings = RoutingSettings()
     source: str = "<defaults>"
 
