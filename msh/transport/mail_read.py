@@ -77,9 +77,11 @@ class DeliveryReport:
 
 @dataclass(frozen=True, slots=True)
 class NotEbxml:
-    """A mail that is neither an ebXML message nor a delivery status notification, and why in words."""
+    """A mail that is neither an ebXML message nor a delivery status notification, why in words, and the
+    mail's Message-ID (without angle brackets; None: none could be read)."""
 
     reason: str
+    mail_id: str | None = None
 
 
 MailVerdict = ReceivedMail | DeliveryReport | NotEbxml
@@ -92,6 +94,19 @@ _MESSAGE_ID_ELEMENT: Final = re.compile(rb"<(?:[A-Za-z0-9_.-]+:)?MessageId\s*>\s
 
 def read_mail(data: bytes) -> MailVerdict:
     """What the mail ``data`` (its header block and body, as SMTP's DATA or IMAP's ``BODY[]`` gives it) is."""
+    verdict = _read(data)
+    if isinstance(verdict, NotEbxml) and verdict.mail_id is None:
+        head = data[: max(data.find(b"\n\n"), data.find(b"\r\n\r\n"), 0) or len(data)]
+        found = _MESSAGE_ID_HEADER.search(head)
+        if found:
+            return NotEbxml(verdict.reason, strip_angle(found.group(1).decode("latin-1")) or None)
+    return verdict
+
+
+_MESSAGE_ID_HEADER: Final = re.compile(rb"(?im)^message-id:[ \t]*(\S+)")
+
+
+def _read(data: bytes) -> MailVerdict:
     warnings: list[Issue] = []
     if _BARE_LF.search(data):
         # RFC 5322 §2.1, RFC 2046 §5.1.1: mail lines end with CRLF; a mail saved or forwarded by a client often
