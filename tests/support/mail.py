@@ -3,6 +3,8 @@ notifications (RFC 3464) as an MTA sends them back."""
 
 from __future__ import annotations
 
+import re
+
 CRLF = b"\r\n"
 
 
@@ -78,3 +80,30 @@ Content-Type: text/xml
 --DSN-b--
 """
     return text.replace("\n", "\r\n").encode("ascii")
+
+
+def seven_bit(content_type: str, body: bytes) -> bytes:
+    """The package ``body`` made fit for SMTP (ebMS2 B.3.2, RFC 5321 §4.5.3.1.6: lines of at most 998
+    characters): its SOAP part, whose signed XML may run on one long line, transfer-encoded as base64 (RFC 2045
+    §6.8; the decoded bytes, and so the signature, are unchanged). A bare envelope is left as it is: the caller
+    encodes the whole mail body instead."""
+    import base64
+
+    from msh.ebms.message import ParseMode, parse_message
+
+    if not content_type.lower().startswith("multipart/"):
+        return body
+    message = parse_message(body, content_type, mode=ParseMode.LENIENT)
+    try:
+        soap = message.soap
+    finally:
+        message.close()
+    at = body.index(soap)
+    blank = body.rindex(b"\r\n\r\n", 0, at)
+    encoded = base64.encodebytes(soap).replace(b"\n", b"\r\n")
+    start = body.rfind(b"\n--", 0, blank) + 1  # the boundary line that opens the SOAP part
+    head = re.sub(rb"(?im)^content-transfer-encoding:[^\r\n]*\r\n?", b"", body[start:blank] + b"\r\n").rstrip(b"\r\n")
+    head += b"\r\nContent-Transfer-Encoding: base64"
+    out = body[:start] + head + body[blank:at] + encoded + body[at + len(soap) :]
+    assert max(len(line) for line in out.split(b"\r\n")) <= 998
+    return out
