@@ -122,7 +122,9 @@ class MailIntake:
             await self.msh.transport.send(request)
         except TransportFailure as failure:
             # ebMS2 §6.5.5: the sender resends its message and gets the stored answer again.
-            log.warning("%s: the answer to mail %s could not be sent to %s: %s", self.source, about, url, failure.reason)
+            log.warning(
+                "%s: the answer to mail %s could not be sent to %s: %s", self.source, about, url, failure.reason
+            )
 
     async def delivery_report(self, report: DeliveryReport) -> None:
         """ebMS2 B.3.3: find the messages a delivery status notification names and record it against them."""
@@ -201,7 +203,12 @@ class MailIntake:
         try:
             await self.msh.core.writer.run(unit)
         except (OSError, StoreError) as exc:
-            log.error("%s: the dead letter %s could not be journaled (the log line above is its record): %s", self.source, where, exc)
+            log.error(
+                "%s: the dead letter %s could not be journaled (the log line above is its record): %s",
+                self.source,
+                where,
+                exc,
+            )
 
 
 def _failure_event(status: OutboundStatus, report: DeliveryReport) -> TransmitFailed | ErrorReceived:

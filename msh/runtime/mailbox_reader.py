@@ -29,7 +29,7 @@ from collections.abc import Awaitable
 from pathlib import Path
 from typing import TYPE_CHECKING, Final, TypeVar
 
-from aioimaplib import AioImapException, IMAP4, Response
+from aioimaplib import IMAP4, AioImapException, Response
 
 from msh.errors import ConfigurationError
 from msh.runtime.config import Settings
@@ -67,7 +67,9 @@ class MailboxReader:
     def __init__(self, settings: Settings, msh: Msh, *, env: dict[str, str] | None = None) -> None:
         box = settings.mailbox
         if not box.host.strip():
-            raise ConfigurationError('mailbox.enabled is true but mailbox.host is empty: name the IMAP server, e.g. "imap.example.com"')
+            raise ConfigurationError(
+                'mailbox.enabled is true but mailbox.host is empty: name the IMAP server, e.g. "imap.example.com"'
+            )
         if not box.username.strip() or not box.password:
             raise ConfigurationError(
                 "mailbox.enabled is true but mailbox.username or mailbox.password is empty: give the log-in and "
@@ -273,7 +275,9 @@ class MailboxReader:
         if taken.disposition is Disposition.DEAD_LETTER:
             await self._keep_dead_letter(client, uid)
             await self.intake.dead_lettered(
-                taken.reason, f"the IMAP folder {self.dead_letter_folder!r} of {self.username}@{self.host}", taken.mail_id
+                taken.reason,
+                f"the IMAP folder {self.dead_letter_folder!r} of {self.username}@{self.host}",
+                taken.mail_id,
             )
         await self._delete(client, uid)
         return True

@@ -69,7 +69,7 @@ class _Handler:
     def __init__(self, listener: SmtpListener) -> None:
         self.listener = listener
 
-    async def handle_DATA(self, server: SMTP, session: Session, envelope: Envelope) -> str:  # noqa: N802 (aiosmtpd's name)
+    async def handle_DATA(self, server: SMTP, session: Session, envelope: Envelope) -> str:
         data = envelope.original_content
         if data is None:
             return "554 5.6.0 no message content"

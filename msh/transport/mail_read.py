@@ -145,7 +145,7 @@ def _read(data: bytes) -> MailVerdict:
         # ebMS2 B.3.2: "The SOAPAction MIME header field must also be included in the eMail MIME header".
         warnings.append(
             _warning(
-                "the mail has no SOAPAction header, which ebMS2 B.3.2 asks for (SOAPAction: \"ebXML\"); it was "
+                'the mail has no SOAPAction header, which ebMS2 B.3.2 asks for (SOAPAction: "ebXML"); it was '
                 "read all the same (the ebXML header decides what the message is)"
             )
         )
@@ -263,7 +263,11 @@ def _status_blocks(part: Message) -> list[dict[str, str]]:
     """The field groups of a message/delivery-status part (RFC 3464 §2.1), names lower-cased."""
     payload = part.get_payload()
     if isinstance(payload, list):
-        return [{k.lower(): " ".join(str(v).split()) for k, v in block.items()} for block in payload]
+        return [
+            {k.lower(): " ".join(str(v).split()) for k, v in block.items()}
+            for block in payload
+            if isinstance(block, Message)
+        ]
     raw = payload if isinstance(payload, str) else ""
     blocks: list[dict[str, str]] = []
     for chunk in re.split(r"\r?\n\s*\r?\n", raw):

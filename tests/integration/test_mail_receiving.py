@@ -206,9 +206,7 @@ def test_a_mail_that_is_no_ebxml_message_is_a_dead_letter(listening: Any, tmp_pa
     listening(scenario)
 
 
-def test_a_store_that_fails_gets_451_and_the_mail_comes_again(
-    listening: Any, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_a_store_that_fails_gets_451_and_the_mail_comes_again(listening: Any, monkeypatch: pytest.MonkeyPatch) -> None:
     """RFC 5321 §4.2.5: the mail stays the MTA's until the reply to DATA; 451 when nothing could be committed,
     so the MTA tries again and nothing is lost."""
 

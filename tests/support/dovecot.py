@@ -11,6 +11,7 @@ import contextlib
 import os
 import pwd
 import shutil
+import signal
 import socket
 import subprocess
 import tempfile
@@ -107,6 +108,7 @@ service stats {{
     mode = 0666
   }}
 }}
+shutdown_clients = yes
 protocol imap {{
   mail_max_userip_connections = 100
 }}
@@ -120,7 +122,10 @@ protocol imap {{
             pytest.skip("the dovecot binary is not installed (Debian package dovecot-imapd; scripts/test installs it)")
         config = str(self.root / "dovecot.conf")
         self.process = subprocess.Popen(
-            [binary, "-F", "-c", config], stdout=subprocess.DEVNULL, stderr=open(self.root / "stderr.log", "ab")
+            [binary, "-F", "-c", config],
+            stdout=subprocess.DEVNULL,
+            stderr=open(self.root / "stderr.log", "ab"),  # noqa: SIM115 (the child keeps it)
+            start_new_session=True,  # its own process group: stop() ends its imap processes too
         )
         deadline = time.monotonic() + START_TIMEOUT
         while time.monotonic() < deadline:
@@ -139,11 +144,13 @@ protocol imap {{
         process, self.process = self.process, None
         if process is None or process.poll() is not None:
             return
-        process.terminate()
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(process.pid, signal.SIGTERM)  # the master and every session it started
         try:
             process.wait(timeout=10)
         except subprocess.TimeoutExpired:
-            process.kill()
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(process.pid, signal.SIGKILL)
             process.wait(timeout=10)
         deadline = time.monotonic() + 10
         while time.monotonic() < deadline:

@@ -136,7 +136,7 @@ class MailboxSettings(Section):
         default="",
         metadata=setting(
             SECRET_HINT.format("MSH_MAILBOX_SECRET", "mailbox.password"),
-            check=check_secret_ref,  # type: ignore[arg-type]
+            check=check_secret_ref,
             meaning="where the password is (`env:VARIABLE` or `file:PATH`, read at start, never shown)",
         ),
     )

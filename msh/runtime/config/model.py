@@ -18,10 +18,10 @@ from cpa.precedence import Reading
 from msh.engine.routing import Route
 from msh.runtime.config import rules
 from msh.runtime.config.admin import AdminSettings
-from msh.runtime.config.mail import MailboxSettings, SmtpdSettings
 from msh.runtime.config.api import ApiSettings
 from msh.runtime.config.cross_rules import cross_problems
 from msh.runtime.config.declaration import DURATION_HINT, WHOLE_HINT, Section, SettingsError, declared, setting
+from msh.runtime.config.mail import MailboxSettings, SmtpdSettings
 from msh.runtime.config.messaging import ReceivingSettings, SendingSettings, TimerSettings
 from msh.runtime.config.retention import RetentionSettings
 from msh.runtime.config.values import AGREEMENT_PATHS, NEW_FILE, PEM_FILE, PEM_FILES, STORE_URL

@@ -22,7 +22,8 @@ SOAP = b"""<?xml version="1.0" encoding="UTF-8"?>
 <eb:Timestamp>2026-12-07T09:00:00Z</eb:Timestamp></eb:MessageData>
 </eb:MessageHeader></SOAP:Header>
 <SOAP:Body xmlns:xlink="http://www.w3.org/1999/xlink"><eb:Manifest eb:version="2.0">
-<eb:Reference xlink:href="cid:payload1@party-a.example" xlink:type="simple"/></eb:Manifest></SOAP:Body></SOAP:Envelope>"""
+<eb:Reference xlink:href="cid:payload1@party-a.example" xlink:type="simple"/></eb:Manifest></SOAP:Body>
+</SOAP:Envelope>"""
 
 PACKAGE_TYPE = 'multipart/related; boundary="BoundarY"; type="text/xml"; start="<ebxmlheader1@party-a.example>"'
 PACKAGE = (
@@ -65,7 +66,12 @@ def test_bare_envelope_as_text_xml() -> None:
     """ebMS2 §2.1.2, B.3.2: a message without payloads is a bare text/xml envelope."""
     soap = SOAP.replace(b"\n", b"\r\n")  # SMTP lines end with CRLF (RFC 5321 §2.3.8)
     read = read_mail(ebxml_mail("text/xml; charset=UTF-8", soap, message_id="m-3@a"))
-    assert isinstance(read, ReceivedMail) and read.body == soap and read.warnings == () and read.content_type == "text/xml; charset=UTF-8"
+    assert (
+        isinstance(read, ReceivedMail)
+        and read.body == soap
+        and read.warnings == ()
+        and read.content_type == "text/xml; charset=UTF-8"
+    )
 
 
 def test_base64_mail_body_is_decoded() -> None:
