@@ -35,7 +35,7 @@ from msh.transport.tls import server_context
 if TYPE_CHECKING:
     from msh.runtime.msh import Msh
 
-__all__ = ["SmtpListener", "write_dead_letter"]
+__all__ = ["SmtpListener", "dead_letters_folder", "write_dead_letter"]
 
 log = logging.getLogger("msh.runtime.mail")
 
@@ -63,6 +63,16 @@ def write_dead_letter(folder: Path, data: bytes, now: datetime) -> Path:
     return path
 
 
+def dead_letters_folder(settings: Settings) -> Path:
+    """``smtpd.dead_letters``; left relative (its default, ``dead-letters``), it is beside the settings file (in
+    the working folder when the settings came from no file)."""
+    folder = settings.smtpd.dead_letters
+    if folder.is_absolute():
+        return folder
+    source = Path(settings.source)
+    return ((source.parent if source.is_file() else Path.cwd()) / folder).resolve()
+
+
 class _Handler:
     """aiosmtpd's handler: the DATA of each mail to the intake, answered once it is dealt with."""
 
@@ -85,7 +95,7 @@ class SmtpListener:
         self.host = smtpd.host
         self.port = smtpd.port
         self.max_message_bytes = smtpd.max_message_bytes
-        self.dead_letters = smtpd.dead_letters
+        self.dead_letters = dead_letters_folder(settings)
         self.intake = MailIntake(msh, source="smtpd")
         self.tls_context = None
         if smtpd.tls:
