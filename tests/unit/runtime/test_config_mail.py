@@ -89,13 +89,13 @@ def test_receivers_from_the_settings(tmp_path: Path) -> None:
         assert listener.announce.startswith("msh: SMTP listener at 127.0.0.1:")
         assert receivers_from(replace(settings, smtpd=SmtpdSettings()), msh) == []
         no_host = replace(settings, smtpd=SmtpdSettings(), mailbox=MailboxSettings(enabled=True))
-        with pytest.raises(ConfigurationError, match="mailbox.host is empty"):
+        with pytest.raises(ConfigurationError, match=r"mailbox\.host is empty"):
             receivers_from(no_host, msh)
         box = MailboxSettings(enabled=True, host="imap.example.com", username="msh", password="env:MSH_TEST_NO_SUCH")
         with pytest.raises(ConfigurationError, match="environment variable MSH_TEST_NO_SUCH, which is not set"):
             receivers_from(replace(settings, smtpd=SmtpdSettings(), mailbox=box), msh)
         plain = replace(settings, tls=TlsSettings(), smtpd=SmtpdSettings(tls=True, dead_letters=tmp_path / "d2"))
-        with pytest.raises(ConfigurationError, match="smtpd.tls is true"):
+        with pytest.raises(ConfigurationError, match=r"smtpd\.tls is true"):
             SmtpListener(plain, msh)
     finally:
         msh.close()
