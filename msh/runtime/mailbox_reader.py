@@ -29,7 +29,7 @@ from collections.abc import Awaitable
 from pathlib import Path
 from typing import TYPE_CHECKING, Final, TypeVar
 
-from aioimaplib import IMAP4, AioImapException, Response
+from aioimaplib import IMAP4, AioImapException, Command, Response
 
 from msh.errors import ConfigurationError
 from msh.runtime.config import Settings
@@ -40,7 +40,7 @@ from msh.runtime.mail_intake import Disposition, MailIntake
 if TYPE_CHECKING:
     from msh.runtime.msh import Msh
 
-__all__ = ["MailboxReader"]
+__all__ = ["MailboxReader", "client_context"]
 
 log = logging.getLogger("msh.runtime.mail")
 
@@ -50,6 +50,21 @@ FIRST_PAUSE: Final = 1.0
 LONGEST_PAUSE: Final = 60.0
 _T = TypeVar("_T")
 _LITERAL: Final = re.compile(rb"\{(\d+)\}$")
+
+
+def client_context(trusted: tuple[Path, ...]) -> ssl.SSLContext:
+    """The TLS context of the IMAP connection (TLS 1.2 or newer, the host name checked): the server's
+    certificate must chain to a system CA or to one of the ``tls.trusted`` certificates (a self-signed server
+    certificate named there is trusted by itself)."""
+    context = ssl.create_default_context()
+    context.minimum_version = ssl.TLSVersion.TLSv1_2
+    context.verify_flags |= ssl.VERIFY_X509_PARTIAL_CHAIN
+    for path in trusted:
+        try:
+            context.load_verify_locations(cafile=str(path))
+        except (OSError, ssl.SSLError) as exc:
+            raise ConfigurationError(f"tls.trusted: cannot load {path} as PEM certificates: {exc}") from None
+    return context
 
 
 class _Lost(Exception):
@@ -88,7 +103,7 @@ class MailboxReader:
         self.intake = MailIntake(msh, source="mailbox")
         self.sessions = 0
         """How many times the reader has logged in and selected the folder (for monitoring and tests)."""
-        self._tls = ssl.create_default_context() if box.security is not MailSecurity.NONE else None
+        self._tls = client_context(settings.tls.trusted) if box.security is not MailSecurity.NONE else None
         self._stopping = asyncio.Event()
         self._lost = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
@@ -174,7 +189,8 @@ class MailboxReader:
         """RFC 3501 §6.2.1: STARTTLS, then the TLS handshake on the same connection and CAPABILITY again."""
         protocol = client.protocol
         assert protocol is not None and self._tls is not None
-        await self._ok(protocol.simple_command("STARTTLS"), "STARTTLS")
+        command = Command("STARTTLS", protocol.new_tag(), loop=protocol.loop)
+        await self._ok(protocol.execute(command), "STARTTLS")
         loop = asyncio.get_running_loop()
         transport = await self._do(
             loop.start_tls(protocol.transport, protocol, self._tls, server_hostname=self.host), "the TLS handshake"

@@ -29,7 +29,8 @@ from msh.store.events import EventKind
 from msh.store.records import Event
 from msh.transport.port import Request, Response
 from msh.transport.schemes import SchemeTransport
-from tests.support.dovecot import PASSWORD, USER, Dovecot, dovecot
+from tests.support.dovecot import PASSWORD, USER, Dovecot, dovecot, private_dovecot
+from tests.support.endpoint import KEYS_DIR as KEYS
 from tests.support.endpoint import party_b_settings, valid_message
 from tests.support.mail import delivery_report, ebxml_mail, plain_mail, seven_bit
 from tests.support.store import add_outbound, outbound_state
@@ -446,5 +447,113 @@ def test_the_reader_reconnects_after_the_mail_server_restarts(
     try:
         asyncio.run(main())
         assert [e.message_id for e in _events(msh, EventKind.RECEIVED)] == ["box-2@party-a.example"]
+    finally:
+        msh.close()
+
+
+def test_a_mail_stays_in_the_mailbox_while_the_store_fails(
+    tmp_path: Path, dovecot: Dovecot, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Nothing is removed from the mailbox before it is committed: with the store down the mail stays, and it
+    is taken at a later round once the store is back (here the reader polls: idle off)."""
+    msh = _reading(tmp_path, dovecot, monkeypatch, idle=False)
+
+    async def main() -> None:
+        await msh.start()
+        writer = msh.core.writer
+        real = writer.run
+        tried: list[int] = []
+
+        async def broken(unit: Any) -> Any:
+            tried.append(1)
+            raise StoreError("the database is not reachable")
+
+        monkeypatch.setattr(writer, "run", broken)
+        reader = MailboxReader(msh.core.settings, msh)
+        await _append(dovecot, _b32_mail(msh, "box-3@party-a.example"))
+        await reader.start()
+        try:
+            await _eventually(lambda: len(tried) >= 2, "two rounds that found the store down")
+            assert await _uids(dovecot, "INBOX") == ["1"]
+            monkeypatch.setattr(writer, "run", real)
+            await _eventually(lambda: _events(msh, EventKind.RECEIVED), "the message received once the store is back")
+            assert await _eventually_async(lambda: _uids(dovecot, "INBOX"), []) == []
+        finally:
+            await reader.stop()
+            await msh.stop()
+
+    try:
+        asyncio.run(main())
+        assert [e.message_id for e in _events(msh, EventKind.RECEIVED)] == ["box-3@party-a.example"]
+    finally:
+        msh.close()
+
+
+@pytest.mark.parametrize("security", ["tls", "starttls"])
+def test_the_mailbox_over_tls(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, security: str) -> None:
+    """The mailbox read over TLS from the first byte (RFC 8314) or after STARTTLS (RFC 3501 §6.2.1), the server's
+    certificate trusted through tls.trusted and its host name checked."""
+    from dataclasses import replace
+
+    from msh.runtime.config.model import TlsSettings
+
+    with private_dovecot(KEYS / "party-b.cert.pem", KEYS / "party-b.key.pem") as server:
+        port = server.tls_port if security == "tls" else server.port
+        msh = _reading(tmp_path, server, monkeypatch, security=security, port=port)
+        settings = msh.core.settings
+        trusting = replace(settings, tls=replace(settings.tls, trusted=(KEYS / "party-b.cert.pem",)))
+        assert isinstance(trusting.tls, TlsSettings)
+
+        async def main() -> None:
+            await msh.start()
+            reader = MailboxReader(trusting, msh)
+            await _append(server, _b32_mail(msh, f"box-{security}@party-a.example"))
+            await reader.start()
+            try:
+                await _eventually(lambda: _events(msh, EventKind.RECEIVED), f"the message received over {security}")
+            finally:
+                await reader.stop()
+                await msh.stop()
+
+        try:
+            asyncio.run(main())
+        finally:
+            msh.close()
+        assert ", TLS," in server.log  # Dovecot logs the log-in as made over TLS
+
+
+def test_the_listener_offers_starttls_and_takes_mail_only_after_it(tmp_path: Path) -> None:
+    """ebMS2 B.3.5 (RFC 3207): with smtpd.tls the listener offers STARTTLS with our [tls] certificate and refuses
+    mail before it (530), takes it after (250)."""
+    import ssl
+
+    msh = _msh(tmp_path, Outbox(), smtpd={"enabled": True, "port": 0, "tls": True, "dead_letters": tmp_path / "dead"})
+
+    async def main() -> None:
+        await msh.start()
+        listener = SmtpListener(msh.core.settings, msh)
+        await listener.start()
+        try:
+            mail = _b32_mail(msh, "mail-tls@party-a.example")
+            async with aiosmtplib.SMTP(
+                hostname="127.0.0.1", port=listener.port, timeout=WAIT, start_tls=False
+            ) as plain:
+                with pytest.raises(aiosmtplib.SMTPResponseException) as refused:
+                    await plain.sendmail(A_MAIL, [B_MAIL], mail)
+                assert refused.value.code == 530
+            context = ssl.create_default_context(cafile=str(KEYS / "party-b.cert.pem"))
+            async with aiosmtplib.SMTP(
+                hostname="127.0.0.1", port=listener.port, timeout=WAIT, start_tls=False
+            ) as client:
+                await client.starttls(tls_context=context)
+                _refused, text = await client.sendmail(A_MAIL, [B_MAIL], mail)
+            assert text.startswith("2.0.0")
+            assert [e.message_id for e in _events(msh, EventKind.RECEIVED)] == ["mail-tls@party-a.example"]
+        finally:
+            await listener.stop()
+            await msh.stop()
+
+    try:
+        asyncio.run(main())
     finally:
         msh.close()

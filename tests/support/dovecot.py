@@ -53,6 +53,10 @@ class Dovecot:
     root: Path
     port: int = field(default_factory=_free_port)
     process: subprocess.Popen[bytes] | None = None
+    certificate: Path | None = None
+    """With ``private_key``: TLS on, STARTTLS on ``port`` and TLS from the first byte on ``tls_port``."""
+    private_key: Path | None = None
+    tls_port: int = field(default_factory=_free_port)
 
     @property
     def log(self) -> str:
@@ -67,6 +71,14 @@ class Dovecot:
         if os.geteuid() == 0:
             for name in ("mail", "home"):
                 os.chown(self.root / name, uid, gid)
+        if self.certificate is not None and self.private_key is not None:
+            shutil.copy(self.certificate, self.root / "cert.pem")
+            shutil.copy(self.private_key, self.root / "key.pem")
+            os.chmod(self.root / "key.pem", 0o600)
+            tls = f"ssl = yes\nssl_cert = <{self.root / 'cert.pem'}\nssl_key = <{self.root / 'key.pem'}"
+            imaps = f"address = 127.0.0.1\n    port = {self.tls_port}"
+        else:
+            tls, imaps = "ssl = no", "port = 0"
         (self.root / "users").write_text(f"{USER}:{{PLAIN}}{PASSWORD}:{uid}:{gid}::{self.root / 'home' / USER}\n")
         (self.root / "dovecot.conf").write_text(
             f"""
@@ -75,7 +87,7 @@ state_dir = {self.root / "run" / "state"}
 log_path = {self.root / "dovecot.log"}
 protocols = imap
 listen = 127.0.0.1
-ssl = no
+{tls}
 disable_plaintext_auth = no
 auth_mechanisms = plain login
 default_internal_user = {internal}
@@ -100,7 +112,7 @@ service imap-login {{
     port = {self.port}
   }}
   inet_listener imaps {{
-    port = 0
+    {imaps}
   }}
 }}
 service stats {{
@@ -162,11 +174,11 @@ protocol imap {{
 
 
 @contextlib.contextmanager
-def private_dovecot() -> Iterator[Dovecot]:
+def private_dovecot(certificate: Path | None = None, private_key: Path | None = None) -> Iterator[Dovecot]:
     """A started private Dovecot in a folder of its own (under the system temp folder, which its unprivileged
-    processes can reach), removed at the end."""
+    processes can reach), removed at the end; with TLS when given a certificate and its key (PEM files)."""
     root = Path(tempfile.mkdtemp(prefix="msh-dovecot-"))
-    server = Dovecot(root)
+    server = Dovecot(root, certificate=certificate, private_key=private_key)
     try:
         server.configure()
         server.start()
