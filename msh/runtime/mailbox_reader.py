@@ -284,8 +284,9 @@ class MailboxReader:
         try:
             taken = await self.intake.take(data)
         except Exception:
-            log.exception("mailbox %s: mail %s could not be dealt with; it stays for the next round", self.where, uid)
-            return False
+            # Left where it is, and the round goes on: one mail that cannot be dealt with never holds up the others.
+            log.exception("mailbox %s: mail %s could not be dealt with; it stays in the folder", self.where, uid)
+            return True
         if taken.disposition is Disposition.RETRY:
             return False
         if taken.disposition is Disposition.DEAD_LETTER:
