@@ -557,3 +557,21 @@ def test_the_listener_offers_starttls_and_takes_mail_only_after_it(tmp_path: Pat
         asyncio.run(main())
     finally:
         msh.close()
+
+
+def test_a_mail_whose_envelope_cannot_be_read_is_a_dead_letter(listening: Any, tmp_path: Path) -> None:
+    """ebMS2 B.3.3: a mail that says text/xml but holds no SOAP envelope cannot be identified as an ebXML
+    message (the pipeline answers a SOAP Client fault, SOAP 1.1 §4.4.1): it is kept as a dead letter, not
+    retried as a Server fault would be."""
+
+    async def scenario(msh: Msh, listener: SmtpListener, outbox: Outbox) -> None:
+        mail = ebxml_mail("text/xml", b"this is not XML\r\n", message_id="broken-1@party-a.example")
+        code, _ = await _send(listener, mail)
+        assert code == 250
+        [kept] = list((tmp_path / "dead").glob("*.eml"))
+        assert kept.read_bytes() == mail
+        [event] = _events(msh, EventKind.DEAD_LETTER)
+        assert "no ebXML message could be read" in str(event.detail["reason"])
+        assert event.detail["mailId"] == "broken-1@party-a.example"
+
+    listening(scenario)
