@@ -16,11 +16,20 @@ kills, lost/duplicated counts and the latency percentiles (docs/cluster.md).
 
     .venv/bin/python scripts/crash_test.py [--multihop] [--messages 1000] [--kill-for 60] [--seed N] [--keep DIR]
     .venv/bin/python scripts/crash_test.py --nodes 3 --store postgresql [--messages 10000] [--kill-for 300]
+
+With --transport smtp|amqp: A sends to B over that binding (docs/transports) while B is killed at random
+moments (at least twice) and restarted; with --mailbox (smtp) B reads an IMAP mailbox (a private Dovecot)
+that is killed and restarted too; with --drop-connections (amqp) the broker closes every connection at
+random moments. 500 messages unless --messages says.
+
+    .venv/bin/python scripts/crash_test.py --transport smtp [--mailbox] [--messages 500] [--kill-for 30]
+    .venv/bin/python scripts/crash_test.py --transport amqp [--drop-connections] [--amqp-url URL]
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import shutil
 import sys
 import tempfile
@@ -34,6 +43,7 @@ from msh.errors import ConfigurationError
 from msh.faults.crash import run_crash_test
 from msh.faults.crash_cluster import run_cluster_crash_test
 from msh.faults.crash_multihop import run_multihop_crash_test
+from msh.faults.crash_transport import run_transport_crash_test
 from msh.faults.killer import DeliveryOutcome
 
 
@@ -88,19 +98,50 @@ def main() -> int:
         metavar="DURATION",
         help="with --nodes: the nodes' timers.lease (default PT3S; timers.renew_interval is PT1S)",
     )
+    parser.add_argument(
+        "--transport",
+        choices=("smtp", "amqp"),
+        default=None,
+        help="A sends to B over SMTP or AMQP 1.0 instead of HTTPS; B is killed (not A)",
+    )
+    parser.add_argument(
+        "--mailbox",
+        action="store_true",
+        help="with --transport smtp: B reads an IMAP mailbox, killed and restarted too",
+    )
+    parser.add_argument(
+        "--drop-connections",
+        action="store_true",
+        help="with --transport amqp: the broker closes every connection at random moments too",
+    )
+    parser.add_argument(
+        "--amqp-url", default="amqp://127.0.0.1:5672", metavar="URL", help="with --transport amqp: the broker"
+    )
     args = parser.parse_args()
-    if args.multihop and args.nodes:
-        parser.error("--multihop and --nodes are separate tests; give one")
+    if sum(map(bool, (args.multihop, args.nodes, args.transport))) > 1:
+        parser.error("--multihop, --nodes and --transport are separate tests; give one")
+    if args.mailbox and args.transport != "smtp":
+        parser.error("--mailbox goes with --transport smtp")
+    if args.drop_connections and args.transport != "amqp":
+        parser.error("--drop-connections goes with --transport amqp")
     if args.messages is None:
-        args.messages = 10_000 if args.nodes else 1000
+        args.messages = 10_000 if args.nodes else 500 if args.transport else 1000
     work = Path(args.keep) if args.keep else Path(tempfile.mkdtemp(prefix="msh-crash-"))
+    stack = contextlib.ExitStack()
     try:
         run: Callable[..., DeliveryOutcome] = run_multihop_crash_test if args.multihop else run_crash_test
         more: dict[str, object] = {}
         if args.nodes:
             run = run_cluster_crash_test
             more = {"nodes": args.nodes, "store": args.store, "lease": args.lease}
+        if args.transport:
+            run = run_transport_crash_test
+            more = {"transport": args.transport, "drop_connections": args.drop_connections, "amqp_url": args.amqp_url}
         try:
+            if args.mailbox:
+                from msh.faults.dovecot import private_dovecot
+
+                more["mailbox"] = stack.enter_context(private_dovecot())
             report = run(
                 work / "run",
                 messages=args.messages,
@@ -117,6 +158,7 @@ def main() -> int:
         print(report.summary())
         return 0 if report.ok else 1
     finally:
+        stack.close()
         if not args.keep:
             shutil.rmtree(work, ignore_errors=True)
 

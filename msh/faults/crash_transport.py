@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from msh.errors import ConfigurationError
+from msh.faults.dovecot import Dovecot
 from msh.faults.killer import DeliveryOutcome, Victim, send_under_kills
 from msh.faults.outcome import inbox_census
 from msh.faults.pair import PARTY_B, Partner
@@ -87,20 +88,20 @@ def run_transport_crash_test(
     mean_gap: float = 2.0,
     settle_timeout: float = 240.0,
     seed: int | None = None,
-    mailbox: Victim | None = None,
-    mailbox_login: tuple[int, str, str, Path] | None = None,
+    mailbox: Dovecot | None = None,
     drop_connections: bool = False,
     amqp_url: str = "amqp://127.0.0.1:5672",
     progress: Callable[[str], None] | None = None,
 ) -> TransportCrashReport:
     """Run the test in ``work`` (see the module docs): ``messages`` submitted at A while B (and ``mailbox``,
-    a running IMAP server that can be killed and restarted, whose port, user, password and Maildir are
-    ``mailbox_login``; or the broker's connections with ``drop_connections``) are disrupted at random
-    moments for ``kill_for`` seconds, each at least ``min_each`` times."""
+    a running private Dovecot that B reads and a mail drop delivers A's mail into; or the broker's
+    connections with ``drop_connections``) are disrupted at random moments for ``kill_for`` seconds, each at
+    least ``min_each`` times."""
+    from msh.faults.dovecot import PASSWORD, USER
     from msh.faults.maildrop import MailDrop
 
     say = progress or (lambda _text: None)
-    login = None if mailbox_login is None else mailbox_login[:3]
+    login = None if mailbox is None else (mailbox.port, USER, PASSWORD)
     tp = make_transport_pair(work, transport, mailbox=login, amqp_url=amqp_url)
     victims: list[Victim] = [tp.pair.b]
     if mailbox is not None:
@@ -108,8 +109,8 @@ def run_transport_crash_test(
     if drop_connections:
         victims.append(BrokerConnections())
     drop = None
-    if tp.maildrop_port is not None and mailbox_login is not None:
-        drop = MailDrop(mailbox_login[3], tp.maildrop_port)
+    if tp.maildrop_port is not None and mailbox is not None:
+        drop = MailDrop(mailbox.maildir, tp.maildrop_port, mailbox.mail_owner)
         drop.start()
     try:
         partners: Sequence[Partner] = (tp.pair.b, tp.pair.a)

@@ -24,4 +24,12 @@ __all__ = ["receivers_from"]
 def receivers_from(settings: Settings, msh: Msh) -> list[Companion]:
     """The receivers the settings turn on, in the order they start."""
     found: list[Companion] = []
+    if settings.smtpd.enabled:
+        from msh.runtime.smtp_listener import SmtpListener
+
+        found.append(SmtpListener(settings, msh))  # ebMS2 B.3: our own SMTP listener, behind an MTA
+    if settings.mailbox.enabled:
+        from msh.runtime.mailbox_reader import MailboxReader
+
+        found.append(MailboxReader(settings, msh))  # ebMS2 B.3: an IMAP mailbox the MSH reads
     return found

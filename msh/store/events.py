@@ -84,6 +84,12 @@ class EventKind(StrEnum):
     """A DeliveryFailure for a message we could not deliver, queued to its From party (ebMS2 §6.5.7)."""
     DELIVERY_FAILURE_UNSENT = "delivery-failure-unsent"
     """A DeliveryFailure that has no way back to its From party (ebMS2 §6.5.7, last paragraph)."""
+    DELIVERY_REPORT = "delivery-report"
+    """A mail delivery status notification about one of our messages sent by mail (ebMS2 B.3.3; ``action``,
+    ``diagnostic``, ``recipients``); without a MessageId when none it names is ours."""
+    DEAD_LETTER = "dead-letter"
+    """A received mail that is neither an ebXML message nor a delivery status notification, kept in a dead-letter
+    folder (ebMS2 B.3.3; ``where``, ``reason``, ``mailId``); it has no MessageId."""
     # -- the receiving application
     APP_DELIVERED = "app-delivered"
     """Passed to the application (it is in its inbox, or its handler took it)."""

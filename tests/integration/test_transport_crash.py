@@ -40,6 +40,20 @@ def test_smtp_500_messages_with_the_receiver_killed_twice(tmp_path: Path) -> Non
     _check(report, 500)
 
 
+def test_smtp_through_a_mailbox_500_messages_with_the_receiver_and_the_mailbox_server_killed(tmp_path: Path) -> None:
+    # B reads an IMAP mailbox (a private Dovecot) that a mail drop delivers A's mail into; B and the IMAP
+    # server are each killed (SIGKILL) and restarted at least twice (ebMS2 B.3).
+    from tests.support.dovecot import private_dovecot
+
+    with private_dovecot() as server:
+        report = run_transport_crash_test(
+            tmp_path / "run", "smtp", messages=500, kill_for=20.0, min_each=2, seed=9, mailbox=server
+        )
+    disruptions = dict(report.disruptions)
+    assert disruptions["B killed"] >= 2 and disruptions["mailbox server killed"] >= 2, report.summary()
+    _check(report, 500)
+
+
 def test_amqp_500_messages_with_the_receiver_killed_twice_and_connections_dropped(tmp_path: Path) -> None:
     url = _broker()
     report = run_transport_crash_test(

@@ -21,6 +21,7 @@ from msh.runtime.config.admin import AdminSettings
 from msh.runtime.config.api import ApiSettings
 from msh.runtime.config.cross_rules import cross_problems
 from msh.runtime.config.declaration import DURATION_HINT, WHOLE_HINT, Section, SettingsError, declared, setting
+from msh.runtime.config.mail import MailboxSettings, SmtpdSettings
 from msh.runtime.config.messaging import ReceivingSettings, SendingSettings, TimerSettings
 from msh.runtime.config.retention import RetentionSettings
 from msh.runtime.config.smtp import SmtpSettings
@@ -30,6 +31,7 @@ __all__ = [
     "SECTIONS",
     "SETTINGS",
     "AdminSettings",
+    "MailboxSettings",
     "AgreementSettings",
     "ApiSettings",
     "IdentitySettings",
@@ -42,6 +44,7 @@ __all__ = [
     "SmtpSettings",
     "StoreSettings",
     "RetentionSettings",
+    "SmtpdSettings",
     "TimerSettings",
     "TlsSettings",
     "values_of",
@@ -380,6 +383,8 @@ class Settings:
     admin: AdminSettings = AdminSettings()  # noqa: RUF009 (frozen, like the sections above)
     retention: RetentionSettings = RetentionSettings()  # noqa: RUF009 (frozen, like the sections above)
     smtp: SmtpSettings = SmtpSettings()  # noqa: RUF009 (frozen, like the sections above)
+    smtpd: SmtpdSettings = SmtpdSettings()  # noqa: RUF009 (frozen, like the sections above)
+    mailbox: MailboxSettings = MailboxSettings()  # noqa: RUF009 (frozen, like the sections above)
     routing: RoutingSettings = RoutingSettings()
     source: str = "<defaults>"
 

@@ -360,7 +360,9 @@ def test_a_routing_section_of_the_wrong_shape_is_refused(routing: object, expect
 def test_the_routing_section_is_listed_with_the_others() -> None:
     problem = one_problem({**settings(row()), "routes": []})
     assert problem.startswith("[routes] (in t.toml) is not a settings section (did you mean 'routing'?)")
-    assert problem.endswith("[sending], [receiving], [timers], [api], [admin], [retention], [smtp], [routing]")
+    assert problem.endswith(
+        "[sending], [receiving], [timers], [api], [admin], [retention], [smtp], [smtpd], [mailbox], [routing]"
+    )
 
 
 @pytest.mark.parametrize("variable", ["MSH_ROUTING_ROUTES", "MSH_ROUTING_NEXT_HOP", "MSH_ROUTING"])
@@ -453,7 +455,9 @@ def test_the_routing_dataclasses_check_themselves_when_built_directly() -> None:
         SettingsError, match=r"routing\.routes\[2\]\.name: 'x' is already the name of routing\.routes\[1\]"
     ):
         RoutingSettings((route, route))
-    with pytest.raises(SettingsError, match=r"routing\.routes\.next_hop: 'ftp://x' is not an http\(s\)://, mailto: or amqp\(s\):// URL"):
+    with pytest.raises(
+        SettingsError, match=r"routing\.routes\.next_hop: 'ftp://x' is not an http\(s\)://, mailto: or amqp\(s\):// URL"
+    ):
         RouteKeys(to_party_id=C, next_hop="ftp://x")
     with pytest.raises(SettingsError, match=r"routing\.routes\.next_hop_party_id_type is set but next_hop_party_id"):
         RouteKeys(to_party_id=C, next_hop="https://x/msh", next_hop_party_id_type=TYPE)
