@@ -37,7 +37,7 @@ from msh.store.events import EventKind
 if TYPE_CHECKING:
     from msh.engine import OutboundStatus
 
-__all__ = ["DemoPorts", "check_ports_free", "choose_ports", "run_exchange_demo"]
+__all__ = ["DemoPorts", "check_ports_free", "choose_ports", "run_exchange_demo", "security_counts"]
 
 ROOT = Path(__file__).resolve().parents[2]
 CONFIG = ROOT / "samples" / "config"
@@ -178,7 +178,7 @@ def signing_agreement(
     }
 
 
-def _security_counts(store: Path) -> Counter[str]:
+def security_counts(store: Path) -> Counter[str]:
     """From a store's journal: messages submitted signed, and received messages whose signature was verified."""
     return Counter(
         f"{e.kind}-signed"
@@ -281,7 +281,7 @@ def _report(
         f"partner B (receiver): {b['received']} received and delivered to the inbox, {b['duplicate']} duplicates "
         f"eliminated (each answered with the stored acknowledgment), {b['rejected']} refused"
     )
-    signed_a, verified_b = _security_counts(a_store), _security_counts(b_store)
+    signed_a, verified_b = security_counts(a_store), security_counts(b_store)
     print(
         f"message security:     {signed_a['submitted-signed']} of {a['submitted']} messages signed by A (rsa-sha256), "
         f"{verified_b['received-signed']} of {b['received']} received by B verified against A's certificate in the "

@@ -77,6 +77,7 @@ def run_transport_demo(
 
 
 def _run(work: Path, transport: TransportKind, messages: int, amqp_url: str) -> int:
+    from msh.demos.exchange import security_counts
     from msh.engine import OutboundStatus
     from msh.runtime.config import load_settings
     from msh.runtime.msh import Msh
@@ -124,6 +125,11 @@ def _run(work: Path, transport: TransportKind, messages: int, amqp_url: str) -> 
             f"partner B (receiver): {b_kinds['received']} received and delivered to the inbox, "
             f"{b_kinds['duplicate']} duplicates eliminated, {b_kinds['rejected']} refused"
         )
+        signed_a, verified_b = security_counts(a.store), security_counts(b.store)
+        print(
+            f"message security:     {signed_a['submitted-signed']} of {a_kinds['submitted']} messages signed by A "
+            f"(rsa-sha256), {verified_b['received-signed']} of {b_kinds['received']} verified by B before delivery"
+        )
         acknowledged = sum(1 for v in final.values() if v is OutboundStatus.DELIVERED)
         census = inbox_census(b.store, sent)
         print(
@@ -131,10 +137,11 @@ def _run(work: Path, transport: TransportKind, messages: int, amqp_url: str) -> 
             f"in B's inbox exactly once, {census.intact} with the payload byte for byte; {census.extra} extra"
         )
         ok = acknowledged == messages and census.once == messages and census.intact == messages and census.extra == 0
+        ok = ok and signed_a["submitted-signed"] == messages and verified_b["received-signed"] == b_kinds["received"]
         print(
-            f"every message delivered exactly once over {transport.upper()}"
+            f"every message signed, verified and delivered exactly once over {transport.upper()}"
             if ok
-            else "FAILED: not every message was delivered exactly once"
+            else "FAILED: not every message was signed, verified and delivered exactly once"
         )
         return 0 if ok else 1
     finally:

@@ -36,6 +36,10 @@ DEFAULT_ROUTE_RETRY_INTERVAL: Final = XsDuration.from_timedelta(timedelta(second
 PartyKey = tuple[str, str | None]
 
 
+_NEXT_HOP_SCHEMES = ("http://", "https://", "mailto:", "amqp://", "amqps://")
+"""The endpoints a route may lead to: one per binding the MSH has (docs/transports)."""
+
+
 @dataclass(frozen=True, slots=True)
 class Route:
     """One row of the routing table.
@@ -68,8 +72,12 @@ class Route:
     def __post_init__(self) -> None:
         if not self.to_party_id:
             raise ValueError(f"route {self.name}: to_party_id must not be empty")
-        if not self.next_hop.lower().startswith(("http://", "https://")):
-            raise ValueError(f"route {self.name}: next_hop must be an http:// or https:// URL, got {self.next_hop!r}")
+        # ebMS2 Appendix B: a hop goes over HTTP (B.2) or SMTP (B.3); a queuing transport (amqp) is the third binding.
+        if not self.next_hop.lower().startswith(_NEXT_HOP_SCHEMES):
+            raise ValueError(
+                f"route {self.name}: next_hop must be an http(s)://, mailto: or amqp(s):// endpoint, "
+                f"got {self.next_hop!r}"
+            )
         if self.retries < 0:
             raise ValueError(f"route {self.name}: retries must be 0 or more, got {self.retries}")
         if self.retry_interval.is_negative:

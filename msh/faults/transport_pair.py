@@ -102,7 +102,7 @@ def make_transport_pair(
     retries: int = 100,
     retry_interval: str = "PT2S",
     first_resend: str = "PT2S",
-    send_timeout: str = "PT2S",
+    send_timeout: str = "PT1S",
 ) -> TransportPair:
     """Write the pair into ``work`` (see the module docs). ``mailbox`` (smtp only): the IMAP port, user and
     password of the mailbox B reads; A's mail then goes to a mail drop whose port is returned."""
