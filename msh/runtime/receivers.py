@@ -24,4 +24,8 @@ __all__ = ["receivers_from"]
 def receivers_from(settings: Settings, msh: Msh) -> list[Companion]:
     """The receivers the settings turn on, in the order they start."""
     found: list[Companion] = []
+    if settings.amqp.enabled:
+        from msh.runtime.amqp_receiver import AmqpReceiver
+
+        found.append(AmqpReceiver.for_msh(settings, msh))  # our queue on the broker (docs/transports/amqp.md)
     return found

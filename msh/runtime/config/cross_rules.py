@@ -183,6 +183,15 @@ def _untyped_party_id_is_a_uri(given: Given) -> str | None:
     )
 
 
+def _amqp_receiving_has_a_queue(given: Given) -> str | None:
+    if not given["amqp.enabled"] or given["amqp.url"]:
+        return None
+    return (
+        f"{given.label('amqp.enabled')} is true but amqp.url is empty; write our broker and queue, e.g. "
+        '"amqp://127.0.0.1:5672/queue/ebms-b", or set amqp.enabled to false'
+    )
+
+
 CROSS_RULES: Final[tuple[CrossRule, ...]] = (
     CrossRule(
         ("api.enabled", "api.applications", "api.client_ca"),
@@ -248,6 +257,11 @@ CROSS_RULES: Final[tuple[CrossRule, ...]] = (
         ("identity.party_id", "identity.party_id_type"),
         _untyped_party_id_is_a_uri,
         "messages partners reject as Inconsistent (ebMS2 §3.1.1.1)",
+    ),
+    CrossRule(
+        ("amqp.enabled", "amqp.url"),
+        _amqp_receiving_has_a_queue,
+        "a receiver with no queue to receive from",
     ),
 )
 """The rules that tie settings together, in the order their problems are reported."""
