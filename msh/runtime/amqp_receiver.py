@@ -5,12 +5,14 @@ messages from ``amqp.url`` with at most ``amqp.credit`` unsettled, hands each to
 the HTTP endpoint (:meth:`msh.runtime.msh.Msh.handle_http`, which commits before it answers), and settles it
 by what the pipeline answered (AMQP 1.0 §3.4):
 
-* 2xx, the message is ours: **accepted**, only now that it is committed; an answer the pipeline gives "on the
-  connection" (an acknowledgment when the agreement asks for synchronous signals) goes to the message's
-  reply-to through the MSH's transport.
-* 4xx, the pipeline refused it with an ebXML ErrorList or a SOAP Fault: **rejected** with the error's code and
-  description, and the error answer sent to the message's reply-to.
-* 5xx, it cannot be taken now: **modified** with delivery-failed (§3.4.5), so the broker delivers it again.
+* taken (a 2xx without an ErrorList of severity Error): **accepted**, only now that it is committed; an
+  answer the pipeline gives "on the connection" (an acknowledgment when the agreement asks for synchronous
+  signals) goes to the message's reply-to through the MSH's transport.
+* refused with an ebXML ErrorList of severity Error (e.g. an unknown CPAId: HTTP answers it with 200, ebMS2
+  B.2.3), a SOAP Client Fault or a 4xx: **rejected** with the error's code and description (§3.4.3), and the
+  error answer sent to the message's reply-to.
+* not taken now (a SOAP Server Fault, a 5xx: nothing was committed): **modified** with delivery-failed
+  (§3.4.5), so the broker delivers it again.
 
 A message taken but not settled (the process stopped or crashed, the connection dropped) stays on the broker
 and comes again: if it had been committed, the pipeline recognises the duplicate (ebMS2 §6.4.4).
@@ -23,7 +25,8 @@ import logging
 from typing import TYPE_CHECKING, Final
 
 from msh.ebms.message import ParseMode, parse_message
-from msh.errors import EbmsError
+from msh.engine.binding import server_fault
+from msh.errors import EbmsError, Severity
 from msh.runtime.config import Settings
 from msh.runtime.transports import amqp_access
 from msh.transport.amqp_address import AmqpEndpoint, parse_endpoint
@@ -33,7 +36,7 @@ from msh.transport.port import HttpReply, InboundHandler, Request, Transport, Tr
 if TYPE_CHECKING:
     from msh.runtime.msh import Msh
 
-__all__ = ["REFUSED", "AmqpReceiver", "refusal_of"]
+__all__ = ["NOT_EBXML", "REFUSED", "AmqpReceiver", "settlement_of"]
 
 log = logging.getLogger("msh.runtime")
 
@@ -44,30 +47,45 @@ NOT_EBXML: Final = "amqp:decode-error"
 """The error condition of a message whose body is not an ebXML package (no data section)."""
 
 
-def refusal_of(reply: HttpReply) -> str:
-    """The ebMS error of a refusal, in words: each Error's severity, errorCode, location and description
-    (ebMS2 §4.2.3), or the SOAP Fault's code and string."""
-    fallback = f"refused with status {reply.status}"
-    if not reply.body.strip():
-        return fallback
-    try:
-        message = parse_message(reply.body, reply.content_type, mode=ParseMode.LENIENT)
-    except EbmsError:
-        return fallback
-    try:
-        envelope = message.envelope
-        if envelope.error_list is not None:
+def settlement_of(reply: HttpReply) -> Settlement:
+    """How to settle a message the pipeline answered with ``reply`` (AMQP 1.0 §3.4), by what the answer says.
+
+    * An ErrorList of severity Error (ebMS2 §4.2.3): the message was refused; **rejected** with each Error's
+      severity, errorCode, location and description. This is the readable-header refusal that HTTP answers
+      with 200 (ebMS2 B.2.3), e.g. an unknown CPAId.
+    * A SOAP Fault (SOAP 1.1 §4.4.1): Client, the message cannot be processed as sent: **rejected**; Server,
+      our own trouble (nothing was committed): **modified** with delivery-failed, delivered again.
+    * Otherwise a 2xx: **accepted** (the pipeline committed it); 4xx **rejected**; 5xx **modified**.
+    """
+    envelope = None
+    if reply.body.strip():
+        try:
+            message = parse_message(reply.body, reply.content_type, mode=ParseMode.LENIENT)
+        except EbmsError:
+            message = None
+        if message is not None:
+            envelope = message.envelope
+            message.close()
+    if envelope is not None and envelope.fault is not None:
+        fault = envelope.fault
+        text = f"SOAP Fault {fault.faultcode}: {fault.faultstring}"
+        if server_fault(fault):
+            return Settlement(Outcome.MODIFIED, None, text)  # §3.4.5: not taken now, comes again
+        return Settlement(Outcome.REJECTED, NOT_EBXML, text)  # §3.4.3: resending the same bytes cannot help
+    if envelope is not None and envelope.error_list is not None:
+        errors = envelope.error_list
+        if errors.highest_severity is Severity.ERROR:
             parts = []
-            for e in envelope.error_list.errors:
+            for e in errors.errors:
                 where = f" at {e.location}" if e.location else ""
                 text = f": {e.description.text}" if e.description is not None else ""
                 parts.append(f"{e.severity.value} {e.error_code}{where}{text}")
-            return "; ".join(parts) or fallback
-        if envelope.fault is not None:
-            return f"SOAP Fault {envelope.fault.faultcode}: {envelope.fault.faultstring}"
-        return fallback
-    finally:
-        message.close()
+            return Settlement(Outcome.REJECTED, REFUSED, "ebMS " + "; ".join(parts))  # §3.4.3
+    if 200 <= reply.status < 300:
+        return Settlement(Outcome.ACCEPTED)  # §3.4.2: committed, ours now
+    if 400 <= reply.status < 500:
+        return Settlement(Outcome.REJECTED, REFUSED, f"refused with status {reply.status}")
+    return Settlement(Outcome.MODIFIED, None, f"not taken now (status {reply.status})")
 
 
 class AmqpReceiver:
@@ -160,23 +178,19 @@ class AmqpReceiver:
             # §3.4.5: delivery-failed, the broker delivers it again.
             self._thread.settle_message(message.tag, Settlement(Outcome.MODIFIED))
             return
-        if 200 <= reply.status < 300:
-            self._thread.settle_message(message.tag, Settlement(Outcome.ACCEPTED))  # §3.4.2: committed, ours now
-            if reply.body:
-                self._answer(message, reply)
-        elif 400 <= reply.status < 500:
-            refusal = refusal_of(reply)
-            log.warning("message %s from %s refused: %s", message.message_id, self.endpoint.url, refusal)
-            self._answer(message, reply)
-            self._thread.settle_message(message.tag, Settlement(Outcome.REJECTED, REFUSED, refusal))  # §3.4.3
-        else:
+        settlement = settlement_of(reply)
+        if settlement.outcome is Outcome.REJECTED:
+            log.warning("message %s from %s refused: %s", message.message_id, self.endpoint.url, settlement.description)
+        elif settlement.outcome is not Outcome.ACCEPTED:
             log.warning(
-                "message %s from %s not taken now (status %d): the broker delivers it again",
+                "message %s from %s not taken now (%s): the broker delivers it again",
                 message.message_id,
                 self.endpoint.url,
-                reply.status,
+                settlement.description,
             )
-            self._thread.settle_message(message.tag, Settlement(Outcome.MODIFIED))  # §3.4.5
+        if settlement.outcome is not Outcome.MODIFIED and reply.body:
+            self._answer(message, reply)  # an acknowledgment or the error, to the sender's reply-to
+        self._thread.settle_message(message.tag, settlement)
 
     def _reply_url(self, message: Inbound) -> str | None:
         """Where the message's answers go: its reply-to, an amqp URL, or an address on our broker."""

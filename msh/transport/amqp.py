@@ -96,7 +96,7 @@ class AmqpTransport:
         try:
             endpoint: AmqpEndpoint = parse_endpoint(request.url)
         except ValueError as exc:
-            raise TransportFailure(f"cannot send to {request.url}: {exc}", transmitted=False) from None
+            raise TransportFailure(f"cannot send: {exc}", transmitted=False) from None  # the URL may hold a password
         size = body_size(request.body)
         if size > self.max_message_bytes:
             raise TransportFailure(

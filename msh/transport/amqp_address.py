@@ -63,16 +63,25 @@ class AmqpEndpoint:
         return AmqpEndpoint(self.tls, self.host, self.port, address)
 
 
+def _shown(url: str) -> str:
+    """``url`` without the password it may carry (for messages)."""
+    head, at, tail = url.rpartition("@")
+    if not at or "://" not in head:
+        return url
+    scheme, _, user = head.partition("://")
+    return f"{scheme}://{user.partition(':')[0]}:***@{tail}"
+
+
 def parse_endpoint(url: str) -> AmqpEndpoint:
     """The broker and address ``url`` names; :class:`ValueError` with a sentence saying what is wrong."""
     try:
         parts = urlsplit(url.strip())
         port = parts.port
     except ValueError as exc:
-        raise ValueError(f"{url!r} is not an amqp URL ({exc}); write amqp://HOST[:PORT]/ADDRESS") from None
+        raise ValueError(f"{_shown(url)!r} is not an amqp URL ({exc}); write amqp://HOST[:PORT]/ADDRESS") from None
     scheme = parts.scheme.lower()
     if scheme not in DEFAULT_PORTS:
-        raise ValueError(f"{url!r} is not an amqp: or amqps: URL; write amqp://HOST[:PORT]/ADDRESS")
+        raise ValueError(f"{_shown(url)!r} is not an amqp: or amqps: URL; write amqp://HOST[:PORT]/ADDRESS")
     if parts.username is not None or parts.password is not None:
         raise ValueError(
             f"the URL {scheme}://{parts.hostname or ''}/… carries credentials; take them out of the URL and set "

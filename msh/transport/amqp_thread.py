@@ -77,7 +77,8 @@ class BrokerAccess:
 
 @dataclass(frozen=True, slots=True)
 class Inbound:
-    """One message taken from the broker and not yet settled: ``tag`` names it to :meth:`BrokerThread.settle_message`."""
+    """One message taken from the broker and not yet settled (``tag`` names it to
+    :meth:`BrokerThread.settle_message`)."""
 
     tag: int
     body: bytes | None
@@ -207,7 +208,9 @@ class BrokerThread(MessagingHandler):
 
     def settle_message(self, tag: int, settlement: Settlement) -> None:
         """Settle the received message ``tag`` with ``settlement`` (nothing when its connection was lost
-        since: the broker delivers it again)."""
+        since, or the client stopped: the broker delivers it again)."""
+        if self._closed:
+            return
         self.call(lambda: self._settle(tag, settlement))
 
     def stop(self, *, timeout: float = 10.0) -> None:

@@ -356,7 +356,7 @@ def test_a_routing_section_of_the_wrong_shape_is_refused(routing: object, expect
 def test_the_routing_section_is_listed_with_the_others() -> None:
     problem = one_problem({**settings(row()), "routes": []})
     assert problem.startswith("[routes] (in t.toml) is not a settings section (did you mean 'routing'?)")
-    assert problem.endswith("[sending], [receiving], [timers], [api], [admin], [retention], [routing]")
+    assert problem.endswith("[sending], [receiving], [timers], [api], [admin], [retention], [amqp], [routing]")
 
 
 @pytest.mark.parametrize("variable", ["MSH_ROUTING_ROUTES", "MSH_ROUTING_NEXT_HOP", "MSH_ROUTING"])
