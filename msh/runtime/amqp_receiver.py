@@ -28,10 +28,11 @@ from msh.ebms.message import ParseMode, parse_message
 from msh.engine.binding import server_fault
 from msh.errors import EbmsError, Severity
 from msh.runtime.config import Settings
+from msh.runtime.inbound import refusal_text
 from msh.runtime.transports import amqp_access
 from msh.transport.amqp_address import AmqpEndpoint, parse_endpoint
 from msh.transport.amqp_thread import BrokerAccess, BrokerThread, Inbound, Outcome, Settlement
-from msh.transport.port import HttpReply, InboundHandler, Request, Transport, TransportFailure
+from msh.transport.port import SOAP_CONTENT_TYPE, HttpReply, InboundHandler, Request, Transport, TransportFailure
 
 if TYPE_CHECKING:
     from msh.runtime.msh import Msh
@@ -50,13 +51,16 @@ NOT_EBXML: Final = "amqp:decode-error"
 def settlement_of(reply: HttpReply) -> Settlement:
     """How to settle a message the pipeline answered with ``reply`` (AMQP 1.0 §3.4), by what the answer says.
 
-    * An ErrorList of severity Error (ebMS2 §4.2.3): the message was refused; **rejected** with each Error's
-      severity, errorCode, location and description. This is the readable-header refusal that HTTP answers
-      with 200 (ebMS2 B.2.3), e.g. an unknown CPAId.
+    * A refusal (ebMS2 §4.2.4: :attr:`HttpReply.refusal`, whether its ErrorList went back on the connection, to
+      the agreement's endpoint or nowhere), or an ErrorList of severity Error on the connection (ebMS2 §4.2.3):
+      **rejected** with each Error's severity, errorCode, location and description. HTTP answers such a
+      readable-header refusal with 200 (ebMS2 B.2.3), e.g. of an unknown CPAId.
     * A SOAP Fault (SOAP 1.1 §4.4.1): Client, the message cannot be processed as sent: **rejected**; Server,
       our own trouble (nothing was committed): **modified** with delivery-failed, delivered again.
     * Otherwise a 2xx: **accepted** (the pipeline committed it); 4xx **rejected**; 5xx **modified**.
     """
+    if reply.refusal is not None:
+        return Settlement(Outcome.REJECTED, REFUSED, f"ebMS {reply.refusal}")  # §3.4.3
     envelope = None
     if reply.body.strip():
         try:
@@ -68,19 +72,14 @@ def settlement_of(reply: HttpReply) -> Settlement:
             message.close()
     if envelope is not None and envelope.fault is not None:
         fault = envelope.fault
-        text = f"SOAP Fault {fault.faultcode}: {fault.faultstring}"
+        text = refusal_text(envelope)
         if server_fault(fault):
             return Settlement(Outcome.MODIFIED, None, text)  # §3.4.5: not taken now, comes again
         return Settlement(Outcome.REJECTED, NOT_EBXML, text)  # §3.4.3: resending the same bytes cannot help
     if envelope is not None and envelope.error_list is not None:
         errors = envelope.error_list
         if errors.highest_severity is Severity.ERROR:
-            parts = []
-            for e in errors.errors:
-                where = f" at {e.location}" if e.location else ""
-                text = f": {e.description.text}" if e.description is not None else ""
-                parts.append(f"{e.severity.value} {e.error_code}{where}{text}")
-            return Settlement(Outcome.REJECTED, REFUSED, "ebMS " + "; ".join(parts))  # §3.4.3
+            return Settlement(Outcome.REJECTED, REFUSED, f"ebMS {refusal_text(envelope)}")  # §3.4.3
     if 200 <= reply.status < 300:
         return Settlement(Outcome.ACCEPTED)  # §3.4.2: committed, ours now
     if 400 <= reply.status < 500:
@@ -188,7 +187,7 @@ class AmqpReceiver:
                 self.endpoint.url,
                 settlement.description,
             )
-        if settlement.outcome is not Outcome.MODIFIED and reply.body:
+        if settlement.outcome is not Outcome.MODIFIED:
             self._answer(message, reply)  # an acknowledgment or the error, to the sender's reply-to
         self._thread.settle_message(message.tag, settlement)
 
@@ -202,15 +201,22 @@ class AmqpReceiver:
             return self.endpoint.at(message.reply_to).url
 
     def _answer(self, message: Inbound, reply: HttpReply) -> None:
-        """Send the pipeline's answer to the message's reply-to (a task: a lost one is not resent, the sender
-        resends its message and gets the stored answer again, ebMS2 §6.5.5)."""
-        url = self._reply_url(message)
-        if url is None or not reply.body or reply.content_type is None:
-            if reply.body:
-                log.info("the answer to %s was dropped: the message gave no reply-to", message.message_id)
+        """Send the pipeline's answer "on the connection", or the error of a refusal that had no way back of its
+        own, to the message's reply-to (a task: a lost one is not resent, the sender resends its message and
+        gets the stored answer again, ebMS2 §6.5.5)."""
+        if reply.body and reply.content_type is not None:
+            content_type, body = reply.content_type, reply.body
+        elif reply.unsent_error is not None:
+            content_type, body = SOAP_CONTENT_TYPE, reply.unsent_error
+        else:
             return
-        request = Request(url, reply.content_type, reply.body)
-        task = asyncio.get_running_loop().create_task(self._send_answer(request, message.message_id))
+        url = self._reply_url(message)
+        if url is None:
+            log.info("the answer to %s was dropped: the message gave no reply-to", message.message_id)
+            return
+        task = asyncio.get_running_loop().create_task(
+            self._send_answer(Request(url, content_type, body), message.message_id)
+        )
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
 

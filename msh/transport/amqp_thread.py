@@ -37,7 +37,7 @@ from proton.reactor import ApplicationEvent, Container, EventInjector, LinkOptio
 from msh.transport.amqp_address import AmqpEndpoint
 from msh.transport.port import TransportFailure
 
-__all__ = ["BrokerAccess", "BrokerThread", "Inbound", "Outcome", "Settlement"]
+__all__ = ["BrokerAccess", "BrokerThread", "DurableTerminus", "Inbound", "Outcome", "Settlement"]
 
 log = logging.getLogger("msh.transport.amqp")
 
@@ -88,7 +88,7 @@ class Inbound:
     delivery_count: int
 
 
-class _Durable(LinkOption):
+class DurableTerminus(LinkOption):
     """The link's terminus is durable (AMQP 1.0 §3.5.5): RabbitMQ declares a ``/queue/NAME`` durable."""
 
     def apply(self, link: Any) -> None:
@@ -111,6 +111,8 @@ class _Broker:
     connection: Any
     opened: bool = False
     senders: dict[str, Any] = field(default_factory=dict)
+    attached: set[str] = field(default_factory=set)
+    """The addresses whose sender link the broker attached (a message on it may have been taken)."""
     waiting: list[_Send] = field(default_factory=list)
     in_flight: dict[bytes, _Send] = field(default_factory=dict)
 
@@ -153,6 +155,7 @@ class BrokerThread(MessagingHandler):
         self._tags = itertools.count(1)
         self._consumer: _Consumer | None = None
         self._closed = False
+        self._closing: list[Any] | None = None
 
     # -- from the event loop
 
@@ -278,7 +281,7 @@ class BrokerThread(MessagingHandler):
     def _transfer(self, broker: _Broker, send: _Send) -> None:
         sender = broker.senders.get(send.address)
         if sender is None:
-            sender = self._container.create_sender(broker.connection, send.address, options=_Durable())
+            sender = self._container.create_sender(broker.connection, send.address, options=DurableTerminus())
             broker.senders[send.address] = sender
         tag = str(next(self._tags))
         delivery = sender.send(send.message, tag=tag)
@@ -342,6 +345,11 @@ class BrokerThread(MessagingHandler):
                 self._transfer(broker, send)
 
     def on_link_opened(self, event: Any) -> None:
+        if event.sender is not None:
+            broker = self._broker_of(event.connection)
+            if broker is not None:
+                broker.attached.add(event.sender.target.address)
+            return
         consumer = self._consumer
         if consumer is not None and event.receiver is not None and event.link == consumer.receiver:
             consumer.pause = 1.0
@@ -380,6 +388,15 @@ class BrokerThread(MessagingHandler):
         self._lost(event.connection, _condition_text(event.connection.remote_condition, "the broker closed it"))
         event.connection.close()
 
+    def on_session_error(self, event: Any) -> None:
+        # RabbitMQ ends the session when it refuses an address (e.g. a queue declared otherwise).
+        self._lost(event.connection, _condition_text(event.session.remote_condition, "the broker ended the session"))
+        event.connection.close()
+
+    def on_connection_closing(self, event: Any) -> None:
+        self._lost(event.connection, _condition_text(event.connection.remote_condition, "the broker closed it"))
+        event.connection.close()
+
     def on_disconnected(self, event: Any) -> None:
         transport = event.transport
         self._lost(event.connection, _condition_text(transport.condition if transport else None, "connection lost"))
@@ -407,13 +424,15 @@ class BrokerThread(MessagingHandler):
         for send in broker.in_flight.values():
             if send.timer is not None:
                 send.timer.cancel()
-            send.resolve(
-                TransportFailure(
+            if send.address in broker.attached:
+                failure = TransportFailure(
                     f"{send.what}: the connection to {where} was lost before the broker settled it ({reason}); "
                     "it may have arrived",
                     transmitted=True,
                 )
-            )
+            else:  # the broker never attached the link: the message cannot have reached the address
+                failure = TransportFailure(f"{send.what}: {where} refused {send.address}: {reason}", transmitted=False)
+            send.resolve(failure)
         broker.waiting, broker.in_flight = [], {}
 
     # -- receiving
@@ -428,7 +447,7 @@ class BrokerThread(MessagingHandler):
             self._consumer_lost(consumer, f"cannot connect to {consumer.endpoint.broker}: {exc}")
             return
         consumer.receiver = self._container.create_receiver(
-            consumer.connection, consumer.endpoint.address, options=_Durable()
+            consumer.connection, consumer.endpoint.address, options=DurableTerminus()
         )
 
     def _consumer_lost(self, consumer: _Consumer, reason: str) -> None:
@@ -487,19 +506,35 @@ class BrokerThread(MessagingHandler):
 
     def _shutdown(self) -> None:
         consumer = self._consumer
+        closing = []
         if consumer is not None:
             consumer.stopped = True
             for delivery in consumer.deliveries.values():
-                _set_outcome(delivery, Settlement(Outcome.RELEASED))
+                _set_outcome(delivery, Settlement(Outcome.RELEASED))  # §3.4.4: the broker offers it again
                 delivery.settle()
             consumer.deliveries.clear()
             if consumer.connection is not None:
+                closing.append(consumer.connection)
                 consumer.connection.close()
         for broker in list(self._brokers.values()):
             self._lost(broker.connection, "the AMQP client stopped")
+            closing.append(broker.connection)
             broker.connection.close()
         self._injector.close()
-        self._container.stop()
+        # The thread ends once every connection has closed its socket (the broker then knows at once), or
+        # after a few seconds whatever the brokers do.
+        self._closing = closing
+        self._container.schedule(5.0, _Call(self._container.stop))
+        self._maybe_end()
+
+    def on_transport_closed(self, event: Any) -> None:
+        if self._closing is not None:
+            self._closing = [c for c in self._closing if c != event.connection]
+            self._maybe_end()
+
+    def _maybe_end(self) -> None:
+        if self._closing == []:
+            self._container.stop()
 
 
 def _set_outcome(delivery: Any, settlement: Settlement) -> None:

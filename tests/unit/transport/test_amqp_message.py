@@ -45,14 +45,14 @@ def test_the_ttl_is_the_time_left_until_the_timetolive_rounded_up_to_the_millise
 def test_a_message_past_its_timetolive_is_not_sent() -> None:
     # ebMS2 §6.4.5: a message past its TimeToLive is not to be delivered; the broker never sees it.
     transport = AmqpTransport(BrokerAccess(), clock=lambda: NOW)
-    with pytest.raises(TransportFailure, match="TimeToLive .* has passed") as caught:
+    with pytest.raises(TransportFailure, match=r"TimeToLive .* has passed") as caught:
         asyncio.run(transport.send(request(time_to_live=NOW)))
     assert caught.value.transmitted is False
 
 
 def test_a_package_over_the_limit_is_not_sent() -> None:
     transport = AmqpTransport(BrokerAccess(), max_message_bytes=3, clock=lambda: NOW)
-    with pytest.raises(TransportFailure, match="more than amqp.max_message_bytes") as caught:
+    with pytest.raises(TransportFailure, match=r"more than amqp\.max_message_bytes") as caught:
         asyncio.run(transport.send(request()))
     assert caught.value.transmitted is False
 
@@ -75,7 +75,10 @@ def test_accepted_is_a_transmission_without_an_answer() -> None:
     ("settlement", "words"),
     [
         # §3.4.3 rejected: the error travels in the reason.
-        (Settlement(Outcome.REJECTED, "amqp:resource-limit-exceeded", "queue full"), "amqp:resource-limit-exceeded: queue full"),
+        (
+            Settlement(Outcome.REJECTED, "amqp:resource-limit-exceeded", "queue full"),
+            "amqp:resource-limit-exceeded: queue full",
+        ),
         (Settlement(Outcome.RELEASED), "released"),  # §3.4.4
         (Settlement(Outcome.MODIFIED), "modified"),  # §3.4.5
     ],
