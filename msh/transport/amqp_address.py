@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from typing import Final
 from urllib.parse import unquote, urlsplit
 
-__all__ = ["DEFAULT_PORTS", "SLASHED_PREFIXES", "AmqpEndpoint", "parse_endpoint"]
+__all__ = ["DEFAULT_PORTS", "SLASHED_PREFIXES", "AmqpEndpoint", "parse_endpoint", "shown_url"]
 
 DEFAULT_PORTS: Final = {"amqp": 5672, "amqps": 5671}
 """The IANA ports of AMQP and of AMQP over TLS."""
@@ -63,7 +63,7 @@ class AmqpEndpoint:
         return AmqpEndpoint(self.tls, self.host, self.port, address)
 
 
-def _shown(url: str) -> str:
+def shown_url(url: str) -> str:
     """``url`` without the password it may carry (for messages)."""
     head, at, tail = url.rpartition("@")
     if not at or "://" not in head:
@@ -78,10 +78,10 @@ def parse_endpoint(url: str) -> AmqpEndpoint:
         parts = urlsplit(url.strip())
         port = parts.port
     except ValueError as exc:
-        raise ValueError(f"{_shown(url)!r} is not an amqp URL ({exc}); write amqp://HOST[:PORT]/ADDRESS") from None
+        raise ValueError(f"{shown_url(url)!r} is not an amqp URL ({exc}); write amqp://HOST[:PORT]/ADDRESS") from None
     scheme = parts.scheme.lower()
     if scheme not in DEFAULT_PORTS:
-        raise ValueError(f"{_shown(url)!r} is not an amqp: or amqps: URL; write amqp://HOST[:PORT]/ADDRESS")
+        raise ValueError(f"{shown_url(url)!r} is not an amqp: or amqps: URL; write amqp://HOST[:PORT]/ADDRESS")
     if parts.username is not None or parts.password is not None:
         raise ValueError(
             f"the URL {scheme}://{parts.hostname or ''}/… carries credentials; take them out of the URL and set "

@@ -18,7 +18,7 @@ from msh.runtime.config import rules
 from msh.runtime.config.declaration import DURATION_HINT, WHOLE_HINT, Section, setting
 from msh.runtime.config.secrets import SECRET_HINT, check_secret_ref
 from msh.runtime.config.values import PEM_FILE, show
-from msh.transport.amqp_address import parse_endpoint
+from msh.transport.amqp_address import parse_endpoint, shown_url
 
 __all__ = ["AmqpSettings"]
 
@@ -32,7 +32,7 @@ def _amqp_url(value: str) -> str | None:
     try:
         parse_endpoint(value)
     except ValueError as exc:
-        return f"{show(value)}: {exc}"
+        return f"{show(shown_url(value))}: {exc}"  # never the password a URL may carry
     return None
 
 
