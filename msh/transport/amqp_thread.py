@@ -41,6 +41,10 @@ __all__ = ["BrokerAccess", "BrokerThread", "DurableTerminus", "Inbound", "Outcom
 
 log = logging.getLogger("msh.transport.amqp")
 
+HEARTBEAT: Final = 30.0
+"""The idle time-out asked of each broker connection, in seconds (AMQP 1.0 §2.4.5): the broker's frames keep
+it alive, and a connection silent for twice as long is dropped as lost."""
+
 MAX_PAUSE: Final = 30.0
 """The longest pause before a dropped receiving connection is opened again, in seconds."""
 
@@ -247,7 +251,8 @@ class BrokerThread(MessagingHandler):
 
     def _connect(self, endpoint: AmqpEndpoint) -> Any:
         access = self.access
-        options: dict[str, Any] = {"reconnect": False, "allow_insecure_mechs": not endpoint.tls}
+        # No automatic reconnection (a failure is reported at once); heartbeats find a silently dead peer.
+        options: dict[str, Any] = {"reconnect": False, "heartbeat": HEARTBEAT, "allow_insecure_mechs": not endpoint.tls}
         if access.username:
             options.update(user=access.username, password=access.password)
         mechanisms = access.mechanisms or ("PLAIN" if access.username else "ANONYMOUS")

@@ -358,7 +358,8 @@ def test_a_message_not_settled_is_delivered_again_and_reaches_the_application_on
             b.receiver = None
             for task in list(first._tasks):
                 task.cancel()
-            await b.receive()  # B again, its pipeline whole
+            second = await b.receive()  # B again, its pipeline whole
+            await until(lambda: second.received >= 1, "the broker delivered the message again")
             await until(lambda: status(a.msh, message_id) is OutboundStatus.DELIVERED, "A's message delivered")
             assert inbox_count(b.msh, message_id) == 1
             assert held.calls == 1

@@ -4,13 +4,14 @@
 from __future__ import annotations
 
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
 from msh.ebms.envelope import serialise_envelope
 from msh.ebms.errorlist import soap_fault
 from msh.errors import ErrorCode, Issue, Severity
-from msh.runtime.amqp_receiver import NOT_EBXML, REFUSED, settlement_of
+from msh.runtime.amqp_receiver import NOT_EBXML, REFUSED, AmqpReceiver, settlement_of
 from msh.runtime.config import (
     AgreementSettings,
     IdentitySettings,
@@ -20,6 +21,9 @@ from msh.runtime.config import (
     StoreSettings,
 )
 from msh.runtime.config.amqp import AmqpSettings
+from msh.runtime.receivers import receivers_from
+from msh.runtime.transports import transports_from
+from msh.transport.amqp import AmqpTransport
 from msh.transport.amqp_thread import Outcome, Settlement
 from msh.transport.port import SOAP_CONTENT_TYPE, HttpReply
 
@@ -91,3 +95,19 @@ def test_bad_amqp_settings_are_named(amqp: dict[str, object], words: str) -> Non
     with pytest.raises(SettingsError, match=words) as caught:
         AmqpSettings(**amqp)  # type: ignore[arg-type]
     assert ":guest@" not in str(caught.value)
+
+
+def test_the_receiver_runs_beside_the_endpoint_only_when_enabled() -> None:
+    transport = transports_from(settings())
+    msh = SimpleNamespace(transport=transport)
+    url = "amqp://127.0.0.1:5672/queue/ebms-b"
+    assert receivers_from(settings(url=url), msh) == []  # type: ignore[arg-type]
+    (receiver,) = receivers_from(settings(enabled=True, url=url), msh)  # type: ignore[arg-type]
+    assert isinstance(receiver, AmqpReceiver)
+    assert receiver.announce == f"receiving ebXML messages from {url} (AMQP 1.0, credit 32)"
+
+
+def test_amqp_endpoints_are_sent_through_the_broker_whatever_enabled_says() -> None:
+    transport = transports_from(settings())
+    assert isinstance(transport.for_url("amqp://127.0.0.1/queue/x"), AmqpTransport)
+    assert transport.for_url("amqps://mq.example/x") is transport.for_url("amqp://127.0.0.1/queue/x")
