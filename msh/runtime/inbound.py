@@ -26,13 +26,15 @@ from datetime import datetime
 from typing import BinaryIO
 
 from cpa.check import CheckResult, check
+from cpa.resolve import AgreementRefused, Exchange
 from msh.ebms.digest import content_digest
 from msh.ebms.envelope import serialise_envelope
 from msh.ebms.errorlist import soap_fault
 from msh.ebms.message import EbxmlMessage, ParseMode, parse_message
+from msh.ebms.model import Envelope
 from msh.ebms.namespaces import SERVICE_MSH
 from msh.ebms.salvage import salvage_reply_address
-from msh.engine import Event, InboundDecision, receive
+from msh.engine import EndpointRef, Event, InboundDecision, Reject, receive
 from msh.engine.binding import refusal, reply_status, transmission_outcome
 from msh.engine.intermediary import StoreForward, forward
 from msh.errors import ConfigurationError, EbmsError, EnvelopeError, SecurityError
@@ -323,11 +325,32 @@ class InboundPipeline:
 
     # -- 4. answer
 
-    @staticmethod
-    def reply(decision: InboundDecision, reply: bytes | None) -> HttpReply:
+    def reply(self, decision: InboundDecision, reply: bytes | None) -> HttpReply:
         """The HTTP answer for a committed decision (ebMS2 B.2.3-B.2.5)."""
         status = reply_status(decision, reply is not None)
-        return HttpReply(status, SOAP_CONTENT_TYPE if reply is not None else None, reply or b"")
+        refused = next((a for a in decision.actions if isinstance(a, Reject)), None)
+        if refused is None:
+            return HttpReply(status, SOAP_CONTENT_TYPE if reply is not None else None, reply or b"")
+        # ebMS2 §4.2.4: the refusal, for bindings that settle the message by it; its error message when no
+        # way back was found for it (not on the connection, no endpoint: the binding's reply address may be).
+        way_back = refused.sync or (refused.to_endpoint is not None and self._resolvable(refused.to_endpoint))
+        unsent = None if way_back else serialise_envelope(refused.error_message)
+        return HttpReply(
+            status,
+            SOAP_CONTENT_TYPE if reply is not None else None,
+            reply or b"",
+            refusal=refusal_text(refused.error_message),
+            unsent_error=unsent,
+        )
+
+    def _resolvable(self, ref: EndpointRef) -> bool:
+        """Whether an agreement gives an endpoint for an asynchronous reply to ``ref`` (ebMS2 §4.2.4.2)."""
+        exchange = Exchange(ref.from_party, ref.to_party, ref.service, ref.action)
+        try:
+            self.core.registry.resolve(ref.cpa_id, exchange, now=self.core.clock())
+        except AgreementRefused:
+            return False
+        return True
 
     async def handle_http(
         self,
@@ -412,3 +435,18 @@ class InboundPipeline:
             if message is not None:
                 message.close()
             raise
+
+
+def refusal_text(envelope: Envelope) -> str:
+    """An error message in words: each Error's severity, errorCode, location and description (ebMS2 §4.2.3),
+    or the SOAP Fault's code and string."""
+    if envelope.error_list is not None:
+        parts = []
+        for e in envelope.error_list.errors:
+            where = f" at {e.location}" if e.location else ""
+            text = f": {e.description.text}" if e.description is not None else ""
+            parts.append(f"{e.severity.value} {e.error_code}{where}{text}")
+        return "; ".join(parts)
+    if envelope.fault is not None:
+        return f"SOAP Fault {envelope.fault.faultcode}: {envelope.fault.faultstring}"
+    return "refused"

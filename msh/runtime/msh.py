@@ -280,6 +280,7 @@ class Msh(MessageQueries, Operating):
                 prepared.body,
                 prepared.params,
                 endpoint_url=prepared.endpoint_url,
+                time_to_live=prepared.time_to_live,
             )
         self.core.counters["submitted"] += 1
         self.sender.after_commit(after)

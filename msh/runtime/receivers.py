@@ -32,4 +32,8 @@ def receivers_from(settings: Settings, msh: Msh) -> list[Companion]:
         from msh.runtime.mailbox_reader import MailboxReader
 
         found.append(MailboxReader(settings, msh))  # ebMS2 B.3: an IMAP mailbox the MSH reads
+    if settings.amqp.enabled:
+        from msh.runtime.amqp_receiver import AmqpReceiver
+
+        found.append(AmqpReceiver.for_msh(settings, msh))  # our queue on the broker (docs/transports/amqp.md)
     return found

@@ -53,6 +53,8 @@ class Prepared:
     body: bytes | BinaryIO | None
     unit: Callable[[Transaction], AfterCommit]
     endpoint_url: str
+    time_to_live: datetime | None = None
+    """The message's TimeToLive (ebMS2 §6.4.5), which its first transmission carries too."""
 
     def close(self) -> None:
         if self.body is not None and not isinstance(self.body, bytes):
@@ -131,8 +133,8 @@ class Submissions:
         written = None if draft.ordered else self._write(params, composed)
         unit = self._unit(draft, written, state, actions, endpoint_url)
         if written is None:
-            return Prepared(draft.message_id, params, None, None, unit, endpoint_url)
-        return Prepared(draft.message_id, params, written[0], written[1], unit, endpoint_url)
+            return Prepared(draft.message_id, params, None, None, unit, endpoint_url, submission.time_to_live)
+        return Prepared(draft.message_id, params, written[0], written[1], unit, endpoint_url, submission.time_to_live)
 
     def _unit(
         self,

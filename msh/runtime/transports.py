@@ -1,7 +1,8 @@
-"""The MSH's transports, one per URL scheme, made from the settings (docs/transports.md).
+"""The MSH's transports, one per URL scheme, made from the settings (docs/transports/index.md).
 
-:func:`transports_from` is where each binding is wired: HTTP(S) always (ebMS2 Appendix B.2), and each
-other binding when its settings section configures it. :mod:`msh.runtime.core` wraps the result in a
+:func:`transports_from` is where each binding is wired: HTTP(S) always (ebMS2 Appendix B.2), AMQP 1.0
+(``amqp``/``amqps``, docs/transports/amqp.md) always too, with the ``[amqp]`` credentials, and each other
+binding when its settings section configures it. :mod:`msh.runtime.core` wraps the result in a
 :class:`~msh.transport.schemes.SchemeTransport`, so the agreement's endpoint URL decides the binding of
 every message and signal.
 """
@@ -12,12 +13,40 @@ from pathlib import Path
 
 from msh.runtime.config import Settings
 from msh.runtime.config.secrets import read_secret
+from msh.transport.amqp import AmqpTransport
+from msh.transport.amqp_thread import BrokerAccess
 from msh.transport.http import HttpTransport
 from msh.transport.port import Transport
 from msh.transport.schemes import SchemeTransport
 from msh.transport.smtp import SmtpTransport, relay_tls_context
 
-__all__ = ["transports_from"]
+__all__ = ["amqp_access", "amqp_transport", "settings_dir", "transports_from"]
+
+
+def settings_dir(settings: Settings) -> Path | None:
+    """The folder of the settings file (relative secret and key paths are read from it); None without one."""
+    source = Path(settings.source)
+    return source.parent if source.suffix == ".toml" and source.parent.is_dir() else None
+
+
+def amqp_access(settings: Settings) -> BrokerAccess:
+    """How this MSH logs in to its AMQP brokers: ``amqp.username`` and the password ``amqp.password`` names
+    (read now: :class:`~msh.errors.ConfigurationError` naming the setting when it cannot be)."""
+    a = settings.amqp
+    password = read_secret(a.password, setting="amqp.password", base_dir=settings_dir(settings)) if a.password else ""
+    return BrokerAccess(a.username, password, a.sasl_mechanisms, a.trusted)
+
+
+def amqp_transport(settings: Settings) -> AmqpTransport:
+    """The transport of ``amqp:`` and ``amqps:`` endpoints, our reply address ``amqp.reply_to`` (or ``amqp.url``)
+    on every message."""
+    a = settings.amqp
+    return AmqpTransport(
+        amqp_access(settings),
+        reply_to=a.reply_to or a.url or None,
+        timeout=a.timeout.total_seconds(),
+        max_message_bytes=a.max_message_bytes,
+    )
 
 
 def transports_from(settings: Settings) -> SchemeTransport:
@@ -30,7 +59,8 @@ def transports_from(settings: Settings) -> SchemeTransport:
         progress_timeout=s.progress_timeout,
         min_rate=s.min_rate,
     )
-    by_scheme: dict[str, Transport] = {"http": http, "https": http}
+    amqp = amqp_transport(settings)
+    by_scheme: dict[str, Transport] = {"http": http, "https": http, "amqp": amqp, "amqps": amqp}
     missing: dict[str, str] = {}
     mail = settings.smtp
     if mail.host:  # ebMS2 Appendix B.3: mailto: endpoints, through the relay of [smtp]
@@ -39,7 +69,7 @@ def transports_from(settings: Settings) -> SchemeTransport:
             port=mail.port,
             security=mail.security.value,
             username=mail.username,
-            password=read_secret(mail.password, setting="smtp.password", base_dir=_settings_dir(settings))
+            password=read_secret(mail.password, setting="smtp.password", base_dir=settings_dir(settings))
             if mail.password
             else "",
             from_address=mail.from_address,
@@ -50,9 +80,3 @@ def transports_from(settings: Settings) -> SchemeTransport:
     else:
         missing["mailto"] = "no SMTP relay is configured: set [smtp] host and from_address (docs/transports/smtp.md)"
     return SchemeTransport(by_scheme, missing=missing)
-
-
-def _settings_dir(settings: Settings) -> Path | None:
-    """The folder of the settings file (a relative ``file:`` password is read from there), if there is one."""
-    source = Path(settings.source)
-    return source.parent if source.suffix == ".toml" and source.parent.is_dir() else None

@@ -135,6 +135,14 @@ class HttpReply:
     status: int
     content_type: str | None = None
     body: bytes = b""
+    refusal: str | None = None
+    """Set when the pipeline refused the message (ebMS2 §4.2.4): the error in words (each Error's severity,
+    errorCode, location and description), whatever went back on the connection; a binding that settles
+    messages (AMQP) settles a refused one so."""
+    unsent_error: bytes | None = None
+    """The refusal's error message (a SOAP envelope) when it has no way back of its own: not on the
+    connection and no endpoint to send it to (e.g. the CPAId names no agreement); a binding with a reply
+    address of its own (AMQP reply-to) sends it there."""
 
 
 class InboundHandler(Protocol):

@@ -208,6 +208,15 @@ def _smtp_log_in_is_whole(given: Given) -> str | None:
     return None
 
 
+def _amqp_receiving_has_a_queue(given: Given) -> str | None:
+    if not given["amqp.enabled"] or given["amqp.url"]:
+        return None
+    return (
+        f"{given.label('amqp.enabled')} is true but amqp.url is empty; write our broker and queue, e.g. "
+        '"amqp://127.0.0.1:5672/queue/ebms-b", or set amqp.enabled to false'
+    )
+
+
 CROSS_RULES: Final[tuple[CrossRule, ...]] = (
     CrossRule(
         ("api.enabled", "api.applications", "api.client_ca"),
@@ -283,6 +292,11 @@ CROSS_RULES: Final[tuple[CrossRule, ...]] = (
         ("smtp.username", "smtp.password", "smtp.security"),
         _smtp_log_in_is_whole,
         "a relay log-in without its password, or a password sent in clear",
+    ),
+    CrossRule(
+        ("amqp.enabled", "amqp.url"),
+        _amqp_receiving_has_a_queue,
+        "a receiver with no queue to receive from",
     ),
 )
 """The rules that tie settings together, in the order their problems are reported."""

@@ -18,6 +18,7 @@ from cpa.precedence import Reading
 from msh.engine.routing import Route
 from msh.runtime.config import rules
 from msh.runtime.config.admin import AdminSettings
+from msh.runtime.config.amqp import AmqpSettings
 from msh.runtime.config.api import ApiSettings
 from msh.runtime.config.cross_rules import cross_problems
 from msh.runtime.config.declaration import DURATION_HINT, WHOLE_HINT, Section, SettingsError, declared, setting
@@ -33,6 +34,7 @@ __all__ = [
     "AdminSettings",
     "MailboxSettings",
     "AgreementSettings",
+    "AmqpSettings",
     "ApiSettings",
     "IdentitySettings",
     "ReceivingSettings",
@@ -385,6 +387,7 @@ class Settings:
     smtp: SmtpSettings = SmtpSettings()  # noqa: RUF009 (frozen, like the sections above)
     smtpd: SmtpdSettings = SmtpdSettings()  # noqa: RUF009 (frozen, like the sections above)
     mailbox: MailboxSettings = MailboxSettings()  # noqa: RUF009 (frozen, like the sections above)
+    amqp: AmqpSettings = AmqpSettings()  # noqa: RUF009 (frozen, like the sections above)
     routing: RoutingSettings = RoutingSettings()
     source: str = "<defaults>"
 

@@ -263,7 +263,7 @@ def test_unknown_sections_and_keys_in_the_file_are_refused_with_the_valid_ones()
         "read_timeout, request_timeout, min_rate, max_connections_per_client, pid_file",
         "[agreement] (in t.toml) is not a settings section (did you mean 'agreements'?); the sections are "
         "[identity], [agreements], [store], [server], [tls], [security], [sending], [receiving], [timers], [api], "
-        "[admin], [retention], [smtp], [smtpd], [mailbox], [routing]",
+        "[admin], [retention], [smtp], [smtpd], [mailbox], [amqp], [routing]",
     ]
 
 

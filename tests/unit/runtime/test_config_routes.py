@@ -361,7 +361,7 @@ def test_the_routing_section_is_listed_with_the_others() -> None:
     problem = one_problem({**settings(row()), "routes": []})
     assert problem.startswith("[routes] (in t.toml) is not a settings section (did you mean 'routing'?)")
     assert problem.endswith(
-        "[sending], [receiving], [timers], [api], [admin], [retention], [smtp], [smtpd], [mailbox], [routing]"
+        "[sending], [receiving], [timers], [api], [admin], [retention], [smtp], [smtpd], [mailbox], [amqp], [routing]"
     )
 
 
