@@ -4,8 +4,9 @@ A sent message's state is the engine's :class:`~msh.engine.OutboundState`; its c
 ``outbound_messages`` (:mod:`msh.store.schema`): the :class:`~msh.engine.Reliability` as ``retries``,
 ``retry_interval``, ``first_resend_timeout``, ``persist_duration`` (the durations as canonical xs:duration
 text, :class:`~msh.store.schema.XsDurationText`), ``time_to_live``, ``ack_requested``, ``ack_actor``,
-``hop_ack``, ``reliable_messaging_method`` (its value, ``ebXML`` or ``Transport``); the status and its evidence as their tokens; the failure :class:`~msh.errors.Issue` as
-``failure_code``, ``failure_severity``, ``failure_description``. The message's
+``hop_ack``, ``reliable_messaging_method`` (its value, ``ebXML`` or ``Transport``); the status and its
+evidence as their tokens; the failure :class:`~msh.errors.Issue` as ``failure_code``, ``failure_severity``,
+``failure_description``. The message's
 :class:`~msh.store.records.OutboundKind` is ``kind``, as its token; the Reliability's ``end_to_end`` is not
 stored: it is true exactly for the application's own messages (kind ``own``). Times go through
 :class:`~msh.store.schema.UtcDateTime` (aware UTC both ways).
