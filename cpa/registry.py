@@ -20,6 +20,7 @@ from datetime import datetime, timedelta
 from typing import TypeAlias
 
 from cpa.model import CollaborationProtocolAgreement
+from cpa.reliable_messaging_method import ReliableMessagingMethod
 from cpa.resolve import (
     AgreementRefused,
     Exchange,
@@ -65,8 +66,9 @@ def _route_entries(cpa: CollaborationProtocolAgreement) -> dict[RouteKey, list[_
 class CpaRegistry:
     """Many agreements, by CPAId and by route; reads take no lock (see the module docs).
 
-    ``first_resend_timeouts`` (sending channel id -> wait before the first resend, docs/design.md §3) is passed
-    to every :meth:`resolve`.
+    ``first_resend_timeouts`` (sending channel id -> wait before the first resend, docs/design.md §3) and
+    ``reliable_messaging_methods`` (sending channel id -> ReliableMessagingMethod, :mod:`cpa.reliable_messaging_method`)
+    are passed to every :meth:`resolve`.
     """
 
     def __init__(
@@ -74,10 +76,12 @@ class CpaRegistry:
         agreements: Iterable[CollaborationProtocolAgreement] = (),
         *,
         first_resend_timeouts: Mapping[str, timedelta] | None = None,
+        reliable_messaging_methods: Mapping[str, ReliableMessagingMethod] | None = None,
     ) -> None:
         self._lock = threading.Lock()
         self._index = _Index()
         self.first_resend_timeouts: Mapping[str, timedelta] = dict(first_resend_timeouts or {})
+        self.reliable_messaging_methods: Mapping[str, ReliableMessagingMethod] = dict(reliable_messaging_methods or {})
         self.add_all(agreements)
 
     # -- writers ---------------------------------------------------------------------------------
@@ -109,10 +113,12 @@ class CpaRegistry:
             self._index = _Index(by_id, by_route, keys_of)
 
     def replace_all(self, other: CpaRegistry) -> None:
-        """Take the agreements and first-resend timeouts of ``other`` in place of this registry's own, in one
-        publication: a reader sees the old set or the new one, never a mix (a reload, msh.runtime.reload)."""
+        """Take the agreements, first-resend timeouts and reliable messaging methods of ``other`` in place of this
+        registry's own, in one publication: a reader sees the old set or the new one, never a mix (a reload,
+        msh.runtime.reload)."""
         with self._lock, other._lock:
             self.first_resend_timeouts = dict(other.first_resend_timeouts)
+            self.reliable_messaging_methods = dict(other.reliable_messaging_methods)
             self._index = other._index
 
     def remove(self, cpaid: str) -> CollaborationProtocolAgreement | None:
@@ -194,4 +200,10 @@ class CpaRegistry:
                 reason=RefusalReason.NOT_REGISTERED,
                 cpaid=cpaid,
             )
-        return resolve(cpa, exchange, now=now, first_resend_timeouts=self.first_resend_timeouts)
+        return resolve(
+            cpa,
+            exchange,
+            now=now,
+            first_resend_timeouts=self.first_resend_timeouts,
+            reliable_messaging_methods=self.reliable_messaging_methods,
+        )

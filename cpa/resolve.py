@@ -54,6 +54,7 @@ from cpa.model import (
     SyncReplyMode,
     TransportReceiver,
 )
+from cpa.reliable_messaging_method import ReliableMessagingMethod
 from msh.ebms.namespaces import ACTOR_NEXT_MSH, SERVICE_MSH
 from msh.errors import ConfigurationError
 
@@ -411,7 +412,9 @@ class SendingParameters:
     Parties, service (with its type) and action are the agreement's, ready for the header.
     ``reliable_messaging`` is None when the sending channel has no ReliableMessaging (then nothing is
     resent). ``msh_signal``: the message is an MSH signal, sent on the default MSH channels (CPP/A 2.0
-    §8.4.1).
+    §8.4.1). ``reliable_messaging_method``: ``Transport`` when the MSH's ``sending.reliable_messaging_method``
+    names the sending channel (a queuing transport makes the message reliable, :mod:`cpa.reliable_messaging_method`),
+    else ``ebXML``.
     """
 
     cpaid: str
@@ -428,6 +431,7 @@ class SendingParameters:
     sending_channel_id: str
     receiving_channel_id: str
     msh_signal: bool = False
+    reliable_messaging_method: ReliableMessagingMethod = ReliableMessagingMethod.EBXML
 
     def time_to_live_floor(self, timestamp: datetime) -> datetime:
         """The time a reliable message's TimeToLive must be later than (ebMS2 §6.4.5,
@@ -682,13 +686,16 @@ def resolve(
     *,
     now: datetime,
     first_resend_timeouts: Mapping[str, timedelta] | None = None,
+    reliable_messaging_methods: Mapping[str, ReliableMessagingMethod] | None = None,
 ) -> SendingParameters:
     """The parameters for sending ``exchange`` (its Service/Action, from its From to its To party) under
     ``cpa``.
 
     ``first_resend_timeouts`` maps a sending channel id to the MSH's wait before the first resend
     (docs/design.md §3; an MSH setting, so of fixed length), never shorter than the channel's RetryInterval
-    (:func:`at_least_retry_interval`); channels not in it wait RetryInterval. Raises
+    (:func:`at_least_retry_interval`); channels not in it wait RetryInterval. ``reliable_messaging_methods``
+    maps a sending channel id to its ReliableMessagingMethod (an MSH setting: neither the CPA nor the header
+    has one); channels not in it use ``ebXML``. Raises
     :class:`AgreementRefused` when the agreement is not in force at ``now`` or does not let From send it
     to To.
     """
@@ -704,6 +711,10 @@ def resolve(
         _cache[key] = (cpa, result)
     if isinstance(result, _Refusal):
         raise AgreementRefused(result.message, reason=result.reason, cpaid=cpa.cpaid)
+    if reliable_messaging_methods:
+        method = reliable_messaging_methods.get(result.sending_channel_id)
+        if method is not None and method is not result.reliable_messaging_method:
+            result = dataclasses.replace(result, reliable_messaging_method=method)
     rm = result.reliable_messaging
     if first_resend_timeouts and rm is not None:
         override = first_resend_timeouts.get(result.sending_channel_id)

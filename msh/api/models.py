@@ -139,7 +139,8 @@ class MessageStatus(BaseModel):
         Field(
             description="what the status rests on: submitted, transmission, hop-acknowledgment, "
             "to-party-acknowledgment, status-response, accepted-by-next-msh, error-message, soap-fault, "
-            "retries-exhausted, time-to-live, persist-duration, agreement-removed"
+            "retries-exhausted, time-to-live, persist-duration, agreement-removed, operator-resend, "
+            "accepted-by-transport, retry-window-ended"
         ),
     ] = None
     explanation: Annotated[str, Field(description="what the status means for this message, in a phrase")] = ""

@@ -47,6 +47,7 @@ from msh.engine.replies import acknowledgment_message, pong_message, status_answ
 from msh.engine.sending import (
     DEFAULT_ACK_WAIT,
     TRANSITIONS,
+    TRANSPORT_TRANSITIONS,
     AcknowledgmentReceived,
     Action,
     CancelTimer,
@@ -61,6 +62,7 @@ from msh.engine.sending import (
     OutboundState,
     OutboundStatus,
     Reliability,
+    ReliableMessagingMethod,
     RequestStatus,
     ScheduleTimer,
     SendAgain,
@@ -76,6 +78,7 @@ from msh.engine.sending import (
     explain_state,
     state_diagram,
     step,
+    transitions_for,
 )
 from msh.engine.timers import GiveUp, nominal_schedule
 
@@ -90,6 +93,7 @@ __all__ = [
     "DEFAULT_ACK_WAIT",
     "STATUSES",
     "TRANSITIONS",
+    "TRANSPORT_TRANSITIONS",
     "AcknowledgmentReceived",
     "Action",
     "CancelTimer",
@@ -117,6 +121,7 @@ __all__ = [
     "RecordAcknowledgment",
     "Reject",
     "Reliability",
+    "ReliableMessagingMethod",
     "ReplySync",
     "RequestStatus",
     "ResendStoredAck",
@@ -146,6 +151,7 @@ __all__ = [
     "pong_message",
     "receive",
     "state_diagram",
+    "transitions_for",
     "status_answer",
     "status_response_message",
     "step",

@@ -69,6 +69,13 @@ class Evidence(StrEnum):
     """The agreement it was sent under was removed from the running MSH before its outcome was final (a reload)."""
     OPERATOR_RESEND = "operator-resend"
     """The operator had a failed message sent again: a new attempt series, same MessageId (ebMS2 §6.4.1, §6.4.6)."""
+    ACCEPTED_BY_TRANSPORT = "accepted-by-transport"
+    """The queuing transport accepted the message (the broker settled it as accepted) on a channel whose
+    ReliableMessagingMethod is Transport: the transport now carries it to the To party (the *Reliable Messaging*
+    draft, "Queuing Transports")."""
+    RETRY_WINDOW_ENDED = "retry-window-ended"
+    """ReliableMessagingMethod Transport, no TimeToLive and no PersistDuration: the agreement's retry schedule
+    would have given up by now, and the message was neither acknowledged nor, if refused, handed over."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -102,10 +109,12 @@ STATUSES: Final[Mapping[OutboundStatus, StatusDefinition]] = MappingProxyType(
             StatusDefinition(
                 OutboundStatus.AWAITING_ACK,
                 "transmitted at least once, or tried; waiting for the acknowledgment, or for the timer to resend "
-                "(a best-effort message: to resend after a transport failure)",
-                frozenset({_E.TRANSMISSION}),
+                "(a best-effort message: to resend after a transport failure). ReliableMessagingMethod Transport: "
+                "the queuing transport accepted it and the To party's acknowledgment is awaited until the "
+                "message's deadline, never resent; or the transport refused it and the hand-off is tried again",
+                frozenset({_E.TRANSMISSION, _E.ACCEPTED_BY_TRANSPORT}),
                 "wait",
-                "ebMS2 §6.5.1 step 5, §6.5.4",
+                "ebMS2 §6.5.1 step 5, §6.5.4, B.4",
             ),
             StatusDefinition(
                 OutboundStatus.FORWARDED,
@@ -132,9 +141,10 @@ STATUSES: Final[Mapping[OutboundStatus, StatusDefinition]] = MappingProxyType(
                 "handed over and not acknowledged, by design: the message asked for no acknowledgment and the next "
                 "MSH's HTTP server accepted it (ebMS2 §6.6 rows 4 and 8), or it asked only the next MSH, an "
                 "intermediary acknowledged it and no DeliveryFailure came from the path within its retry window "
-                "(rows 3 and 7: no end-to-end notification). Nothing says the To party got it; an error message "
+                "(rows 3 and 7: no end-to-end notification); or, with ReliableMessagingMethod Transport, the "
+                "queuing transport accepted it (it carries it on). Nothing says the To party got it; an error message "
                 "from the partner later still turns it into failed",
-                frozenset({_E.ACCEPTED_BY_NEXT_MSH, _E.HOP_ACKNOWLEDGMENT}),
+                frozenset({_E.ACCEPTED_BY_NEXT_MSH, _E.HOP_ACKNOWLEDGMENT, _E.ACCEPTED_BY_TRANSPORT}),
                 "done, unless the partner reports an error",
                 "ebMS2 §6.6 rows 3, 4, 7 and 8, B.2.3",
             ),
@@ -152,6 +162,7 @@ STATUSES: Final[Mapping[OutboundStatus, StatusDefinition]] = MappingProxyType(
                         _E.TIME_TO_LIVE,
                         _E.PERSIST_DURATION,
                         _E.AGREEMENT_REMOVED,
+                        _E.RETRY_WINDOW_ENDED,
                     }
                 ),
                 "Error: fix the cause and submit again; Warning: ask the partner (msh status --remote) before "
@@ -192,6 +203,8 @@ _SAYS: Final[Mapping[Evidence, str]] = MappingProxyType(
         Evidence.PERSIST_DURATION: "its PersistDuration passed",
         Evidence.AGREEMENT_REMOVED: "its agreement was removed from this MSH",
         Evidence.OPERATOR_RESEND: "sent again at the operator's request; its first transmission is under way",
+        Evidence.ACCEPTED_BY_TRANSPORT: "the queuing transport accepted it; waiting for the To party's acknowledgment",
+        Evidence.RETRY_WINDOW_ENDED: "the agreement's retry window ended",
     }
 )
 
@@ -224,6 +237,8 @@ def explain(
         return STATUSES[status].meaning.split(";", 1)[0]
     if status is OutboundStatus.DELIVERED and evidence is Evidence.HOP_ACKNOWLEDGMENT and not end_to_end:
         said = "the next MSH acknowledged it"
+    elif status is OutboundStatus.SENT and evidence is Evidence.ACCEPTED_BY_TRANSPORT:
+        said = "the queuing transport accepted it; no acknowledgment by design"
     elif status is OutboundStatus.SENT and evidence is Evidence.HOP_ACKNOWLEDGMENT:
         said = "an intermediary acknowledged it; no end-to-end notification by design, and no DeliveryFailure came"
     else:

@@ -9,11 +9,12 @@ from datetime import datetime, timedelta
 from typing import Final
 
 from cpa.duration import XsDuration
+from cpa.reliable_messaging_method import ReliableMessagingMethod
 from cpa.resolve import SendingParameters
 from msh.ebms.namespaces import ACTOR_NEXT_MSH, ACTOR_TO_PARTY_MSH
 from msh.engine.routing import Route
 
-__all__ = ["DEFAULT_ACK_WAIT", "Reliability", "effective_actor"]
+__all__ = ["DEFAULT_ACK_WAIT", "Reliability", "ReliableMessagingMethod", "effective_actor"]
 
 DEFAULT_ACK_WAIT: Final = XsDuration.from_timedelta(timedelta(minutes=10))
 """How long to wait for an acknowledgment when the agreement asks for one but has no ReliableMessaging
@@ -40,7 +41,10 @@ class Reliability:
     then makes it ``forwarded`` and the To Party MSH's delivers the message. ``end_to_end`` False: the
     sending machine's promise ends at the next MSH (a message this MSH forwards as an intermediary, or a
     signal of its own sent hop by hop, ebMS2 §10.1): the next MSH's acknowledgment delivers it. The store
-    keeps it as the row's kind, not as a parameter of its own.
+    keeps it as the row's kind, not as a parameter of its own. ``method``: who makes the message reliable
+    (the *Reliable Messaging* draft's ReliableMessagingMethod): ``ebXML``, the protocol of ebMS2 §6 with its
+    resends; ``Transport``, a queuing transport: the MSH retries only the hand-off the transport refused
+    and never resends what it accepted (:mod:`msh.engine.sending`), and ``retries`` does not apply.
     """
 
     retries: int
@@ -52,12 +56,25 @@ class Reliability:
     ack_actor: str | None = None
     hop_ack: bool = False
     end_to_end: bool = True
+    method: ReliableMessagingMethod = ReliableMessagingMethod.EBXML
+
+    @property
+    def by_transport(self) -> bool:
+        """The queuing transport makes the message reliable (ReliableMessagingMethod ``Transport``)."""
+        return self.method is ReliableMessagingMethod.TRANSPORT
 
     def __post_init__(self) -> None:
         if self.hop_ack and (not self.ack_requested or effective_actor(self.ack_actor) != ACTOR_TO_PARTY_MSH):
             raise ValueError(
                 "hop_ack (an AckRequested aimed at the next MSH as well) goes with an acknowledgment requested "
                 f"of the To Party MSH; got ack_requested={self.ack_requested}, ack_actor={self.ack_actor!r}"
+            )
+        if not isinstance(self.method, ReliableMessagingMethod):
+            raise TypeError(f"method must be a ReliableMessagingMethod, got {self.method!r}")
+        if self.by_transport and not self.end_to_end:
+            raise ValueError(
+                "ReliableMessagingMethod Transport is for the application's own messages; a forward or a signal "
+                "sent hop by hop (end_to_end False) is made reliable by the ebXML protocol (ebMS2 §10.1)"
             )
         if self.retries < 0:
             raise ValueError(f"retries must be 0 or more, got {self.retries}")
@@ -104,12 +121,15 @@ class Reliability:
         ``ack_requested`` and ``time_to_live`` are the header's (after :mod:`cpa.precedence`). Without
         ReliableMessaging in the agreement there is no resend: ``retries`` is 0 and an acknowledgment, if
         requested, is awaited ``no_retry_wait``. ``hop_ack``: the message also asks the next MSH for an
-        acknowledgment (see the class docs).
+        acknowledgment (see the class docs). The method is the sending channel's
+        (:attr:`~cpa.resolve.SendingParameters.reliable_messaging_method`).
         """
         rm, actor = params.reliable_messaging, effective_actor(params.messaging.actor)
-        persist = params.doc_exchange.persist_duration
+        persist, method = params.doc_exchange.persist_duration, params.reliable_messaging_method
         if rm is None:
-            return cls(0, no_retry_wait, no_retry_wait, persist, time_to_live, ack_requested, actor, hop_ack)
+            return cls(
+                0, no_retry_wait, no_retry_wait, persist, time_to_live, ack_requested, actor, hop_ack, method=method
+            )
         # The wait before the first resend is decided once, by cpa.resolve: the RetryInterval, or the MSH's
         # sending.first_resend_timeout for the channel; never sooner than the RetryInterval (ebMS2 §6.4.4).
         return cls(
@@ -121,4 +141,5 @@ class Reliability:
             ack_requested=ack_requested,
             ack_actor=actor,
             hop_ack=hop_ack,
+            method=method,
         )

@@ -18,6 +18,9 @@ Decisions where the specifications are silent:
 * Past PersistDuration since the first transmission a Sending MSH SHOULD NOT resend the same MessageId
   (ebMS2 §6.4.6: the receiver may have forgotten it, so duplicate elimination no longer protects), and past
   TimeToLive the receiver refuses it (§3.1.6.4): refused, forced or not; submit it again as a new message.
+* A message a queuing transport makes reliable (ReliableMessagingMethod ``Transport``) has until its
+  :func:`~msh.engine.timers.transport_deadline`; with neither TimeToLive nor PersistDuration that is the end
+  of the agreement's retry schedule counted from the first hand-off, and a resend after it is refused too.
 """
 
 from __future__ import annotations
@@ -75,9 +78,10 @@ def resend_refusal(facts: ResendFacts, now: datetime, *, force: bool = False) ->
         # ebMS2 §9.1.1: its failure started its sequence again; an old SequenceNumber is out of turn.
         return ResendRefusal.ORDERED
     first = state.first_sent_at if state.first_sent_at is not None else now
-    limit = timers.deadline(state.reliability, first)
+    limit = timers.last_transmission_before(state.reliability, first)
     if limit is not None and now >= limit:
-        # ebMS2 §6.4.6: SHOULD NOT resend after PersistDuration; §3.1.6.4: refused after TimeToLive.
+        # ebMS2 §6.4.6: SHOULD NOT resend after PersistDuration; §3.1.6.4: refused after TimeToLive; Transport:
+        # the message's time is over (timers.transport_deadline).
         return ResendRefusal.EXPIRED
     if not facts.duplicate_elimination and not force:
         # ebMS2 §6.4.1: without DuplicateElimination the partner may deliver it twice.

@@ -87,6 +87,29 @@ Decisions where the specifications are silent:
   resend past either leaves the message failed and transmits nothing.
 * An event for a message the store does not know raises :class:`UnknownMessage`: the runtime ignores
   such acknowledgments and errors (ebMS2 §6.5.2).
+
+Reliability delegated to a queuing transport (:attr:`Reliability.method` ``Transport``, the *Reliable
+Messaging* draft's ReliableMessagingMethod) has a table of its own, :data:`TRANSPORT_TRANSITIONS`; the
+draft's section "ebXML Reliable Messaging using Commercial Software Products / Queuing Transports" says
+"Implementations should use the facilities of the Queuing Transport to determine if the message was
+delivered", and ebMS2 B.4 that on a communications error "the appropriate transport recovery handler will
+execute a recovery sequence. Only if the error is unrecoverable, does Reliable Messaging recovery take place":
+
+* Nothing the transport accepted is resent, and the agreement's Retries do not apply. The transport accepting
+  the message (:class:`TransmitSucceeded`: an AMQP broker settled it as accepted) makes it ``sent`` when no
+  acknowledgment is requested (evidence ``accepted-by-transport``); with one requested it is
+  ``awaiting-ack`` on that evidence until the To Party MSH's acknowledgment delivers it, or the message's
+  deadline (:func:`msh.engine.timers.transport_deadline`: the earlier of TimeToLive and PersistDuration,
+  else the end of the agreement's retry schedule) fails it with severity Warning: it may have arrived.
+* A transport failure is the transport's recovery (ebMS2 B.4): the hand-off is tried again when the timer
+  fires, a RetryInterval after it was made, as often as it takes until the deadline; then the message
+  fails, severity Error when no hand-off ever left (the broker refused it or could not be reached), Warning
+  when one may have (lost before the broker settled it). Retrying such a hand-off may put a second copy on
+  the queue: the broker eliminates nothing, the receiving MSH's duplicate elimination (ebMS2 §6.4.1) does.
+* An acknowledgment from an intermediary is not counted (the transport carries the hop; the draft's rules
+  for intermediate acknowledgments do not apply), and nothing asks the partner for a status before a
+  hand-off is retried: there is no resend to stand in for. A StatusResponse the operator asked for still
+  delivers the message when it says Received or Processed.
 """
 
 from __future__ import annotations
@@ -101,12 +124,13 @@ from msh.ebms.model import ErrorList, MessageStatus
 from msh.ebms.namespaces import ACTOR_NEXT_MSH, ACTOR_TO_PARTY_MSH
 from msh.engine import timers
 from msh.engine.outcomes import STATUSES, Evidence, OutboundStatus, explain
-from msh.engine.reliability import DEFAULT_ACK_WAIT, Reliability, effective_actor
+from msh.engine.reliability import DEFAULT_ACK_WAIT, Reliability, ReliableMessagingMethod, effective_actor
 from msh.errors import ErrorCode, Issue, MshError, Severity
 
 __all__ = [
     "DEFAULT_ACK_WAIT",
     "TRANSITIONS",
+    "TRANSPORT_TRANSITIONS",
     "AcknowledgmentReceived",
     "Action",
     "AgreementWithdrawn",
@@ -123,6 +147,7 @@ __all__ = [
     "OutboundState",
     "OutboundStatus",
     "Reliability",
+    "ReliableMessagingMethod",
     "RequestStatus",
     "ScheduleTimer",
     "SendAgain",
@@ -138,6 +163,7 @@ __all__ = [
     "explain_state",
     "state_diagram",
     "step",
+    "transitions_for",
 ]
 
 
@@ -704,6 +730,138 @@ def _late_delivery(state: OutboundState | None, event: AcknowledgmentReceived | 
     return _deliver(s, Evidence.TO_PARTY_ACKNOWLEDGMENT, event.receipt_problem)
 
 
+# --- ReliableMessagingMethod Transport: a queuing transport makes the message reliable -------------------
+
+_QUEUING: Final = 'the Reliable Messaging draft, "Queuing Transports"'
+
+
+def _submit_by_transport(state: OutboundState | None, event: Submit, now: datetime) -> Step:
+    r = event.reliability
+    fresh = OutboundState(event.message_id, _P, r, 0, None, 0, None, evidence=Evidence.SUBMITTED)
+    # ebMS2 §3.1.6.4: a message whose TimeToLive has passed is not sent at all.
+    if r.time_to_live is not None and now >= r.time_to_live:
+        issue = _failure(fresh, f"TimeToLive {r.time_to_live.isoformat()} had passed when it was submitted")
+        return _fail(fresh, issue, Evidence.TIME_TO_LIVE, cancel=False, expired=True)
+    # ebMS2 §6.5.1: committed, then handed to the transport; B.4: the timer tries the hand-off again if refused.
+    due = timers.handoff_due(r, sent_at=now, first_sent_at=now)
+    pending = replace(fresh, attempts=1, first_sent_at=now, next_due_at=due)
+    return pending, (ScheduleTimer(event.message_id, due), Transmit(event.message_id, 1))
+
+
+def _handed_over(state: OutboundState | None, event: TransmitSucceeded, now: datetime) -> Step:
+    s = replace(_reached(_known(state), True, now), status=_W, evidence=Evidence.ACCEPTED_BY_TRANSPORT)
+    if not s.reliability.ack_requested:
+        # Queuing Transports rule 1: the transport's facilities say it is delivered; no acknowledgment was asked.
+        return _sent(s, Evidence.ACCEPTED_BY_TRANSPORT)
+    # ebMS2 §6.5.1 step 5: wait for the To Party MSH's acknowledgment, never resending, until the deadline.
+    due = timers.transport_deadline(s.reliability, s.first_sent_at or now)
+    return replace(s, next_due_at=due), (ScheduleTimer(s.message_id, due),)
+
+
+def _handoff_failed(state: OutboundState | None, event: TransmitFailed, now: datetime) -> Step:
+    s = _known(state)
+    if s.evidence is Evidence.ACCEPTED_BY_TRANSPORT:
+        return s, ()  # the outcome of an earlier hand-off, after the transport accepted one: nothing to retry
+    # ebMS2 B.4: the transport's recovery: the timer armed with the hand-off tries it again.
+    return replace(_reached(s, event.transmitted, now), status=_W, evidence=Evidence.TRANSMISSION), ()
+
+
+def _acknowledged_by_transport(state: OutboundState | None, event: AcknowledgmentReceived, now: datetime) -> Step:
+    s = _known(state)
+    if event.ref_to_message_id != s.message_id:
+        raise EngineError(f"acknowledgment of {event.ref_to_message_id} routed to message {s.message_id}")
+    r = s.reliability
+    actor = effective_actor(event.actor)
+    if not r.ack_requested or event.by_intermediary:
+        # ebMS2 §6.5.2: unexpected acknowledgments are ignored; the transport, not an intermediary, has the hop.
+        return s, ()
+    if actor == ACTOR_NEXT_MSH and r.ack_actor is not None and not _hop_only(r):
+        # ebMS2 §10.1.3: the next MSH's acknowledgment does not answer the To Party MSH's request.
+        return s, ()
+    if actor == ACTOR_TO_PARTY_MSH and _hop_only(r):
+        # ebMS2 §6.5.2: an acknowledgment of an actor that was not asked is unexpected: ignored.
+        return s, ()
+    # ebMS2 §6.5.2: mark the persisted message as delivered.
+    return _deliver(s, Evidence.TO_PARTY_ACKNOWLEDGMENT, event.receipt_problem)
+
+
+def _transport_gives_up(s: OutboundState, limit: datetime) -> Step:
+    r = s.reliability
+    first = s.first_sent_at
+    assert first is not None  # a message past Submit was handed over at least once
+    if s.evidence is Evidence.ACCEPTED_BY_TRANSPORT:
+        done = (
+            f"the queuing transport accepted it, but the To party's acknowledgment did not come by {limit.isoformat()}"
+        )
+    else:
+        done = f"the queuing transport did not accept it in {s.attempts} hand-offs by {limit.isoformat()}"
+    if r.time_to_live is not None and limit >= r.time_to_live:
+        # ebMS2 §3.1.6.4: past TimeToLive the receiver would refuse it.
+        return _fail(s, _failure(s, f"{done} (its TimeToLive)"), Evidence.TIME_TO_LIVE, expired=True)
+    if r.persist_duration is not None:
+        # ebMS2 §6.4.6: PersistDuration has passed since the first hand-off.
+        what = f"{done} (PersistDuration {r.persist_duration} since the first hand-off at {first.isoformat()})"
+        return _fail(s, _failure(s, what), Evidence.PERSIST_DURATION)
+    # timers.transport_deadline: no TimeToLive or PersistDuration, the agreement's retry schedule has ended.
+    what = f"{done} (the end of the agreement's retry schedule; Retries {r.retries} do not apply to it)"
+    return _fail(s, _failure(s, what), Evidence.RETRY_WINDOW_ENDED)
+
+
+def _transport_timer_due(state: OutboundState | None, event: TimerDue, now: datetime) -> Step:
+    s = _known(state)
+    if s.next_due_at is not None and now < s.next_due_at:
+        return s, (ScheduleTimer(s.message_id, s.next_due_at),)
+    r = s.reliability
+    first = s.first_sent_at if s.first_sent_at is not None else now
+    limit = timers.transport_deadline(r, first)
+    if now >= limit:
+        # ebMS2 §6.5.7: the message's time is over; Warning if a hand-off may have arrived, else Error.
+        return _transport_gives_up(replace(s, first_sent_at=first), limit)
+    if s.evidence is Evidence.ACCEPTED_BY_TRANSPORT:
+        # Queuing Transports rule 1: accepted; nothing is resent, the acknowledgment is awaited until the deadline.
+        return replace(s, next_due_at=limit), (ScheduleTimer(s.message_id, limit),)
+    due = timers.handoff_due(r, sent_at=now, first_sent_at=first)
+    if event.in_flight and s.attempts > 0:
+        # ebMS2 §6.4.4: the last hand-off has not ended yet; look again a RetryInterval on.
+        return replace(s, next_due_at=due), (ScheduleTimer(s.message_id, due),)
+    # ebMS2 B.4: the transport's recovery: hand the identical message over again.
+    attempt = s.attempts + 1
+    again = replace(
+        s, status=_W, attempts=attempt, first_sent_at=first, next_due_at=due, evidence=Evidence.TRANSMISSION
+    )
+    return again, (ScheduleTimer(s.message_id, due), Transmit(s.message_id, attempt))
+
+
+def _status_reported_by_transport(state: OutboundState | None, event: StatusReported, now: datetime) -> Step:
+    s = _known(state)
+    # ebMS2 §7.3.3: Received / Processed: the To party's MSH has the message; any other answer changes nothing.
+    return _deliver(s, Evidence.STATUS_RESPONSE) if event.message_status in _HAS_IT else (s, ())
+
+
+def _operator_resend_by_transport(state: OutboundState | None, event: OperatorResend, now: datetime) -> Step:
+    s = _known(state)
+    r = s.reliability
+    first = s.first_sent_at if s.first_sent_at is not None else now
+    if now >= timers.transport_deadline(r, first):
+        # ebMS2 §6.4.6, §3.1.6.4: the message's time is over: no new hand-off.
+        return s, ()
+    # ebMS2 §6.4.1: the identical message handed over again; the receiver eliminates a duplicate.
+    due = timers.handoff_due(r, sent_at=now, first_sent_at=first)
+    again = replace(
+        s,
+        status=_P,
+        attempts=1,
+        refused=0,
+        first_sent_at=first,
+        next_due_at=due,
+        failure=None,
+        evidence=Evidence.OPERATOR_RESEND,
+        receipt_problem=None,
+        unreachable_since=None,
+    )
+    return again, (ScheduleTimer(s.message_id, due), Transmit(s.message_id, 1))
+
+
 # --- the table ----------------------------------------------------------------------------------------
 
 
@@ -788,7 +946,53 @@ TRANSITIONS: Final[Mapping[tuple[OutboundStatus | None, type[Any]], Transition]]
         (_F, OperatorResend): Transition(_operator_resend, (_P, _F), "ebMS2 §6.4.1, §6.4.6: operator resend"),
     }
 )
-"""(status, event type) -> :class:`Transition`; status None is "no state yet" (only :class:`Submit`)."""
+"""(status, event type) -> :class:`Transition`; status None is "no state yet" (only :class:`Submit`).
+The table of ReliableMessagingMethod ``ebXML``; ``Transport`` has :data:`TRANSPORT_TRANSITIONS`."""
+
+
+def _live_by_transport(status: OutboundStatus) -> dict[tuple[OutboundStatus | None, type[Any]], Transition]:
+    q = _QUEUING
+    return {
+        (status, TransmitSucceeded): Transition(_handed_over, (_W, _S), f"{q} rule 1; ebMS2 §6.5.1 step 5"),
+        (status, TransmitFailed): Transition(_handoff_failed, (_W, status), "ebMS2 B.4: the transport's recovery"),
+        (status, AcknowledgmentReceived): Transition(_acknowledged_by_transport, (_D, status), "ebMS2 §6.5.2"),
+        (status, ErrorReceived): Transition(_error_received, (_F, status), "ebMS2 §6.5.7, §4.2.3.2.4"),
+        (status, TimerDue): Transition(
+            _transport_timer_due, (_W, _F, status), f"ebMS2 B.4; {q}: no resend; §3.1.6.4, §6.4.6"
+        ),
+        (status, StatusReported): Transition(_status_reported_by_transport, (_D, status), "ebMS2 §7.3.3"),
+        (status, AgreementWithdrawn): Transition(_withdrawn, (_F,), "ebMS2 §6.5.7: agreement removed"),
+    }
+
+
+TRANSPORT_TRANSITIONS: Final[Mapping[tuple[OutboundStatus | None, type[Any]], Transition]] = MappingProxyType(
+    {
+        (None, Submit): Transition(_submit_by_transport, (_P, _F), "ebMS2 §6.5.1 steps 3-4, §3.1.6.4"),
+        # The transport carries the message (the Reliable Messaging draft, "Queuing Transports"); the MSH retries
+        # only a hand-off the transport did not accept (ebMS2 B.4). No forwarded status: intermediaries'
+        # acknowledgments are not counted; no SendAgain (only forwards) and no StatusUnavailable (no status
+        # question stands in for a resend): those pairs are refused.
+        **_live_by_transport(_P),
+        **_live_by_transport(_W),
+        **{(_D, e): Transition(_ignore, (_D,), "ebMS2 §6.3.2.5, §6.5.7 note: ignored") for e in _AFTER_SUBMIT},
+        **_after(_S),
+        (_S, ErrorReceived): Transition(_error_received, (_F, _S), "ebMS2 §4.2.4: the partner refused it after all"),
+        **_after(_F),
+        (_F, ErrorReceived): Transition(_ignore, (_F,), "ebMS2 §6.5.7: already reported"),
+        # ebMS2 §6.4.1: the operator has a failed message handed over again, before its deadline.
+        (_F, OperatorResend): Transition(
+            _operator_resend_by_transport, (_P, _F), "ebMS2 §6.4.1, §6.4.6: operator resend"
+        ),
+    }
+)
+"""The transitions of a message a queuing transport makes reliable (ReliableMessagingMethod ``Transport``):
+the same keys as :data:`TRANSITIONS`, and no row for a forwarded message, :class:`SendAgain` or
+:class:`StatusUnavailable`."""
+
+
+def transitions_for(method: ReliableMessagingMethod) -> Mapping[tuple[OutboundStatus | None, type[Any]], Transition]:
+    """The transition table of messages sent with ``method``."""
+    return TRANSPORT_TRANSITIONS if method is ReliableMessagingMethod.TRANSPORT else TRANSITIONS
 
 
 def step(state: OutboundState | None, event: Event, now: datetime) -> Step:
@@ -802,7 +1006,9 @@ def step(state: OutboundState | None, event: Event, now: datetime) -> Step:
     if now.tzinfo is None:
         raise ValueError(f"now must be timezone-aware (UTC), got {now!r}")
     status = state.status if state is not None else None
-    transition = TRANSITIONS.get((status, type(event)))
+    reliability = state.reliability if state is not None else event.reliability if isinstance(event, Submit) else None
+    method = ReliableMessagingMethod.EBXML if reliability is None else reliability.method
+    transition = transitions_for(method).get((status, type(event)))
     if transition is None:
         if state is None:
             raise UnknownMessage(f"{type(event).__name__} for a message with no outbound state")
@@ -831,20 +1037,25 @@ def explain_state(state: OutboundState) -> str:
     )
 
 
-def state_diagram() -> str:
-    """The sending state machine as a Mermaid ``stateDiagram-v2``, drawn from :data:`TRANSITIONS`.
+def state_diagram(method: ReliableMessagingMethod = ReliableMessagingMethod.EBXML) -> str:
+    """The sending state machine of messages sent with ``method`` as a Mermaid ``stateDiagram-v2``, drawn from
+    its table (:data:`TRANSITIONS`, :data:`TRANSPORT_TRANSITIONS`).
 
-    Edges that lead to the same status are merged; ignored events show as self-loops marked "ignored".
+    Edges that lead to the same status are merged; ignored events show as self-loops marked "ignored"; a
+    status no row of the table reaches or leaves is not drawn.
     """
-    ids = {status: status.value.replace("-", "_") for status in OutboundStatus}
+    table = transitions_for(method)
+    used = {source for source, _ in table} | {target for t in table.values() for target in t.targets}
+    statuses = [status for status in OutboundStatus if status in used]
+    ids = {status: status.value.replace("-", "_") for status in statuses}
     edges: dict[tuple[str, str], list[str]] = {}
-    for (source, event), transition in TRANSITIONS.items():
+    for (source, event), transition in table.items():
         src = "[*]" if source is None else ids[source]
         label = event.__name__ + (" (ignored)" if transition.ignored else "")
         for target in dict.fromkeys(transition.targets):
             edges.setdefault((src, ids[target]), []).append(label)
     lines = ["stateDiagram-v2"]
-    lines += [f'    state "{status.value}" as {ids[status]}' for status in OutboundStatus]
+    lines += [f'    state "{status.value}" as {ids[status]}' for status in statuses]
     lines += [f"    {src} --> {dst} : {', '.join(labels)}" for (src, dst), labels in edges.items()]
-    lines += [f"    {ids[status]} --> [*]" for status in OutboundStatus if status.final]
+    lines += [f"    {ids[status]} --> [*]" for status in statuses if status.final]
     return "\n".join(lines) + "\n"

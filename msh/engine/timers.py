@@ -15,6 +15,11 @@ clock. The rules:
 * Never transmit at or after the earliest *deadline*: ``first_sent_at + persist_duration`` (ebMS2 §6.4.6:
   the receiver may have forgotten the MessageId) and ``time_to_live`` (ebMS2 §3.1.6.4: the receiver would
   refuse it). A timer is never scheduled past that deadline, so the failure is reported on time.
+* With ReliableMessagingMethod ``Transport`` (a queuing transport makes the message reliable, the *Reliable
+  Messaging* draft's "Queuing Transports" section) nothing is resent and Retries does not count: a hand-off
+  the transport refused is retried every ``retry_interval`` (ebMS2 B.4: the transport's recovery), and the
+  message has until :func:`transport_deadline`: the earlier of its TimeToLive and PersistDuration since the
+  first hand-off, or, with neither, the time the agreement's retry schedule would have given up.
 """
 
 from __future__ import annotations
@@ -27,7 +32,18 @@ if TYPE_CHECKING:
     from cpa.duration import XsDuration
     from msh.engine.reliability import Reliability
 
-__all__ = ["GiveUp", "deadline", "end_to_end_deadline", "give_up", "next_due", "nominal_schedule", "resend_wait"]
+__all__ = [
+    "GiveUp",
+    "deadline",
+    "end_to_end_deadline",
+    "give_up",
+    "handoff_due",
+    "last_transmission_before",
+    "next_due",
+    "nominal_schedule",
+    "resend_wait",
+    "transport_deadline",
+]
 
 
 class GiveUp(StrEnum):
@@ -103,5 +119,36 @@ def end_to_end_deadline(reliability: Reliability, first_sent_at: datetime) -> da
     """When a message's retry window ends: the time its retry schedule gives up had no acknowledgment come
     at all. The journal's ``deadline`` of a submitted message (what "overdue" is measured against), and how
     long a message the next MSH acknowledged waits for the To Party MSH's acknowledgment (ebMS2 §10.1.3: the
-    intermediary resends on its hop; the sender's promise to the application keeps its length)."""
+    intermediary resends on its hop; the sender's promise to the application keeps its length). With
+    ReliableMessagingMethod ``Transport``: :func:`transport_deadline`."""
+    if reliability.by_transport:
+        return transport_deadline(reliability, first_sent_at)
     return nominal_schedule(reliability, first_sent_at)[1]
+
+
+def transport_deadline(reliability: Reliability, first_sent_at: datetime) -> datetime:
+    """How long a message a queuing transport makes reliable (ReliableMessagingMethod ``Transport``) has: to be
+    handed over, and once handed over, for the To party's acknowledgment when one is requested.
+
+    The earlier of TimeToLive (ebMS2 §3.1.6.4) and PersistDuration since the first hand-off (ebMS2 §6.4.6: a
+    hand-off retried later could reach a receiver that forgot the MessageId); with neither, the time the
+    agreement's retry schedule (Retries, RetryInterval, as for ``ebXML``) would have given up, so that the
+    application waits no longer than it would without the transport."""
+    limit = deadline(reliability, first_sent_at)
+    return limit if limit is not None else nominal_schedule(reliability, first_sent_at)[1]
+
+
+def handoff_due(reliability: Reliability, *, sent_at: datetime, first_sent_at: datetime) -> datetime:
+    """When a hand-off to the queuing transport made at ``sent_at`` is tried again if it has not been accepted
+    by then (ReliableMessagingMethod ``Transport``): a RetryInterval later (ebMS2 §6.4.4, B.4), capped at
+    :func:`transport_deadline`."""
+    due = reliability.retry_interval.add_to_or_latest(sent_at)
+    return min(due, transport_deadline(reliability, first_sent_at))
+
+
+def last_transmission_before(reliability: Reliability, first_sent_at: datetime) -> datetime | None:
+    """The time no transmission of the message may happen at or after: :func:`deadline` for ``ebXML``,
+    :func:`transport_deadline` for ``Transport`` (None: none but the retries)."""
+    if reliability.by_transport:
+        return transport_deadline(reliability, first_sent_at)
+    return deadline(reliability, first_sent_at)

@@ -4,7 +4,9 @@
 warning, such as an unfilled signature template, is logged; no file at all is no agreement, for a pure
 intermediary); :func:`agreement_registry` keeps the
 agreements this party is in, with the first-resend timeout of the settings on their channels (never shorter
-than a channel's RetryInterval, ebMS2 §6.4.4: a setting that is shorter is said at the start).
+than a channel's RetryInterval, ebMS2 §6.4.4: a setting that is shorter is said at the start) and the
+ReliableMessagingMethod of the channels ``sending.reliable_messaging_method`` names
+(:mod:`msh.runtime.queuing_channels`).
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from cpa.registry import CpaRegistry
 from cpa.resolve import PartyKey, at_least_retry_interval, party_keys
 from msh.errors import ConfigurationError
 from msh.runtime.config import Settings
+from msh.runtime.queuing_channels import queuing_channels
 from msh.security import check_agreement_security
 
 __all__ = ["agreement_registry", "agreements_in_use", "load_agreements"]
@@ -75,6 +78,11 @@ def agreement_registry(
         agreements none of which names this party are an error.
     """
     if not loaded:
+        if settings.sending.reliable_messaging_method:
+            raise ConfigurationError(
+                "sending.reliable_messaging_method names channels, but no agreement is loaded: give "
+                "agreements.paths, or remove the setting"
+            )
         return CpaRegistry()
     ours = [c for c in loaded if any(party in party_keys(p) for p in c.party_infos)]
     if not ours:
@@ -92,7 +100,8 @@ def agreement_registry(
                 for channel in (*info.delivery_channels, info.default_msh_channel):
                     timeouts[channel.channel_id] = first
                     _warn_if_shorter(first, cpa, channel)
-    return CpaRegistry(ours, first_resend_timeouts=timeouts)
+    methods = queuing_channels(settings.sending.reliable_messaging_method, ours, party)
+    return CpaRegistry(ours, first_resend_timeouts=timeouts, reliable_messaging_methods=methods)
 
 
 def _warn_if_shorter(first: timedelta, cpa: CollaborationProtocolAgreement, channel: DeliveryChannel) -> None:

@@ -79,6 +79,7 @@ __all__ = [
     "OUTBOUND_FINAL",
     "OUTBOUND_KINDS",
     "OUTBOUND_STATUSES",
+    "RELIABLE_MESSAGING_METHODS",
     "UtcDateTime",
     "XsDurationText",
     "app_cursors",
@@ -202,6 +203,7 @@ def _states(column: str, values: tuple[str, ...]) -> str:
 OUTBOUND_STATUSES = ("pending", "awaiting-ack", "forwarded", "delivered", "sent", "failed")
 OUTBOUND_FINAL = ("delivered", "sent", "failed")
 OUTBOUND_KINDS = ("own", "forward", "signal")
+RELIABLE_MESSAGING_METHODS = ("ebXML", "Transport")
 INBOX_STATES = ("new", "delivered-to-app", "acknowledged-by-app", "held", "abandoned")
 SEVERITIES = ("Error", "Warning")
 DIRECTIONS = ("outbound", "inbound")
@@ -254,6 +256,9 @@ outbound_messages = Table(
     Column("ack_actor", Text, nullable=True),
     # ebMS2 §10.1.3: the message also asks the next MSH for an acknowledgment (revision 0004).
     Column("hop_ack", Boolean, nullable=False, server_default=false()),
+    # Who makes it reliable: the ebXML protocol or a queuing transport (the Reliable Messaging draft's
+    # ReliableMessagingMethod, revision 0012).
+    Column("reliable_messaging_method", Text, nullable=False, server_default="ebXML"),
     # engine state
     Column("status", Text, nullable=False),
     Column("attempts", Integer, nullable=False),
@@ -279,6 +284,7 @@ outbound_messages = Table(
     CheckConstraint(_states("status", OUTBOUND_STATUSES), name="status"),
     CheckConstraint(_states("failure_severity", SEVERITIES), name="failure_severity"),
     CheckConstraint(_states("kind", OUTBOUND_KINDS), name="kind"),
+    CheckConstraint(_states("reliable_messaging_method", RELIABLE_MESSAGING_METHODS), name="reliable_messaging_method"),
     Index(None, "status"),
     Index(None, "conversation_id"),
     Index(None, "kind", "status"),

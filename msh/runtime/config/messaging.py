@@ -8,11 +8,46 @@ from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import ClassVar
 
+from cpa.reliable_messaging_method import ReliableMessagingMethod
 from msh.ebms.message import ParseMode
 from msh.runtime.config import rules
 from msh.runtime.config.declaration import DURATION_HINT, WHOLE_HINT, Section, setting
+from msh.runtime.config.values import TEXTS
 
-__all__ = ["ReceivingSettings", "SendingSettings", "TimerSettings"]
+__all__ = ["ReceivingSettings", "SendingSettings", "TimerSettings", "reliable_messaging_methods"]
+
+
+def _method_entry(text: str) -> tuple[str, ReliableMessagingMethod] | str:
+    """One ``CHANNEL_ID=METHOD`` entry of ``sending.reliable_messaging_method``, or what is wrong with it."""
+    channel, sep, value = text.partition("=")
+    methods = {m.value: m for m in ReliableMessagingMethod}
+    if not sep or not channel.strip() or value.strip() not in methods:
+        return (
+            f"{text!r} is not CHANNEL_ID=METHOD with METHOD one of {', '.join(methods)}; write e.g. "
+            '"channel-to-broker=Transport" (CHANNEL_ID: the channelId of a DeliveryChannel of yours in an agreement)'
+        )
+    return channel.strip(), methods[value.strip()]
+
+
+def _check_methods(values: tuple[str, ...]) -> str | None:
+    seen: set[str] = set()
+    for value in values:
+        parsed = _method_entry(value)
+        if isinstance(parsed, str):
+            return parsed
+        if parsed[0] in seen:
+            return f"channel {parsed[0]!r} is named twice; give each channel one method"
+        seen.add(parsed[0])
+    return None
+
+
+def reliable_messaging_methods(values: tuple[str, ...]) -> dict[str, ReliableMessagingMethod]:
+    """The ``sending.reliable_messaging_method`` setting read: sending channel id -> method (ValueError naming
+    the first bad entry)."""
+    problem = _check_methods(values)
+    if problem is not None:
+        raise ValueError(problem)
+    return dict(p for p in map(_method_entry, values) if not isinstance(p, str))
 
 
 @dataclass(frozen=True, slots=True)
@@ -25,6 +60,10 @@ class SendingSettings(Section):
     the partner for a message's status (ebMS2 §7) before resending it once the partner has been
     unreachable at least that long (:mod:`msh.runtime.services`); off by default, since ebMS2 §7 says an
     MSH "SHOULD NOT use the Message Status Request Service to implement Reliable Messaging".
+    ``reliable_messaging_method`` names the sending channels whose reliability a queuing transport provides
+    (``CHANNEL_ID=Transport``; the *Reliable Messaging* draft's ReliableMessagingMethod, which neither the CPA
+    nor the header carries); every other channel uses ``ebXML``. :mod:`msh.runtime.agreements` checks the
+    channels against the agreements loaded.
 
     Timeouts follow the transfer: a connection opens within ``connect_timeout``; a body over 1 MiB is
     streamed from the store and must keep moving (some of it every ``progress_timeout``, and at least
@@ -97,6 +136,22 @@ class SendingSettings(Section):
                 "delivers, and the question stands in for one resend (same retry budget)"
             ),
             unset="off",
+        ),
+    )
+
+    reliable_messaging_method: tuple[str, ...] = field(
+        default=(),
+        metadata=setting(
+            'write a list like ["channel-to-broker=Transport"]',
+            kind=TEXTS,
+            check=_check_methods,
+            meaning=(
+                "`CHANNEL_ID=Transport`: messages sent on that DeliveryChannel of yours (its channelId in the "
+                "agreement) are made reliable by the queuing transport its partner's endpoint names (amqp: or "
+                "amqps:): nothing the broker accepted is resent, a hand-off it refused is retried every "
+                "RetryInterval until the message's deadline. A channel not named uses ebXML (acknowledgments and "
+                "resends, ebMS2 §6)"
+            ),
         ),
     )
 

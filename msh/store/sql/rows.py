@@ -4,8 +4,9 @@ A sent message's state is the engine's :class:`~msh.engine.OutboundState`; its c
 ``outbound_messages`` (:mod:`msh.store.schema`): the :class:`~msh.engine.Reliability` as ``retries``,
 ``retry_interval``, ``first_resend_timeout``, ``persist_duration`` (the durations as canonical xs:duration
 text, :class:`~msh.store.schema.XsDurationText`), ``time_to_live``, ``ack_requested``, ``ack_actor``,
-``hop_ack``; the status and its evidence as their tokens; the failure :class:`~msh.errors.Issue` as
-``failure_code``, ``failure_severity``, ``failure_description``. The message's
+``hop_ack``, ``reliable_messaging_method`` (its value, ``ebXML`` or ``Transport``); the status and its
+evidence as their tokens; the failure :class:`~msh.errors.Issue` as ``failure_code``, ``failure_severity``,
+``failure_description``. The message's
 :class:`~msh.store.records.OutboundKind` is ``kind``, as its token; the Reliability's ``end_to_end`` is not
 stored: it is true exactly for the application's own messages (kind ``own``). Times go through
 :class:`~msh.store.schema.UtcDateTime` (aware UTC both ways).
@@ -17,7 +18,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import fields
 from typing import Any, Final, TypeVar, cast
 
-from msh.engine import Evidence, OutboundState, OutboundStatus, Reliability
+from msh.engine import Evidence, OutboundState, OutboundStatus, Reliability, ReliableMessagingMethod
 from msh.errors import ErrorCode, Issue, Severity
 from msh.store import records
 from msh.store.errors import StoreError
@@ -51,6 +52,7 @@ OUTBOUND_STATE_COLUMNS: Final = (
     "ack_requested",
     "ack_actor",
     "hop_ack",
+    "reliable_messaging_method",
     "status",
     "attempts",
     "first_sent_at",
@@ -105,6 +107,7 @@ def state_values(state: OutboundState) -> dict[str, object]:
         "ack_requested": r.ack_requested,
         "ack_actor": r.ack_actor,
         "hop_ack": r.hop_ack,
+        "reliable_messaging_method": r.method.value,
         "status": state.status.value,
         "attempts": state.attempts,
         "first_sent_at": state.first_sent_at,
@@ -143,6 +146,7 @@ def state_from_row(row: Row) -> OutboundState:
             ack_actor=row["ack_actor"],
             hop_ack=bool(row["hop_ack"]),
             end_to_end=row["kind"] == records.OutboundKind.OWN.value,
+            method=ReliableMessagingMethod(row["reliable_messaging_method"]),
         ),
         attempts=row["attempts"],
         first_sent_at=row["first_sent_at"],

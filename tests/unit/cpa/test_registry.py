@@ -8,6 +8,8 @@ from datetime import timedelta
 
 from cpa.model import PartyId, Status
 from cpa.registry import CpaRegistry
+from cpa.reliable_messaging_method import ReliableMessagingMethod
+from cpa.resolve import Exchange
 from msh.ebms import model as m
 from tests.support.cpa_factory import A_ID, B_ID, END, NOW, SERVICE, make_cpa
 
@@ -170,3 +172,13 @@ def test_replace_all_takes_the_other_set_in_one_step() -> None:
     assert ids(registry.find(A_ID, B_ID, SERVICE, "NewOrder")) == ["cpa-a-b", "cpa-new"]
     assert dict(registry.first_resend_timeouts) == {"new": timedelta(seconds=2)}
     assert ids(tuple(seen_before)) == ["cpa-a-b", "cpa-gone"]
+
+
+def test_the_reliable_messaging_methods_of_the_channels_go_to_every_resolve_and_are_replaced_together() -> None:
+    # The Reliable Messaging draft's ReliableMessagingMethod: a setting of the MSH per sending channel.
+    order = Exchange(A_ID, B_ID, SERVICE, "NewOrder")
+    registry = CpaRegistry([make_cpa()], reliable_messaging_methods={"A_channel": ReliableMessagingMethod.TRANSPORT})
+    assert registry.resolve("cpa-a-b", order, now=NOW).reliable_messaging_method is ReliableMessagingMethod.TRANSPORT
+    registry.replace_all(CpaRegistry([make_cpa()]))
+    assert dict(registry.reliable_messaging_methods) == {}
+    assert registry.resolve("cpa-a-b", order, now=NOW).reliable_messaging_method is ReliableMessagingMethod.EBXML

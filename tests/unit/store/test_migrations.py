@@ -20,7 +20,7 @@ from sqlalchemy import Boolean, Engine, Float, Integer, Text, column, create_eng
 from sqlalchemy.exc import IntegrityError
 
 from cpa.duration import XsDuration
-from msh.engine import OutboundStatus
+from msh.engine import OutboundStatus, ReliableMessagingMethod
 from msh.errors import ConfigurationError
 from msh.store import OutboundKind, SqlStore, Store, migrations
 from msh.store.app_records import InboxClaim
@@ -90,7 +90,7 @@ def test_an_empty_database_upgrades_to_head(
     assert _revision(raw_engine) is None
     open_store(store_url)
     assert _tables(raw_engine) == STORE_TABLES | {migrations.VERSION_TABLE}
-    assert _revision(raw_engine) == migrations.head_revision() == "0011"
+    assert _revision(raw_engine) == migrations.head_revision() == "0012"
 
 
 def test_the_migrated_schema_is_what_the_store_queries(
@@ -490,7 +490,12 @@ def test_revision_0004_makes_the_stored_rows_the_applications_own(
         ("w@x", OutboundKind.OWN, OutboundStatus.AWAITING_ACK, False),
     ]
     checks = _checks(raw_engine)
-    assert set(checks) == {"ck_outbound_messages_status", "ck_outbound_messages_kind", OLD_SEVERITY_CHECK}
+    assert set(checks) == {
+        "ck_outbound_messages_status",
+        "ck_outbound_messages_kind",
+        "ck_outbound_messages_reliable_messaging_method",  # revision 0012
+        OLD_SEVERITY_CHECK,
+    }
     assert "forwarded" in checks["ck_outbound_messages_status"]
     assert all(kind in checks["ck_outbound_messages_kind"] for kind in ("own", "forward", "signal"))
     assert {"ix_outbound_messages_kind_status", "ix_outbound_messages_body_blob_id"} <= _indexes(
@@ -666,3 +671,48 @@ def test_revision_0008_keeps_every_inbox_entry_and_claim_both_ways(
         assert [tuple(row) for row in entries] == [("claimed@x", "new")], step
     with store.transaction(readonly=True) as tx:
         assert tx.inbox_claim(entry.id) == claim
+
+
+# --- revision 0012: ReliableMessagingMethod ---------------------------------------------------------------
+
+
+def test_revision_0012_reads_every_stored_row_as_sent_by_the_ebxml_protocol(
+    store_url: str, raw_engine: Engine, open_store: Callable[..., Store]
+) -> None:
+    """Rows stored before the method was kept were sent by the ebXML rules: the Reliable Messaging draft's
+    default method, "ebXML"."""
+    _rows_of_revision_0003(raw_engine)
+    migrations.upgrade(raw_engine, "0011")
+    store = open_store(store_url)  # upgrades to head
+    assert _revision(raw_engine) == migrations.head_revision() and _differences(raw_engine) == []
+    with store.transaction(readonly=True) as tx:
+        kept = {m: tx.get_outbound(m) for m in ("p@x", "w@x", "d@x")}
+    assert {m: r.state.reliability.method for m, r in kept.items() if r} == dict.fromkeys(
+        ("p@x", "w@x", "d@x"), ReliableMessagingMethod.EBXML
+    )
+    assert "'Transport'" in _checks(raw_engine)["ck_outbound_messages_reliable_messaging_method"]
+
+
+def test_a_transport_row_round_trips_and_downgrading_below_0012_refuses_it(
+    store_url: str, raw_engine: Engine, open_store: Callable[..., Store]
+) -> None:
+    store = open_store(store_url)
+    assert isinstance(store, SqlStore)
+    by_transport = replace(RELIABILITY, method=ReliableMessagingMethod.TRANSPORT)
+    with store.transaction() as tx:
+        add_outbound(tx, "queued@x", reliability=by_transport)
+        add_outbound(tx, "ebxml@x")
+    with store.transaction(readonly=True) as tx:
+        row = tx.get_outbound("queued@x")
+    assert row is not None and row.state.reliability == by_transport
+    with pytest.raises(ConfigurationError, match=r"1 outbound message\(s\) are sent with ReliableMessagingMethod Tra"):
+        migrations.downgrade(store.engine, "0011")
+    assert _revision(raw_engine) == migrations.head_revision() and _differences(raw_engine) == []
+    with raw_engine.begin() as conn:
+        conn.execute(text("DELETE FROM outbound_messages WHERE message_id = 'queued@x'"))
+    migrations.downgrade(store.engine, "0011")
+    migrations.upgrade(store.engine)
+    assert _differences(raw_engine) == []
+    with store.transaction(readonly=True) as tx:
+        kept = tx.get_outbound("ebxml@x")
+    assert kept is not None and kept.state.reliability.method is ReliableMessagingMethod.EBXML
