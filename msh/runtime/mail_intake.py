@@ -40,7 +40,7 @@ from msh.store.api import StoreError, Transaction
 from msh.store.events import EventKind
 from msh.store.records import Direction
 from msh.transport.mail_read import DeliveryReport, NotEbxml, ReceivedMail, ReportAction, read_mail
-from msh.transport.port import HttpReply, Request, TransportFailure
+from msh.transport.port import SOAP_CONTENT_TYPE, HttpReply, Request, TransportFailure
 
 if TYPE_CHECKING:
     from msh.runtime.msh import Msh
@@ -105,19 +105,21 @@ class MailIntake:
             # SOAP 1.1 §4.4.1 Client: no ebXML message could be read from it: an unidentified message.
             return Taken(Disposition.DEAD_LETTER, f"no ebXML message could be read: {fault[1]}", mail.mail_id)
         if reply.body and reply.content_type:
-            await self._answer(mail, reply)
+            await self._answer(mail, reply.content_type, reply.body)
+        elif reply.unsent_error is not None:
+            # ebMS2 §4.2.4.2 and B.3.3: an error no agreement gives a way back for goes to the mail's sender.
+            await self._answer(mail, SOAP_CONTENT_TYPE, reply.unsent_error)
         return Taken(Disposition.TAKEN, f"received (HTTP {reply.status} from the inbound pipeline)", mail.mail_id)
 
-    async def _answer(self, mail: ReceivedMail, reply: HttpReply) -> None:
+    async def _answer(self, mail: ReceivedMail, content_type: str, body: bytes) -> None:
         """ebMS2 B.3.3: "All ebXML response messages ... are delivered asynchronously": what the pipeline
         answered goes back by mail to the sender's address."""
-        assert reply.content_type is not None
         about = mail.mail_id or "(no Message-ID)"
         if mail.from_address is None:
             log.warning("%s: the answer to mail %s is not sent: the mail has no From or Reply-To", self.source, about)
             return
         url = f"mailto:{mail.from_address}"
-        request = Request(url, reply.content_type, reply.body, None, message_id=_message_id_of(reply))
+        request = Request(url, content_type, body, None, message_id=_message_id_of(content_type, body))
         try:
             await self.msh.transport.send(request)
         except TransportFailure as failure:
@@ -238,9 +240,9 @@ def _fault_of(reply: HttpReply) -> tuple[bool, str] | None:
     return server_fault(fault), fault.faultstring
 
 
-def _message_id_of(reply: HttpReply) -> str | None:
+def _message_id_of(content_type: str, body: bytes) -> str | None:
     try:
-        message = parse_message(reply.body, reply.content_type, mode=ParseMode.LENIENT)
+        message = parse_message(body, content_type, mode=ParseMode.LENIENT)
     except Exception:
         return None
     try:

@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from cpa.resolve import AgreementRefused, Exchange, SendingParameters
+from msh.ebms.message import ParseMode, parse_message
 from msh.engine import EndpointRef, ErrorReceived, Event, TransmitFailed, UnknownMessage
 from msh.engine.intermediary import hop_answer
 from msh.runtime import attempts
@@ -309,9 +310,22 @@ class Sender:
             # ebMS2 §4.2.4.2: no endpoint to report to: log it.
             log.warning("asynchronous %s not sent: %s", ref.action, exc)
             return
-        request = Request(params.transport.endpoint_url, SOAP_CONTENT_TYPE, body, core.tls.for_parameters(params))
+        url = params.transport.endpoint_url
+        # A binding with message ids of its own (an e-mail's Message-ID) carries the reply's MessageId, so
+        # that a delivery report about it can be matched (ebMS2 B.3.3); HTTP needs none.
+        message_id = None if url[:5].lower() in ("http:", "https") else _reply_message_id(body)
+        request = Request(url, SOAP_CONTENT_TYPE, body, core.tls.for_parameters(params), message_id=message_id)
         try:
             await core.transport.send(request)
             core.counters["async-replies"] += 1
         except TransportFailure as failure:
             log.info("asynchronous %s to %s lost: %s", ref.action, params.transport.endpoint_url, failure.reason)
+
+
+def _reply_message_id(body: bytes) -> str | None:
+    """The MessageId of a reply the MSH composed (a bare SOAP envelope); None when it has none."""
+    message = parse_message(body, SOAP_CONTENT_TYPE, mode=ParseMode.LENIENT)
+    try:
+        return message.envelope.message_id
+    finally:
+        message.close()
