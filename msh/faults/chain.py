@@ -98,14 +98,30 @@ def _toml_string(value: str) -> str:
 
 
 def _set_settings(text: str, values: Mapping[str, str], source: Path) -> str:
-    """``text`` with the value of every ``key = value`` line of each key in ``values`` replaced (comments
-    kept). :class:`ConfigurationError` when a key has no such line."""
-    for key, value in values.items():
-        pattern = re.compile(rf"^(\s*{re.escape(key)}\s*=\s*)(?:\"[^\"\n]*\"|\[[^\]\n]*\]|[^\s#]+)", re.MULTILINE)
-        text, count = pattern.subn("\\g<1>" + value.replace("\\", "\\\\"), text)
-        if not count:
-            raise ConfigurationError(f"{source} no longer sets {key}; update {__name__}")
-    return text
+    """``text`` with the value of every ``key = value`` line of each ``section.key`` in ``values`` replaced
+    within its section (comments kept; ``routing.routes.KEY`` in every route). :class:`ConfigurationError`
+    when a key has no such line."""
+    found: dict[str, int] = dict.fromkeys(values, 0)
+    lines = text.split("\n")
+    section = ""
+    for n, line in enumerate(lines):
+        header = re.match(r"^\s*\[\[?\s*([A-Za-z0-9_.]+)\s*\]\]?", line)
+        if header is not None:
+            section = header.group(1)
+            continue
+        assignment = re.match(r"^(\s*)([A-Za-z0-9_]+)(\s*=\s*)(\"[^\"\n]*\"|\[[^\]\n]*\]|[^\s#]+)(.*)$", line)
+        if assignment is None:
+            continue
+        name = f"{section}.{assignment.group(2)}"
+        if name in values:
+            lines[n] = (
+                assignment.group(1) + assignment.group(2) + assignment.group(3) + values[name] + assignment.group(5)
+            )
+            found[name] += 1
+    missing = [name for name, count in found.items() if not count]
+    if missing:
+        raise ConfigurationError(f"{source} no longer sets {', '.join(missing)}; update {__name__}")
+    return "\n".join(lines)
 
 
 def _only(urls: Mapping[str, str], *ports: int) -> dict[str, str]:
@@ -136,14 +152,14 @@ def make_chain(work: Path, *, timings: Timings | None = None, proxies: bool = Tr
     cpa = work / "agreement.xml"
     cpa.write_text(cpa_text, encoding="utf-8")
     common = {
-        "first_resend_timeout": _toml_string(t.first_resend),
-        "http_timeout": _toml_string(t.http_timeout),
-        "connect_timeout": _toml_string(t.connect_timeout),
-        "poll_interval": _toml_string(t.poll),
-        "lease": _toml_string(t.lease),
-        "renew_interval": _toml_string(t.renew),
-        "retries": str(t.route_retries),
-        "retry_interval": _toml_string(t.route_retry_interval),
+        "sending.first_resend_timeout": _toml_string(t.first_resend),
+        "sending.http_timeout": _toml_string(t.http_timeout),
+        "sending.connect_timeout": _toml_string(t.connect_timeout),
+        "timers.poll_interval": _toml_string(t.poll),
+        "timers.lease": _toml_string(t.lease),
+        "timers.renew_interval": _toml_string(t.renew),
+        "routing.routes.retries": str(t.route_retries),
+        "routing.routes.retry_interval": _toml_string(t.route_retry_interval),
     }
     partners = []
     keys = {'"../../keys/': _toml_string(f"{SAMPLES / 'keys'}/")[:-1]}
@@ -155,9 +171,9 @@ def make_chain(work: Path, *, timings: Timings | None = None, proxies: bool = Tr
         source = _SAMPLE_CONFIG / f"{sample}.toml"
         text = substitute(source.read_text(encoding="utf-8"), {**next_hops, **keys}, source)
         store = work / f"{sample}.sqlite"
-        values = {**common, "port": str(port), "url": _toml_string(str(store))}
+        values = {**common, "server.port": str(port), "store.url": _toml_string(str(store))}
         if agreement:
-            values["paths"] = f"[{_toml_string(str(cpa))}]"
+            values["agreements.paths"] = f"[{_toml_string(str(cpa))}]"
         config = work / f"{sample}.toml"
         config.write_text(_set_settings(text, values, source), encoding="utf-8")
         partners.append(Partner(name, config, store, port, work / f"{sample}.log"))

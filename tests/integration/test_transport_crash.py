@@ -69,3 +69,16 @@ def test_an_intermediary_bridges_https_to_the_binding(tmp_path: Path, transport:
     url = _broker() if transport == "amqp" else "amqp://127.0.0.1:5672"
     report = run_bridge(tmp_path / "bridge", transport, messages=20, amqp_url=url)
     assert report.ok, report.summary()
+
+
+def test_amqp_with_reliable_messaging_method_transport_the_broker_keeps_what_the_receiver_cannot_take(
+    tmp_path: Path,
+) -> None:
+    # The reliable-messaging draft, "Queuing Transports": "use the facilities of the Queuing Transport to
+    # determine if the message was delivered". B is down while A sends: the broker accepts and keeps every
+    # message, A resends none (one hand-off each), and B's acknowledgments make them delivered once it is back.
+    from msh.faults.crash_transport import run_broker_reliability
+
+    url = _broker()
+    report = run_broker_reliability(tmp_path / "run", messages=40, receiver_down_for=6.0, amqp_url=url)
+    assert report.ok, report.summary()
