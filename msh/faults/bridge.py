@@ -1,12 +1,13 @@
-"""An intermediary that bridges bindings (ebMS2 §10, docs/transports): A sends to C through I over HTTPS, and
-I forwards to C by mail (SMTP, ebMS2 Appendix B.3) or through an AMQP 1.0 broker, as its routing table
-says; C's acknowledgments come back to A through I over HTTPS.
+"""An intermediary that bridges bindings (ebMS2 §10, docs/transports): A sends to C through I, one hop over
+HTTPS and the other by mail (SMTP, ebMS2 Appendix B.3) or through an AMQP 1.0 broker; C's acknowledgments
+come back to A through I over HTTPS.
 
-:func:`run_bridge` starts the multi-hop samples (:func:`msh.faults.chain.make_chain`, no proxies) with I's
-route to C moved to the other binding (the route's ``next_hop`` becomes ``mailto:`` or ``amqp://``), C
-receiving on that binding (its own SMTP listener, or its own address on the broker), submits messages at A
-and waits until each is final. The verdict: every message delivered to C's application exactly once and
-acknowledged end to end at A.
+:func:`run_bridge` starts the multi-hop samples (:func:`msh.faults.chain.make_chain`, no proxies) with one
+hop moved to the other binding: ``out``, I's route to C (its ``next_hop`` becomes ``mailto:`` or
+``amqp://``, C receives on that binding: its own SMTP listener, or its own address on the broker); ``in``,
+A's hop to I (the agreement's endpoint for C, which is I's, becomes I's mail address or queue, and I
+receives on that binding and forwards over HTTPS). It submits messages at A and waits until each is final.
+The verdict: every message delivered to C's application exactly once and acknowledged end to end at A.
 """
 
 from __future__ import annotations
@@ -15,16 +16,17 @@ import secrets
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Literal
 
 from msh.errors import ConfigurationError
-from msh.faults.chain import PARTY_C, Timings, make_chain
+from msh.faults.chain import PARTY_C, Chain, Timings, make_chain
 from msh.faults.outcome import inbox_census, submit_orders, wait_final
 from msh.faults.pair import free_port
-from msh.faults.transport_pair import TransportKind
+from msh.faults.transport_pair import TransportKind, move_endpoints
 
 __all__ = ["BridgeReport", "run_bridge"]
 
-MAIL_C = "msh-c@party-c.test"
+MAIL_C, MAIL_I = "msh-c@party-c.test", "msh-i@intermediary.test"
 
 
 @dataclass(frozen=True, slots=True)
@@ -32,6 +34,7 @@ class BridgeReport:
     """What a bridge run saw: messages, acknowledged end to end at A, at C exactly once / more / missing."""
 
     transport: str
+    direction: str
     messages: int
     acknowledged: int
     once: int
@@ -46,10 +49,15 @@ class BridgeReport:
 
     def summary(self) -> str:
         return (
-            f"A -> I (HTTPS) -> C ({self.transport}): {self.messages} messages in {self.seconds:.1f} s, "
+            f"{self._path()}: {self.messages} messages in {self.seconds:.1f} s, "
             f"{self.acknowledged} acknowledged end to end at A, {self.once} at C exactly once, {self.extra} extra, "
             f"{self.missing} missing, {self.intact} payloads intact -> " + ("OK" if self.ok else "FAILED")
         )
+
+    def _path(self) -> str:
+        if self.direction == "in":
+            return f"A -> I ({self.transport}) -> C (HTTPS)"
+        return f"A -> I (HTTPS) -> C ({self.transport})"
 
 
 def _retarget_route(config: Path, old: str, new: str) -> None:
@@ -62,7 +70,12 @@ def _retarget_route(config: Path, old: str, new: str) -> None:
 
 
 def run_bridge(
-    work: Path, transport: TransportKind, *, messages: int = 20, amqp_url: str = "amqp://127.0.0.1:5672"
+    work: Path,
+    transport: TransportKind,
+    *,
+    direction: Literal["in", "out"] = "out",
+    messages: int = 20,
+    amqp_url: str = "amqp://127.0.0.1:5672",
 ) -> BridgeReport:
     """Run the bridge in ``work`` (see the module docs)."""
     from msh.engine import OutboundStatus
@@ -72,7 +85,9 @@ def run_bridge(
     timings = Timings(retry_interval="PT3S", route_retry_interval="PT2S", first_resend="PT3S", poll="PT0.2S")
     chain = make_chain(work, timings=timings, proxies=False)
     c_url = f"https://127.0.0.1:{chain.c.port}/msh"
-    if transport == "smtp":
+    if direction == "in":
+        _into_intermediary(work, chain, transport, amqp_url)
+    elif transport == "smtp":
         c_smtpd = free_port()
         _retarget_route(chain.i.config, c_url, f"mailto:{MAIL_C}")
         chain.i.env.update(
@@ -115,6 +130,7 @@ def run_bridge(
     census = inbox_census(chain.c.store, sent)
     return BridgeReport(
         transport=transport,
+        direction=direction,
         messages=messages,
         acknowledged=sum(1 for v in final.values() if v is OutboundStatus.DELIVERED),
         once=census.once,
@@ -123,3 +139,35 @@ def run_bridge(
         intact=census.intact,
         seconds=time.monotonic() - started,
     )
+
+
+def _into_intermediary(work: Path, chain: Chain, transport: TransportKind, amqp_url: str) -> None:
+    """A's hop to I over ``transport``: the agreement's endpoint for C (I's) moved, I receiving on it."""
+    i_url = f"https://127.0.0.1:{chain.i_public_port}/msh"
+    if transport == "smtp":
+        i_smtpd = free_port()
+        move_endpoints(chain.cpa, {i_url: f"mailto:{MAIL_I}"}, "SMTP", senders=False)
+        chain.a.env.update(
+            {
+                "MSH_SMTP_HOST": "127.0.0.1",
+                "MSH_SMTP_PORT": str(i_smtpd),
+                "MSH_SMTP_SECURITY": "none",
+                "MSH_SMTP_FROM_ADDRESS": "msh-a@party-a.test",
+            }
+        )
+        chain.i.env.update(
+            {
+                "MSH_SMTPD_ENABLED": "true",
+                "MSH_SMTPD_HOST": "127.0.0.1",
+                "MSH_SMTPD_PORT": str(i_smtpd),
+                "MSH_SMTPD_DEAD_LETTERS": str(work / "dead-letters-i"),
+            }
+        )
+        return
+    secret = work / "amqp.password"
+    secret.write_text("guest\n", encoding="utf-8")
+    queue = f"{amqp_url.rstrip('/')}/queue/bridge-i-{secrets.token_hex(4)}"
+    move_endpoints(chain.cpa, {i_url: queue}, "AMQP", senders=False)
+    login = {"MSH_AMQP_USERNAME": "guest", "MSH_AMQP_PASSWORD": f"file:{secret}"}
+    chain.a.env.update({**login, "MSH_AMQP_URL": f"{amqp_url.rstrip('/')}/queue/bridge-a-unused"})
+    chain.i.env.update({**login, "MSH_AMQP_ENABLED": "true", "MSH_AMQP_URL": queue})

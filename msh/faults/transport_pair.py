@@ -55,29 +55,34 @@ class TransportPair:
     maildrop_port: int | None = None
 
 
-def move_endpoints(cpa: Path, urls: dict[str, str], protocol: str) -> None:
-    """Rewrite the agreement at ``cpa``: each TransportReceiver Endpoint whose URI is a key of ``urls``
-    gets the value; every TransportProtocol becomes ``protocol``; TLS of HTTP goes; syncReplyMode none."""
+def move_endpoints(cpa: Path, urls: dict[str, str], protocol: str, *, senders: bool = True) -> None:
+    """Rewrite the agreement at ``cpa``: each TransportReceiver Endpoint whose URI is a key of ``urls`` gets
+    the value, and its TransportReceiver the TransportProtocol ``protocol`` without the TLS of HTTP; with
+    ``senders`` the TransportSender of the same Transport too (the party sends that way as well). Every
+    channel's syncReplyMode becomes none."""
     root = parse_xml(cpa.read_bytes())
     moved = 0
     for transport in root.iter(_tp("Transport")):
-        for side in ("TransportSender", "TransportReceiver"):
-            element = transport.find(_tp(side))
+        receiver = transport.find(_tp("TransportReceiver"))
+        if receiver is None:
+            continue
+        endpoints = [e for e in receiver.findall(_tp("Endpoint")) if e.get(_tp("uri"), "") in urls]
+        if not endpoints:
+            continue
+        for endpoint in endpoints:
+            endpoint.set(_tp("uri"), urls[endpoint.get(_tp("uri"), "")])
+            moved += 1
+        sender = transport.find(_tp("TransportSender"))
+        for element in (receiver, sender if senders else None):
             if element is None:
                 continue
-            for name in ("TransportProtocol",):
-                for proto in element.findall(_tp(name)):
-                    proto.text = protocol
-                    if _tp("version") in proto.attrib:
-                        del proto.attrib[_tp("version")]
+            for proto in element.findall(_tp("TransportProtocol")):
+                proto.text = protocol
+                if _tp("version") in proto.attrib:
+                    del proto.attrib[_tp("version")]
             for name in ("TransportClientSecurity", "TransportServerSecurity"):
                 for security in element.findall(_tp(name)):
                     element.remove(security)
-            for endpoint in element.findall(_tp("Endpoint")):
-                uri = endpoint.get(_tp("uri"), "")
-                if uri in urls:
-                    endpoint.set(_tp("uri"), urls[uri])
-                    moved += 1
     if moved != len(urls):
         raise ConfigurationError(f"{cpa}: {moved} of {len(urls)} endpoints found to move; update {__name__}")
     for characteristics in root.iter(_tp("MessagingCharacteristics")):
