@@ -700,19 +700,7 @@ def _operator_resend(state: OutboundState | None, event: OperatorResend, now: da
         return s, ()
     # ebMS2 §6.4.1, §6.5.4: the identical message again, a new series of Retries; the first send's time stays.
     due = timers.next_due(r, attempts=1, sent_at=now, first_sent_at=first)
-    again = replace(
-        s,
-        status=_P,
-        attempts=1,
-        refused=0,
-        first_sent_at=first,
-        next_due_at=due,
-        failure=None,
-        evidence=Evidence.OPERATOR_RESEND,
-        receipt_problem=None,
-        unreachable_since=None,
-    )
-    return again, (ScheduleTimer(s.message_id, due), Transmit(s.message_id, 1))
+    return _sent_again(s, first, due)
 
 
 def _late_delivery(state: OutboundState | None, event: AcknowledgmentReceived | StatusReported, now: datetime) -> Step:
@@ -847,19 +835,7 @@ def _operator_resend_by_transport(state: OutboundState | None, event: OperatorRe
         return s, ()
     # ebMS2 §6.4.1: the identical message handed over again; the receiver eliminates a duplicate.
     due = timers.handoff_due(r, sent_at=now, first_sent_at=first)
-    again = replace(
-        s,
-        status=_P,
-        attempts=1,
-        refused=0,
-        first_sent_at=first,
-        next_due_at=due,
-        failure=None,
-        evidence=Evidence.OPERATOR_RESEND,
-        receipt_problem=None,
-        unreachable_since=None,
-    )
-    return again, (ScheduleTimer(s.message_id, due), Transmit(s.message_id, 1))
+    return _sent_again(s, first, due)
 
 
 # --- the table ----------------------------------------------------------------------------------------
@@ -1059,3 +1035,21 @@ def state_diagram(method: ReliableMessagingMethod = ReliableMessagingMethod.EBXM
     lines += [f"    {src} --> {dst} : {', '.join(labels)}" for (src, dst), labels in edges.items()]
     lines += [f"    {ids[status]} --> [*]" for status in statuses if status.final]
     return "\n".join(lines) + "\n"
+
+
+def _sent_again(s: OutboundState, first: datetime | None, due: datetime) -> tuple[OutboundState, tuple[Action, ...]]:
+    """An operator's resend (ebMS2 §6.4.1: the identical message): pending again, one transmission counted,
+    the first send's time kept, the next timer at ``due``."""
+    again = replace(
+        s,
+        status=_P,
+        attempts=1,
+        refused=0,
+        first_sent_at=first,
+        next_due_at=due,
+        failure=None,
+        evidence=Evidence.OPERATOR_RESEND,
+        receipt_problem=None,
+        unreachable_since=None,
+    )
+    return again, (ScheduleTimer(s.message_id, due), Transmit(s.message_id, 1))

@@ -19,9 +19,9 @@ from pathlib import Path
 from typing import Literal
 
 from msh.errors import ConfigurationError
-from msh.faults.chain import PARTY_C, Chain, Timings, make_chain
+from msh.faults.chain import PARTY_C, Timings, make_chain
 from msh.faults.outcome import inbox_census, submit_orders, wait_final
-from msh.faults.pair import free_port
+from msh.faults.pair import Partner, free_port
 from msh.faults.transport_pair import TransportKind, move_endpoints
 
 __all__ = ["BridgeReport", "run_bridge"]
@@ -84,36 +84,21 @@ def run_bridge(
 
     timings = Timings(retry_interval="PT3S", route_retry_interval="PT2S", first_resend="PT3S", poll="PT0.2S")
     chain = make_chain(work, timings=timings, proxies=False)
-    c_url = f"https://127.0.0.1:{chain.c.port}/msh"
-    if direction == "in":
-        _into_intermediary(work, chain, transport, amqp_url)
-    elif transport == "smtp":
-        c_smtpd = free_port()
-        _retarget_route(chain.i.config, c_url, f"mailto:{MAIL_C}")
-        chain.i.env.update(
-            {
-                "MSH_SMTP_HOST": "127.0.0.1",
-                "MSH_SMTP_PORT": str(c_smtpd),
-                "MSH_SMTP_SECURITY": "none",
-                "MSH_SMTP_FROM_ADDRESS": "msh-i@intermediary.test",
-            }
-        )
-        chain.c.env.update(
-            {
-                "MSH_SMTPD_ENABLED": "true",
-                "MSH_SMTPD_HOST": "127.0.0.1",
-                "MSH_SMTPD_PORT": str(c_smtpd),
-                "MSH_SMTPD_DEAD_LETTERS": str(work / "dead-letters-c"),
-            }
-        )
+    # The hop over the other binding: A -> I ("in", the agreement's endpoint for C is I's) or I -> C ("out",
+    # I's route to C).
+    hop_sender, hop_receiver = (chain.a, chain.i) if direction == "in" else (chain.i, chain.c)
+    old = f"https://127.0.0.1:{chain.i_public_port if direction == 'in' else chain.c.port}/msh"
+    if transport == "smtp":
+        address = MAIL_I if direction == "in" else MAIL_C
+        new = f"mailto:{address}"
+        _mail_hop(work, hop_sender, hop_receiver)
     else:
-        secret = work / "amqp.password"
-        secret.write_text("guest\n", encoding="utf-8")
-        queue = f"{amqp_url.rstrip('/')}/queue/bridge-c-{secrets.token_hex(4)}"
-        _retarget_route(chain.i.config, c_url, queue)
-        login = {"MSH_AMQP_USERNAME": "guest", "MSH_AMQP_PASSWORD": f"file:{secret}"}
-        chain.i.env.update({**login, "MSH_AMQP_URL": f"{amqp_url.rstrip('/')}/queue/bridge-i-unused"})
-        chain.c.env.update({**login, "MSH_AMQP_ENABLED": "true", "MSH_AMQP_URL": queue})
+        new = f"{amqp_url.rstrip('/')}/queue/bridge-{hop_receiver.name.lower()}-{secrets.token_hex(4)}"
+        _queue_hop(work, hop_sender, hop_receiver, new, amqp_url)
+    if direction == "in":
+        move_endpoints(chain.cpa, {old: new}, transport.upper(), senders=False)
+    else:
+        _retarget_route(chain.i.config, old, new)
     started = time.monotonic()
     try:
         for partner in chain.partners:
@@ -141,33 +126,31 @@ def run_bridge(
     )
 
 
-def _into_intermediary(work: Path, chain: Chain, transport: TransportKind, amqp_url: str) -> None:
-    """A's hop to I over ``transport``: the agreement's endpoint for C (I's) moved, I receiving on it."""
-    i_url = f"https://127.0.0.1:{chain.i_public_port}/msh"
-    if transport == "smtp":
-        i_smtpd = free_port()
-        move_endpoints(chain.cpa, {i_url: f"mailto:{MAIL_I}"}, "SMTP", senders=False)
-        chain.a.env.update(
-            {
-                "MSH_SMTP_HOST": "127.0.0.1",
-                "MSH_SMTP_PORT": str(i_smtpd),
-                "MSH_SMTP_SECURITY": "none",
-                "MSH_SMTP_FROM_ADDRESS": "msh-a@party-a.test",
-            }
-        )
-        chain.i.env.update(
-            {
-                "MSH_SMTPD_ENABLED": "true",
-                "MSH_SMTPD_HOST": "127.0.0.1",
-                "MSH_SMTPD_PORT": str(i_smtpd),
-                "MSH_SMTPD_DEAD_LETTERS": str(work / "dead-letters-i"),
-            }
-        )
-        return
+def _mail_hop(work: Path, sender: Partner, receiver: Partner) -> None:
+    """``sender`` mails through ``receiver``'s own SMTP listener (a free port) as its relay."""
+    port = free_port()
+    sender.env.update(
+        {
+            "MSH_SMTP_HOST": "127.0.0.1",
+            "MSH_SMTP_PORT": str(port),
+            "MSH_SMTP_SECURITY": "none",
+            "MSH_SMTP_FROM_ADDRESS": f"msh-{sender.name.lower()}@bridge.test",
+        }
+    )
+    receiver.env.update(
+        {
+            "MSH_SMTPD_ENABLED": "true",
+            "MSH_SMTPD_HOST": "127.0.0.1",
+            "MSH_SMTPD_PORT": str(port),
+            "MSH_SMTPD_DEAD_LETTERS": str(work / f"dead-letters-{receiver.name.lower()}"),
+        }
+    )
+
+
+def _queue_hop(work: Path, sender: Partner, receiver: Partner, queue: str, amqp_url: str) -> None:
+    """``sender`` puts messages on ``queue``, which ``receiver`` consumes (user guest on the broker)."""
     secret = work / "amqp.password"
     secret.write_text("guest\n", encoding="utf-8")
-    queue = f"{amqp_url.rstrip('/')}/queue/bridge-i-{secrets.token_hex(4)}"
-    move_endpoints(chain.cpa, {i_url: queue}, "AMQP", senders=False)
     login = {"MSH_AMQP_USERNAME": "guest", "MSH_AMQP_PASSWORD": f"file:{secret}"}
-    chain.a.env.update({**login, "MSH_AMQP_URL": f"{amqp_url.rstrip('/')}/queue/bridge-a-unused"})
-    chain.i.env.update({**login, "MSH_AMQP_ENABLED": "true", "MSH_AMQP_URL": queue})
+    sender.env.update({**login, "MSH_AMQP_URL": f"{amqp_url.rstrip('/')}/queue/bridge-unused"})
+    receiver.env.update({**login, "MSH_AMQP_ENABLED": "true", "MSH_AMQP_URL": queue})
