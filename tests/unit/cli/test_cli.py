@@ -167,6 +167,11 @@ def test_usage_errors_are_one_line_with_status_2(
         ),
         (["status", "--config", "/no/such.toml", "m@x"], "the configuration file '/no/such.toml' does not exist"),
         (["cpa", "list", "--config", str(CONFIG)], "cannot be read"),
+        (["demo", "--transport", "smtp", "--multihop"], "--transport smtp runs the two-partner demo over that"),
+        (
+            ["demo", "--transport", "amqp", "--amqp-url", "amqp://127.0.0.1:1"],
+            "msh demo --transport amqp: no broker answers at 127.0.0.1:1",
+        ),
     ],
 )
 def test_user_errors_are_one_line_with_status_2(
