@@ -41,7 +41,7 @@ from msh.ebms.mime import AttachmentSpec, MimeLimits, MimePart, parse_content_ty
 from msh.ebms.mime.limits import CHUNK
 from msh.ebms.model import Envelope
 from msh.ebms.schema import validate_envelope
-from msh.errors import EbmsError, EnvelopeError, ErrorCode, Issue, MimeProblemError, Severity
+from msh.errors import EbmsError, EnvelopeError, ErrorCode, Issue, MimeProblemError, MshError, Severity
 from msh.safexml import XmlLimits, parse_xml, text_encoding
 
 __all__ = [
@@ -51,6 +51,7 @@ __all__ = [
     "ParseMode",
     "build_message",
     "decode_soap_part",
+    "message_id_of",
     "parse_message",
     "soap_action_issue",
     "read_message_file",
@@ -225,6 +226,19 @@ def parse_message(
             part.body.close()
         raise
     return EbxmlMessage(envelope, soap, payloads, wire_type, tuple(warnings), root)
+
+
+def message_id_of(body: bytes, content_type: str | None) -> str | None:
+    """The MessageId of the message in ``body`` (read leniently), for a binding that names what it carries
+    (an e-mail's Message-ID); None when it has none or cannot be read."""
+    try:
+        message = parse_message(body, content_type, mode=ParseMode.LENIENT)
+    except MshError:
+        return None
+    try:
+        return message.envelope.message_id
+    finally:
+        message.close()
 
 
 def _read_soap(

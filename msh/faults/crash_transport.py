@@ -69,12 +69,15 @@ class BrokerConnections:
 
     def kill(self) -> None:
         assert self.command is not None
-        subprocess.run(
+        done = subprocess.run(
             [self.command, "close_all_connections", "crash test: connection dropped"],
             check=False,
             capture_output=True,
+            text=True,
             timeout=60,
         )
+        if done.returncode != 0:
+            raise ConfigurationError(f"rabbitmqctl close_all_connections failed: {done.stderr.strip() or done.stdout}")
 
     def start(self) -> None:
         """Nothing to start: the clients reconnect."""

@@ -94,7 +94,11 @@ class Killer:
                 break
             behind = [v for v in self.victims if self.kills[v.name] < self._min_each]
             victim = self._rng.choice(behind if time.monotonic() >= end and behind else self.victims)
-            victim.kill()
+            try:
+                victim.kill()
+            except Exception as exc:  # not counted: a kill that did not happen is no kill
+                self._say(f"kill of {victim.name} failed: {exc}")
+                continue
             self.kills[victim.name] += 1
             self._stop.wait(self._rng.uniform(0.05, 0.5))
             try:

@@ -30,7 +30,7 @@ from enum import StrEnum
 from typing import TYPE_CHECKING
 
 from msh.ebms.errorlist import error_list
-from msh.ebms.message import ParseMode, parse_message
+from msh.ebms.message import ParseMode, message_id_of, parse_message
 from msh.engine import ErrorReceived, TransmitFailed
 from msh.engine.binding import server_fault
 from msh.engine.outcomes import OutboundStatus
@@ -119,7 +119,7 @@ class MailIntake:
             log.warning("%s: the answer to mail %s is not sent: the mail has no From or Reply-To", self.source, about)
             return
         url = f"mailto:{mail.from_address}"
-        request = Request(url, content_type, body, None, message_id=_message_id_of(content_type, body))
+        request = Request(url, content_type, body, None, message_id=message_id_of(body, content_type))
         try:
             await self.msh.transport.send(request)
         except TransportFailure as failure:
@@ -238,15 +238,3 @@ def _fault_of(reply: HttpReply) -> tuple[bool, str] | None:
     if fault is None:
         return None
     return server_fault(fault), fault.faultstring
-
-
-def _message_id_of(content_type: str, body: bytes) -> str | None:
-    try:
-        message = parse_message(body, content_type, mode=ParseMode.LENIENT)
-    except Exception:
-        return None
-    try:
-        header = message.envelope.message_header
-        return header.message_data.message_id if header is not None else None
-    finally:
-        message.close()

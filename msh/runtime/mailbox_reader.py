@@ -34,7 +34,7 @@ from aioimaplib import IMAP4, AioImapException, Command, Response
 from msh.errors import ConfigurationError
 from msh.runtime.config import Settings
 from msh.runtime.config.mail import MailSecurity
-from msh.runtime.config.secrets import read_secret
+from msh.runtime.config.secrets import read_secret, settings_folder
 from msh.runtime.mail_intake import Disposition, MailIntake
 
 if TYPE_CHECKING:
@@ -90,9 +90,8 @@ class MailboxReader:
                 "mailbox.enabled is true but mailbox.username or mailbox.password is empty: give the log-in and "
                 'where its password is (e.g. "env:MSH_MAILBOX_SECRET")'
             )
-        source = Path(settings.source)
         self.password = read_secret(
-            box.password, setting="mailbox.password", env=env, base_dir=source.parent if source.is_file() else None
+            box.password, setting="mailbox.password", env=env, base_dir=settings_folder(settings.source)
         )
         self.msh = msh
         self.host, self.port, self.security = box.host.strip(), box.port, box.security

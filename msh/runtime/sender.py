@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from cpa.resolve import AgreementRefused, Exchange, SendingParameters
-from msh.ebms.message import ParseMode, parse_message
+from msh.ebms.message import message_id_of
 from msh.engine import EndpointRef, ErrorReceived, Event, TransmitFailed, UnknownMessage
 from msh.engine.intermediary import hop_answer
 from msh.runtime import attempts
@@ -313,19 +313,10 @@ class Sender:
         url = params.transport.endpoint_url
         # A binding with message ids of its own (an e-mail's Message-ID) carries the reply's MessageId, so
         # that a delivery report about it can be matched (ebMS2 B.3.3); HTTP needs none.
-        message_id = None if url[:5].lower() in ("http:", "https") else _reply_message_id(body)
+        message_id = None if url[:5].lower() in ("http:", "https") else message_id_of(body, SOAP_CONTENT_TYPE)
         request = Request(url, SOAP_CONTENT_TYPE, body, core.tls.for_parameters(params), message_id=message_id)
         try:
             await core.transport.send(request)
             core.counters["async-replies"] += 1
         except TransportFailure as failure:
             log.info("asynchronous %s to %s lost: %s", ref.action, params.transport.endpoint_url, failure.reason)
-
-
-def _reply_message_id(body: bytes) -> str | None:
-    """The MessageId of a reply the MSH composed (a bare SOAP envelope); None when it has none."""
-    message = parse_message(body, SOAP_CONTENT_TYPE, mode=ParseMode.LENIENT)
-    try:
-        return message.envelope.message_id
-    finally:
-        message.close()

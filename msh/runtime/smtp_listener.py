@@ -29,6 +29,7 @@ from aiosmtpd.smtp import SMTP, Envelope, Session
 
 from msh.errors import ConfigurationError
 from msh.runtime.config import Settings
+from msh.runtime.config.secrets import settings_folder
 from msh.runtime.mail_intake import Disposition, MailIntake
 from msh.transport.tls import server_context
 
@@ -69,8 +70,7 @@ def dead_letters_folder(settings: Settings) -> Path:
     folder = settings.smtpd.dead_letters
     if folder.is_absolute():
         return folder
-    source = Path(settings.source)
-    return ((source.parent if source.is_file() else Path.cwd()) / folder).resolve()
+    return ((settings_folder(settings.source) or Path.cwd()) / folder).resolve()
 
 
 class _Handler:

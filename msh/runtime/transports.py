@@ -9,10 +9,8 @@ every message and signal.
 
 from __future__ import annotations
 
-from pathlib import Path
-
 from msh.runtime.config import Settings
-from msh.runtime.config.secrets import read_secret
+from msh.runtime.config.secrets import read_secret, settings_folder
 from msh.transport.amqp import AmqpTransport
 from msh.transport.amqp_thread import BrokerAccess
 from msh.transport.http import HttpTransport
@@ -20,20 +18,18 @@ from msh.transport.port import Transport
 from msh.transport.schemes import SchemeTransport
 from msh.transport.smtp import SmtpTransport, relay_tls_context
 
-__all__ = ["amqp_access", "amqp_transport", "settings_dir", "transports_from"]
-
-
-def settings_dir(settings: Settings) -> Path | None:
-    """The folder of the settings file (relative secret and key paths are read from it); None without one."""
-    source = Path(settings.source)
-    return source.parent if source.suffix == ".toml" and source.parent.is_dir() else None
+__all__ = ["amqp_access", "amqp_transport", "transports_from"]
 
 
 def amqp_access(settings: Settings) -> BrokerAccess:
     """How this MSH logs in to its AMQP brokers: ``amqp.username`` and the password ``amqp.password`` names
     (read now: :class:`~msh.errors.ConfigurationError` naming the setting when it cannot be)."""
     a = settings.amqp
-    password = read_secret(a.password, setting="amqp.password", base_dir=settings_dir(settings)) if a.password else ""
+    password = (
+        read_secret(a.password, setting="amqp.password", base_dir=settings_folder(settings.source))
+        if a.password
+        else ""
+    )
     return BrokerAccess(a.username, password, a.sasl_mechanisms, a.trusted)
 
 
@@ -69,7 +65,7 @@ def transports_from(settings: Settings) -> SchemeTransport:
             port=mail.port,
             security=mail.security.value,
             username=mail.username,
-            password=read_secret(mail.password, setting="smtp.password", base_dir=settings_dir(settings))
+            password=read_secret(mail.password, setting="smtp.password", base_dir=settings_folder(settings.source))
             if mail.password
             else "",
             from_address=mail.from_address,

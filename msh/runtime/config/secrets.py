@@ -15,7 +15,7 @@ from typing import Final
 
 from msh.errors import ConfigurationError
 
-__all__ = ["SECRET_HINT", "check_secret_ref", "read_secret"]
+__all__ = ["SECRET_HINT", "check_secret_ref", "read_secret", "settings_folder"]
 
 SECRET_HINT: Final = 'write where the password is, e.g. "env:{0}" or "file:secrets/{1}" ("": none)'
 """The hint of a password setting: ``SECRET_HINT.format("SMTP_PASSWORD", "smtp.password")``."""
@@ -36,6 +36,16 @@ def check_secret_ref(value: object) -> str | None:
         return None
     parsed = _parts(value)
     return parsed if isinstance(parsed, str) else None
+
+
+def settings_folder(source: str) -> Path | None:
+    """The folder of the settings file ``source`` names (``Settings.source``), where relative ``file:``
+    references and folders are read from; None when the settings came from no file (``<defaults>``,
+    ``<environment>``) or its folder does not exist."""
+    if source.startswith("<"):
+        return None
+    folder = Path(source).parent
+    return folder if folder.is_dir() else None
 
 
 def read_secret(

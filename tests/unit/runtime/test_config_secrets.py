@@ -34,3 +34,11 @@ def test_errors_name_the_setting_and_the_place_never_the_value(tmp_path: Path) -
     (tmp_path / "empty").write_text("  \n", encoding="utf-8")
     with pytest.raises(ConfigurationError, match="is empty"):
         read_secret("file:empty", setting="amqp.password", base_dir=tmp_path)
+
+
+def test_relative_references_are_read_from_the_settings_files_folder(tmp_path: Path) -> None:
+    from msh.runtime.config.secrets import settings_folder
+
+    assert settings_folder(str(tmp_path / "msh.toml")) == tmp_path
+    assert settings_folder("<defaults>") is None and settings_folder("<environment>") is None
+    assert settings_folder(str(tmp_path / "missing" / "msh.toml")) is None
