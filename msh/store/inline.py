@@ -38,8 +38,8 @@ class InlineWriter:
         try:
             with self.store.transaction() as tx:
                 result = unit(tx)
-                events = list(tx.appended)
                 ran_at = time.perf_counter()
+            events = list(tx.appended)  # with their ids: written when it committed
         except BaseException:
             self.stats.failed_units += 1
             raise

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Mapping
-from dataclasses import replace
 from datetime import datetime
 
 from msh.store import journal, records, rules
@@ -60,14 +59,16 @@ class JournalSteps(ABC):
         direction: records.Direction | None = None,
         detail: Mapping[str, object] | None = None,
         facts: journal.MessageFacts | None = None,
-    ) -> int:
-        """Append an event to the journal, in this transaction (no commit of its own); return its id.
+    ) -> None:
+        """Append an event to the journal, in this transaction (no commit of its own).
 
         Its typed columns (:mod:`msh.store.journal`) come from ``facts`` when given, else from the
         message's stored row (the outbound row for an outbound event, the first stored copy for an inbound
         one; read once per transaction), and the attempt, severity and cause from ``detail``.
 
-        Ids increase in the order events are appended. With several writers on PostgreSQL a transaction
+        The event is in :attr:`appended` at once; its id is the store's, set when it is written (at the
+        latest when the transaction commits; the SQL store writes a transaction's events together). Ids
+        increase in the order events are appended. With several writers on PostgreSQL a transaction
         may commit after another one that appended a higher id, so an export that reads on from the last
         id it saw should leave out the newest events (e.g. those of the last minute) until the next run.
         """
@@ -99,9 +100,12 @@ class JournalSteps(ABC):
             cause=journal.cause_of(kept),
             deadline=facts.deadline if kind is EventKind.SUBMITTED else None,
         )
-        event_id = self._add_event(event)
-        self.appended.append(replace(event, id=event_id))
-        return event_id
+        self.appended.append(event)
+        self._add_event(event)
+
+    def write_events(self) -> None:
+        """Write the appended events a store keeps for the commit (the SQL store's,
+        :mod:`msh.store.sql.journal_writes`); done anyway when the transaction commits."""
 
     def _facts_of(
         self, message_id: str, direction: records.Direction | None, *, deadline: bool = False
@@ -166,8 +170,9 @@ class JournalSteps(ABC):
         )
 
     @abstractmethod
-    def _add_event(self, event: records.Event) -> int:
-        """Append ``event`` (``event.id`` is to be assigned) to the journal; its id."""
+    def _add_event(self, event: records.Event) -> None:
+        """Append ``event``, the last of :attr:`appended` (its ``id`` 0), to the journal: a store that writes
+        it at once replaces it there with its id."""
 
     @abstractmethod
     def _events_after(self, after_id: int, limit: int) -> list[records.Event]:

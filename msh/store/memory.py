@@ -98,12 +98,14 @@ class _MemoryTransaction(MemoryListingSteps, MemoryRetentionSteps, Transaction):
     def savepoint(self) -> Iterator[None]:
         self._writable()
         mark = len(self._undo)
+        appended = len(self.appended)
         blobs_before = set(self.new_blobs)
         dropped_before = set(self.dropped_blobs)
         try:
             yield
         except BaseException:
             self._undo_to(mark)
+            del self.appended[appended:]  # its events are undone with it
             for blob_id in set(self.new_blobs) - blobs_before:
                 del self.new_blobs[blob_id]
             self.dropped_blobs = dropped_before
@@ -305,10 +307,10 @@ class _MemoryTransaction(MemoryListingSteps, MemoryRetentionSteps, Transaction):
 
     # -- journal
 
-    def _add_event(self, event: records.Event) -> int:
+    def _add_event(self, event: records.Event) -> None:
         event = replace(event, id=next(self._store.event_ids))
         self._set(self._store.events, event.id, event)
-        return event.id
+        self.appended[-1] = event
 
     def _events_after(self, after_id: int, limit: int) -> list[records.Event]:
         found: list[records.Event] = []

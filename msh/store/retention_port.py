@@ -91,7 +91,7 @@ class RetentionPort(ABC):
         direction: records.Direction | None = None,
         detail: Mapping[str, object] | None = None,
         facts: journal.MessageFacts | None = None,
-    ) -> int: ...
+    ) -> None: ...
 
     def outbound_purge_candidates(
         self, *, settled_before: datetime, after: OutboundPosition | None = None, limit: int = 100

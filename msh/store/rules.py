@@ -12,6 +12,7 @@ import json
 from collections.abc import Mapping
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
+from typing import cast
 
 from msh.engine import Evidence, OutboundState, OutboundStatus, Reliability
 from msh.errors import ERROR_CODE_CONTEXT, ConfigurationError, ErrorCode, Issue, Severity
@@ -168,17 +169,33 @@ _PLAIN: frozenset[type] = frozenset({str, int, bool})
 
 
 def detail(value: Mapping[str, object] | None) -> dict[str, object]:
-    """``value`` as it will read back from JSON (``ValueError`` if it cannot be stored as JSON)."""
+    """``value`` as it will read back from JSON (``ValueError`` if it cannot be stored as JSON); a NUL
+    character in its text (a peer's words quoted in a cause, say) is kept as U+FFFD, as neither PostgreSQL's
+    text nor its jsonb can hold one (and the events of a transaction are written together when it commits,
+    where a refusal would fail every unit of the group commit: msh.store.sql.transaction)."""
     if value is None:
         return {}
     # The usual detail (text, whole numbers, flags) reads back as it is: no JSON round trip for it.
-    if all(type(k) is str and (v is None or type(v) in _PLAIN) for k, v in value.items()):
+    if all(
+        type(k) is str and "\x00" not in k and (v is None or type(v) in _PLAIN) for k, v in value.items()
+    ) and not any(type(v) is str and "\x00" in v for v in value.values()):
         return dict(value)
     try:
         result: dict[str, object] = json.loads(json.dumps(dict(value), allow_nan=False))
     except (TypeError, ValueError) as exc:
         raise ValueError(f"event detail must be JSON-serialisable: {exc}") from None
-    return result
+    return cast(dict[str, object], _without_nul(result))
+
+
+def _without_nul(value: object) -> object:
+    """``value`` (read from JSON) with each NUL character of its text replaced by U+FFFD."""
+    if isinstance(value, str):
+        return value.replace("\x00", "\ufffd")
+    if isinstance(value, dict):
+        return {_without_nul(k): _without_nul(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_without_nul(v) for v in value]
+    return value
 
 
 def _reliability(value: object) -> Reliability:

@@ -48,8 +48,8 @@ class Transaction(JournalSteps, AppPort, OrderPort, ListingPort, RetentionPort):
         # The journal facts of the messages this transaction wrote or read: (MessageId, direction) -> facts.
         self._facts: dict[tuple[str, records.Direction], journal.MessageFacts] = {}
         self.appended: list[records.Event] = []
-        """The events appended in this transaction, with their ids, in order (the store writer hands those of
-        the units that committed to its watchers, :mod:`msh.store.writer`)."""
+        """The events appended in this transaction but in savepoints rolled back, in order; each with its id
+        once written, at the latest at the commit (when :mod:`msh.store.writer` hands them to its watchers)."""
 
     @property
     def readonly(self) -> bool:

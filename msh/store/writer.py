@@ -286,7 +286,7 @@ class GroupCommitWriter:
 
     def _commit(self, batch: list[_Job[object]]) -> None:
         ran: list[tuple[_Job[object], bool, object]] = []  # (job, ok, result or exception)
-        journaled: list[Event] = []  # the events of the units that did not raise
+        journaled: list[Event] = []  # the events of the units that did not raise, with their ids once committed
         carry: list[_Job[object]] = []
         lost: TransactionLost | None = None
         began = ran_at = time.perf_counter()
@@ -295,7 +295,6 @@ class GroupCommitWriter:
                 for index, job in enumerate(batch):
                     if not job.start():
                         continue  # the caller cancelled it before it ran
-                    mark = len(tx.appended)
                     try:
                         with tx.savepoint():
                             result = job.unit(tx)
@@ -309,10 +308,11 @@ class GroupCommitWriter:
                         ran.append((job, False, exc))
                     else:
                         ran.append((job, True, result))
-                        journaled.extend(tx.appended[mark:])
                 if lost is not None:
                     raise lost
+                tx.write_events()  # the journal of every unit, one statement (before the commit is timed)
                 ran_at = time.perf_counter()
+            journaled = tx.appended  # a unit that raised took its events with its savepoint
         except BaseException as exc:  # BEGIN or COMMIT failed, or the transaction was lost: nothing committed
             failure = lost if lost is not None else exc
             self.stats.failed_batches += 1

@@ -210,10 +210,10 @@ def timer_from_row(row: Row) -> records.Timer:
     return _record(records.Timer, row, id=int(row["id"]), kind=records.TimerKind(row["kind"]))
 
 
-def event_values(event: records.Event) -> dict[str, object]:
-    """The columns of a new journal entry (its ``id`` is the database's)."""
+def event_values(event: records.Event, event_id: int) -> dict[str, object]:
+    """The columns of a new journal entry with the id ``event_id``."""
     direction = None if event.direction is None else event.direction.value
-    return {**_columns(event, "id", "direction"), "direction": direction}
+    return {**_columns(event, "id", "direction"), "id": event_id, "direction": direction}
 
 
 def event_from_row(row: Row) -> records.Event:

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, Final
 
-from sqlalchemy import bindparam, delete, exists, func, insert, select, text, update
+from sqlalchemy import bindparam, delete, exists, func, insert, literal_column, select, text, update
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.engine import Dialect
@@ -25,6 +25,7 @@ __all__ = [
     "BLOB_SIZE_KEYS",
     "CHUNK_KEYS",
     "EVENT_KEYS",
+    "EVENT_WRITE_KEYS",
     "FIRST_COPY",
     "INBOX_UPDATE_KEYS",
     "REPLACE_KEYS",
@@ -78,7 +79,9 @@ REPLACE_KEYS: Final = (*STATE_UPDATE_KEYS, "body_blob_id", "content_type", "endp
 INBOX_UPDATE_KEYS: Final = ("state", "received_at", "delivered_at", "acknowledged_at")
 TIMER_KEYS: Final = ("message_id", "kind", "due_at", "created_at")
 EVENT_KEYS: Final = tuple(c.name for c in events.columns if c.name != "id")
-"""The columns of a new journal entry, as the table declares them (its ``id`` is the database's)."""
+"""The columns of a new journal entry, as the table declares them, but its ``id``."""
+EVENT_WRITE_KEYS: Final = ("id", *EVENT_KEYS)
+"""What a journal entry is written with: its id too (msh.store.sql.transaction, Journal)."""
 
 STATEMENTS: Final[dict[str, Build]] = {
     # blobs
@@ -129,5 +132,13 @@ STATEMENTS: Final[dict[str, Build]] = {
         delete(timers).where(timers.c.id == bindparam("b_id"), timers.c.lease_owner == bindparam("b_owner"))
     ),
     # journal
-    "event-insert": _fixed(insert(events).returning(events.c.id)),
+    "event-insert": _fixed(insert(events)),
+    # The next journal ids: SQLite's rowid rule (one writer: BEGIN IMMEDIATE), PostgreSQL's sequence.
+    "event-next-id": lambda dialect: (
+        select(
+            func.nextval(func.pg_get_serial_sequence(literal_column("'events'"), literal_column("'id'")))
+        ).select_from(func.generate_series(literal_column("1"), bindparam("b_count")))
+        if dialect.name == "postgresql"
+        else select(func.coalesce(func.max(events.c.id), literal_column("0")) + literal_column("1"))
+    ),
 }

@@ -107,6 +107,7 @@ class SqlStore(Store):
                         connection.exec_driver_sql("SET TRANSACTION READ ONLY")
                     tx = SqlTransaction(self, connection, readonly)
                     yield tx
+                    tx.write_events()  # the journal of the whole transaction, one statement (see SqlTransaction)
                 committed = True
         except DBAPIError as exc:
             raise self._failed(exc) from exc

@@ -16,6 +16,9 @@ Duplicates
     transaction and then finds the duplicate. Counting a duplicate and keeping the first Acknowledgment
     are single UPDATE statements, so concurrent duplicates neither lose a count nor replace the answer.
 
+Journal
+    A transaction's events are written together before it commits (:mod:`msh.store.sql.journal_writes`).
+
 Payloads
     A blob is written chunk by chunk inside the transaction (``blob_chunks`` rows of at most 1 MiB) and
     read back by a reader that selects one chunk per read: memory use does not grow with a message's size.
@@ -38,9 +41,10 @@ from msh.store.blob_files import FILE_THRESHOLD, BlobFiles, WrittenFile
 from msh.store.blobs import iter_chunks, open_chunks
 from msh.store.errors import StoreError, TransactionLost, UnknownBlob
 from msh.store.prepared import Prepared
-from msh.store.schema import UtcDateTime, blob_chunks, events, inbound_messages, inbox, outbound_messages, timers
+from msh.store.schema import UtcDateTime, blob_chunks, inbound_messages, inbox, outbound_messages, timers
 from msh.store.sql import rows
 from msh.store.sql.app_steps import SqlAppSteps
+from msh.store.sql.journal_writes import SqlJournalWrites
 from msh.store.sql.listing_steps import SqlListingSteps
 from msh.store.sql.order_steps import SqlOrderSteps
 from msh.store.sql.retention_steps import SqlRetentionSteps
@@ -49,7 +53,6 @@ from msh.store.sql.statements import (
     BLOB_KEYS,
     BLOB_SIZE_KEYS,
     CHUNK_KEYS,
-    EVENT_KEYS,
     FIRST_COPY,
     INBOX_UPDATE_KEYS,
     REPLACE_KEYS,
@@ -84,7 +87,7 @@ class SqlOwner(Protocol):
     def failure(self, exc: Exception) -> StoreError: ...
 
 
-class SqlTransaction(SqlAppSteps, SqlOrderSteps, SqlListingSteps, SqlRetentionSteps, Transaction):
+class SqlTransaction(SqlJournalWrites, SqlAppSteps, SqlOrderSteps, SqlListingSteps, SqlRetentionSteps, Transaction):
     """One transaction on one connection of a :class:`~msh.store.sql.SqlStore`."""
 
     def __init__(self, store: SqlOwner, connection: Connection, readonly: bool) -> None:
@@ -94,6 +97,7 @@ class SqlTransaction(SqlAppSteps, SqlOrderSteps, SqlListingSteps, SqlRetentionSt
         self._postgres = connection.dialect.name == "postgresql"
         self._cursor: Any = None
         self._savepoints = 0
+        self._written = 0
         self.written_files: list[WrittenFile] = []
         """Body files this transaction wrote (their locks held until it has ended: msh.store.blob_files)."""
         self.dropped_files: list[str] = []
@@ -152,11 +156,15 @@ class SqlTransaction(SqlAppSteps, SqlOrderSteps, SqlListingSteps, SqlRetentionSt
         self._writable()
         self._savepoints += 1
         name = f"msh_sp{self._savepoints}"
+        appended, written = len(self.appended), self._written
         self._sql(f"SAVEPOINT {name}")
         try:
             yield
         except BaseException as exc:
             self._blob_infos.clear()
+            # Its events are dropped; those written inside it (before a read of the journal) are undone too.
+            del self.appended[appended:]
+            self._written = min(self._written, written)
             try:
                 self._sql(f"ROLLBACK TO SAVEPOINT {name}")
                 self._sql(f"RELEASE SAVEPOINT {name}")
@@ -442,22 +450,6 @@ class SqlTransaction(SqlAppSteps, SqlOrderSteps, SqlListingSteps, SqlRetentionSt
                 first = rules.required_aware("received_at", first)
                 oldest = first if oldest is None else min(oldest, first)
         return counts, oldest
-
-    # -- journal
-
-    def _add_event(self, event: records.Event) -> int:
-        return int(self._scalar("event-insert", rows.event_values(event), keys=EVENT_KEYS))
-
-    def _events_after(self, after_id: int, limit: int) -> list[records.Event]:
-        statement = select(events).where(events.c.id > after_id).order_by(events.c.id).limit(limit)
-        return [rows.event_from_row(row) for row in self._conn.execute(statement).mappings()]
-
-    def _message_events(self, message_id: str, direction: records.Direction | None, limit: int) -> list[records.Event]:
-        statement = select(events).where(events.c.message_id == message_id)
-        if direction is not None:
-            statement = statement.where(events.c.direction == direction.value)
-        newest = statement.order_by(events.c.id.desc()).limit(limit)
-        return [rows.event_from_row(row) for row in reversed(self._conn.execute(newest).mappings().all())]
 
 
 def body_file_reader(files: BlobFiles | None, row: Mapping[str, Any], url: str) -> BinaryIO:

@@ -37,8 +37,8 @@ def test_a_senders_past_messages_read_back_and_new_ones_follow(
         kinds = [e.kind for e in tx.message_events("prefill-7@bench.invalid")]
         assert sorted(kinds) == sorted([EventKind.SUBMITTED, EventKind.TRANSMISSION, EventKind.DELIVERED])
         new = add_outbound(tx, "new@example.com")
-        event_id = tx.append_event(at=T0, kind=EventKind.SUBMITTED, message_id="new@example.com")
-    assert new.body_blob_id > 25 and event_id > 75
+        tx.append_event(at=T0, kind=EventKind.SUBMITTED, message_id="new@example.com")
+    assert new.body_blob_id > 25 and tx.appended[-1].id > 75
     with store.transaction(readonly=True) as tx:
         assert len(tx.list_events(limit=1000)) == 76
 

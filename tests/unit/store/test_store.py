@@ -604,7 +604,7 @@ def test_cancel_timers_removes_a_messages_timers(store: Store) -> None:
 
 def test_events_are_an_append_only_journal(store: Store) -> None:
     with store.transaction() as tx:
-        ids = [
+        for i in range(3):
             tx.append_event(
                 at=T0 + timedelta(seconds=i),
                 kind="sent",
@@ -612,10 +612,11 @@ def test_events_are_an_append_only_journal(store: Store) -> None:
                 direction=Direction.OUTBOUND,
                 detail={"attempt": i, "peer": ("a", "b"), "ok": True, "nested": {"x": None}},
             )
-            for i in range(3)
-        ]
-        ids.append(tx.append_event(at=T0, kind="submitted"))
-    assert ids == sorted(ids) and len(set(ids)) == 4
+        tx.append_event(at=T0, kind="submitted")
+    # Each has its id once committed, increasing in the order appended.
+    ids = [event.id for event in tx.appended]
+    assert [event.kind for event in tx.appended] == ["sent", "sent", "sent", "submitted"]
+    assert ids == sorted(ids) and len(set(ids)) == 4 and ids[0] > 0
     with store.transaction(readonly=True) as tx:
         events = tx.list_events()
         assert [e.id for e in tx.list_events(after_id=ids[1])] == ids[2:]
@@ -632,6 +633,36 @@ def test_events_are_an_append_only_journal(store: Store) -> None:
     events[0].detail["attempt"] = 99  # a returned record is the caller's copy
     with store.transaction(readonly=True) as tx:
         assert tx.list_events(limit=1)[0].detail["attempt"] == 0
+
+
+def test_a_savepoint_rolled_back_takes_its_events_and_keeps_those_before_it(store: Store) -> None:
+    # The SQL store writes a transaction's events together; a read of the journal writes them earlier, so
+    # this one is read inside the savepoint that is then rolled back.
+    with store.transaction() as tx:
+        tx.append_event(at=T0, kind="submitted", message_id="kept@example.com")
+        with pytest.raises(ValueError), tx.savepoint():
+            tx.append_event(at=T0, kind="failed", message_id="undone@example.com")
+            assert [e.message_id for e in tx.list_events()] == ["kept@example.com", "undone@example.com"]
+            raise ValueError("the unit fails")
+        tx.append_event(at=T0, kind="delivered", message_id="kept@example.com")
+    with store.transaction(readonly=True) as reader:
+        stored = reader.list_events()
+    assert [(e.kind, e.message_id) for e in stored] == [
+        ("submitted", "kept@example.com"),
+        ("delivered", "kept@example.com"),
+    ]
+    assert [(e.id, e.kind) for e in tx.appended] == [(e.id, e.kind) for e in stored]
+
+
+def test_a_nul_in_an_events_detail_is_kept_as_a_replacement_character(store: Store) -> None:
+    # PostgreSQL's text and jsonb hold no U+0000: refused at the commit it would fail the whole group commit.
+    with store.transaction() as tx:
+        tx.append_event(at=T0, kind="failed", detail={"cause": "a\x00b"})
+        tx.append_event(at=T0, kind="failed", detail={"errors": [{"description": "c\x00"}], "k\x00": 1})
+    with store.transaction(readonly=True) as tx:
+        first, second = tx.list_events()
+    assert first.detail == {"cause": "a\ufffdb"}
+    assert second.detail == {"errors": [{"description": "c\ufffd"}], "k\ufffd": 1}
 
 
 def test_the_events_of_one_message_read_back_in_order_newest_kept_by_the_limit(store: Store) -> None:

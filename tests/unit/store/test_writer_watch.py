@@ -15,10 +15,16 @@ from tests.support.store import T0
 
 
 def journal(kind: EventKind, message_id: str) -> object:
-    def unit(tx: Transaction) -> int:
-        return tx.append_event(at=T0, kind=kind, message_id=message_id)
+    def unit(tx: Transaction) -> None:
+        tx.append_event(at=T0, kind=kind, message_id=message_id)
 
     return unit
+
+
+def stored_ids(store: Store) -> list[int]:
+    """The ids of the journal as committed."""
+    with store.transaction(readonly=True) as tx:
+        return [event.id for event in tx.list_events()]
 
 
 def failing(tx: Transaction) -> None:
@@ -36,11 +42,14 @@ def test_group_commit_tells_the_events_of_the_units_that_committed(store: Store)
     futures.append(writer.submit(journal(EventKind.DELIVERED, "a@example.com")))
     gate.set()
     blocker.result(10)
-    ids = [futures[0].result(10), futures[2].result(10)]
+    futures[0].result(10), futures[2].result(10)
     with pytest.raises(ValueError):
         futures[1].result(10)
     writer.close()
     events = [e for commit in seen for e in commit.events]
+    # Each event with the id it was committed with; the failed unit's event neither stored nor told.
+    ids = stored_ids(store)
+    assert len(ids) == 2
     assert [(e.id, e.kind, e.message_id) for e in events] == [
         (ids[0], EventKind.SUBMITTED, "a@example.com"),
         (ids[1], EventKind.DELIVERED, "a@example.com"),
@@ -63,4 +72,5 @@ def test_the_inline_writer_tells_each_commit_and_a_watcher_that_fails_is_ignored
     with pytest.raises(ValueError):
         writer.call(failing)
     assert [[e.kind for e in c.events] for c in seen] == [[EventKind.RECEIVED]]
+    assert [e.id for e in seen[0].events] == stored_ids(store)
     assert seen[0].units == 1
