@@ -33,7 +33,15 @@ from lxml import etree
 
 from msh.errors import EnvelopeError, ErrorCode
 
-__all__ = ["DEFAULT_LIMITS", "XmlLimits", "detect_encoding", "parse_xml", "text_encoding", "xml_safe"]
+__all__ = [
+    "DEFAULT_LIMITS",
+    "XmlLimits",
+    "check_size",
+    "detect_encoding",
+    "parse_xml",
+    "text_encoding",
+    "xml_safe",
+]
 
 
 @dataclass(frozen=True, slots=True)
@@ -212,6 +220,16 @@ def _declares_dtd(data: bytes) -> bool:
     return any(d in text for d in _DECLARATIONS)
 
 
+def check_size(size: int, *, what: str = "XML document", limits: XmlLimits = DEFAULT_LIMITS) -> None:
+    """Refuse a document of ``size`` bytes over ``limits.max_bytes`` as :func:`parse_xml` refuses it (an
+    :class:`~msh.errors.EnvelopeError` naming ``what``), for a caller that knows the size before reading it."""
+    if size > limits.max_bytes:
+        raise EnvelopeError(
+            f"{what} is {size} bytes, over the limit of {limits.max_bytes} bytes",
+            error_code=ErrorCode.OTHER_XML,
+        )
+
+
 def parse_xml(data: bytes, *, what: str = "XML document", limits: XmlLimits = DEFAULT_LIMITS) -> etree._Element:
     """Parse ``data`` safely and return its root element.
 
@@ -219,11 +237,7 @@ def parse_xml(data: bytes, *, what: str = "XML document", limits: XmlLimits = DE
     too large, declares a DTD or entities (in any encoding), is in an encoding that cannot be checked, or
     is not well-formed XML. libxml2 opens no file and no URL in any case.
     """
-    if len(data) > limits.max_bytes:
-        raise EnvelopeError(
-            f"{what} is {len(data)} bytes, over the limit of {limits.max_bytes} bytes",
-            error_code=ErrorCode.OTHER_XML,
-        )
+    check_size(len(data), what=what, limits=limits)
     # A DOCTYPE is never legitimate in SOAP 1.1 (§3) nor needed by an ebXML document: refuse it, found in
     # the decoded text, before libxml2 sees it, so no entity declaration is ever processed.
     if _declares_dtd(data):

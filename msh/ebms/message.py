@@ -19,8 +19,9 @@ are the epilogue, which RFC 2046 §5.1.1 tells a reader to ignore (the package i
 the MSH stores the body as received and acknowledges it); after a bare envelope's root element, or after the
 envelope inside the SOAP part, anything but comments, processing instructions and white space makes the
 body no XML document (XML 1.0 §2.1), so the message is refused with OtherXml before anything is stored.
-A file read by :func:`read_message_file` is read as a stream: its header block, then its body a piece at a
-time into the package reader, so a capture of any size is never held whole in memory.
+A file read by :func:`read_message_file` (or split by :func:`split_message_stream`) is read as a stream: its
+header block, then its body a piece at a time into the package reader, so a capture of any size is never held
+whole in memory.
 """
 
 from __future__ import annotations
@@ -48,6 +49,7 @@ __all__ = [
     "EbxmlMessage",
     "FileForm",
     "MessageFile",
+    "MessageStream",
     "ParseMode",
     "build_message",
     "decode_soap_part",
@@ -57,6 +59,7 @@ __all__ = [
     "read_message_file",
     "split_http_message",
     "split_message_file",
+    "split_message_stream",
     "write_message",
 ]
 
@@ -534,12 +537,50 @@ _MAX_CHUNK_LINE: Final = 64 * 1024
 _FILE_HEAD: Final = 1 << 20
 
 
-def _file_body(
-    file: BinaryIO, lenient: bool
-) -> tuple[FileForm, dict[str, str], str | None, BinaryIO, tuple[Issue, ...]]:
-    """What :func:`split_message_file` finds, from a file read as a stream: its form, headers, Content-Type,
-    the body as a stream (the file itself from the body's first byte, or a spooled de-chunked copy) and the
-    lenient-mode Warning. At most ``_FILE_HEAD`` bytes are held at a time."""
+@dataclass(frozen=True, slots=True)
+class MessageStream:
+    """A message file split as :func:`split_message_file` splits it, but read as a stream
+    (:func:`split_message_stream`): the same form, headers (names lower-cased), Content-Type (None: to be
+    sniffed) and lenient-mode Warnings; ``body`` reads the message body (de-chunked) from ``start``, the
+    file itself from the body's first byte or a spooled de-chunked copy (``spooled``) from 0.
+
+    Close it (or use it in a ``with`` block) to release the spooled copy; the file stays its opener's.
+    """
+
+    form: FileForm
+    headers: dict[str, str]
+    content_type: str | None
+    body: BinaryIO
+    start: int = 0
+    warnings: tuple[Issue, ...] = ()
+    spooled: bool = False
+
+    def rewind(self) -> BinaryIO:
+        """``body``, put back at the body's first byte."""
+        self.body.seek(self.start)
+        return self.body
+
+    def close(self) -> None:
+        if self.spooled:
+            self.body.close()
+
+    def __enter__(self) -> MessageStream:
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self.close()
+
+
+def split_message_stream(file: BinaryIO, *, mode: ParseMode = ParseMode.LENIENT) -> MessageStream:
+    """:func:`split_message_file` of a file read as a stream (seekable, at its first byte): the header block
+    from the file's first MiB, the body left in the file (returned at its first byte), or de-chunked into a
+    spooled temporary file when the headers say chunked. At most a MiB is held at a time, whatever the
+    file's size.
+
+    Raises :class:`~msh.errors.MimeProblemError` as :func:`split_message_file` does, and when the header
+    block does not end within the file's first MiB.
+    """
+    lenient = mode is ParseMode.LENIENT
     head = file.read(_FILE_HEAD)
     headers: dict[str, str] = {}
     form, body_start = FileForm.NO_HEADERS, 0
@@ -561,7 +602,7 @@ def _file_body(
     content_type = headers.get("content-type") if form is not FileForm.BARE_ENVELOPE else "text/xml"
     file.seek(body_start)
     if "chunked" not in headers.get("transfer-encoding", "").lower():
-        return form, headers, content_type, file, ()
+        return MessageStream(form, headers, content_type, file, body_start)
     spool = cast(BinaryIO, tempfile.SpooledTemporaryFile(max_size=_FILE_HEAD))  # noqa: SIM115 - closed by the caller
     try:
         _dechunk_stream(file, spool)
@@ -577,9 +618,10 @@ def _file_body(
             ) from None
         file.seek(body_start)
         problem = f"{_NOT_CHUNKED}, so it was read as already de-chunked (as capture tools save it)"
-        return form, headers, content_type, file, (Issue(ErrorCode.MIME_PROBLEM, Severity.WARNING, problem, "/"),)
+        warning = Issue(ErrorCode.MIME_PROBLEM, Severity.WARNING, problem, "/")
+        return MessageStream(form, headers, content_type, file, body_start, (warning,))
     spool.seek(0)
-    return form, headers, content_type, spool, ()
+    return MessageStream(form, headers, content_type, spool, spooled=True)
 
 
 def read_message_file(path: str | Path, *, mode: ParseMode = ParseMode.LENIENT) -> EbxmlMessage:
@@ -591,13 +633,9 @@ def read_message_file(path: str | Path, *, mode: ParseMode = ParseMode.LENIENT) 
     The file is read as a stream, as the endpoint reads a request: its header block, then the body a piece at
     a time into the package reader (payloads past its in-memory threshold spool to a temporary file), so a
     capture of any size is never held whole in memory (a chunked body is de-chunked into a spooled file)."""
-    with open(path, "rb") as file:
-        _form, _headers, content_type, body, warnings = _file_body(file, mode is ParseMode.LENIENT)
-        try:
-            message = parse_message(body, content_type, mode=mode)
-        finally:
-            if body is not file:
-                body.close()
+    with open(path, "rb") as file, split_message_stream(file, mode=mode) as split:
+        message = parse_message(split.body, split.content_type, mode=mode)
+    warnings = split.warnings
     return replace(message, warnings=(*warnings, *message.warnings)) if warnings else message
 
 

@@ -185,3 +185,31 @@ def test_a_file_without_a_certificate_is_a_verdict_and_the_batch_goes_on(
     results = json.loads(capsys.readouterr().out)
     assert [r["verified"] for r in results] == [False, True]
     assert results[0]["errors"][0]["location"] == "//Header/Signature/KeyInfo"
+
+
+def test_files_that_cannot_be_read_are_verdicts_and_the_batch_goes_on(
+    files: dict[str, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Each file gets its verdict, a rejected one with what could still be read of it, and the next file is
+    # checked: an envelope that is not XML, a file that is no message, a message refused for a missing part.
+    signed = files["signed"].read_bytes()
+    not_xml = tmp_path / "not-xml.http"
+    not_xml.write_bytes(signed.replace(b"</eb:Action>", b"</eb:Acton>", 1))
+    notes = tmp_path / "notes.txt"
+    notes.write_bytes(b"just some notes about ebXML\n")
+    missing_part = tmp_path / "missing-part.http"
+    missing_part.write_bytes(signed.replace(b"Content-ID: <scan@a.example>", b"Content-ID: <other@a.example>", 1))
+    checked = [not_xml, notes, missing_part, files["signed"]]
+    assert main(["message", "verify", "--cert", str(files["cert"]), *map(str, checked)]) == 1
+    out = capsys.readouterr().out.splitlines()
+    verdicts = [line for line in out if not line.startswith("  ")]
+    assert [line.split(": ", 1)[0] for line in verdicts] == [str(path) for path in checked]
+    assert verdicts[0].startswith(f"{not_xml}: not verified: SOAP envelope is not well-formed XML")
+    assert verdicts[1] == f"{notes}: not verified: message has no Content-Type and is neither XML nor MIME (at /)"
+    assert verdicts[2] == (
+        f"{missing_part}: not verified: Manifest references cid:scan@a.example but the message has no part with "
+        "that Content-ID (at cid:scan@a.example)"
+    )
+    assert verdicts[3].startswith(f"{files['signed']}: verified (signed by CN=party A")
+    # The refused message is shown with its header, read again from the file.
+    assert out[out.index(verdicts[2]) + 3] == "  cpa: cpa-demo-a-b   conversation: conv-20261101-0001"
