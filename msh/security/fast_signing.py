@@ -11,7 +11,9 @@ canonical SignedInfo with the RSA key: the DigestValues and SignatureValue libxm
 PKCS#1 v1.5 is deterministic; the tests compare both byte for byte, and verification stays libxmlsec's).
 
 It applies to RSA keys and to documents that are the Envelope alone (a processing instruction or comment
-beside it is signed by libxmlsec, as is everything else :func:`applies` refuses).
+beside it is signed by libxmlsec, as is everything else :func:`applies` refuses), whose Envelope and
+Header carry no ``xml:`` attribute (``xml:lang``, ``xml:space``...): C14N 1.0 §2.4 copies those onto the
+canonical SignedInfo, which lxml's canonical form of an element does not do, so libxmlsec signs them.
 
 :func:`verified_without_xmlsec` checks a received signature the same way, and can only accept: where it
 cannot tell, or a digest or the SignatureValue does not match, libxmlsec verifies (and says what failed).
@@ -23,7 +25,7 @@ import base64
 import binascii
 import copy
 import hashlib
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import BinaryIO, Final, cast
 
 from cryptography import x509
@@ -32,7 +34,7 @@ from cryptography.hazmat.primitives import hashes
 from cryptography.hazmat.primitives.asymmetric import padding, rsa
 from lxml import etree
 
-from msh.ebms.namespaces import SOAP_ENV
+from msh.ebms.namespaces import SOAP_ENV, XML
 from msh.security.algorithms import CanonicalizationMethod, DigestAlgorithm, SignatureAlgorithm, Transform
 from msh.security.library import Payload, PrivateKey, bare_content_id
 from msh.security.profile import ds
@@ -40,6 +42,8 @@ from msh.security.profile import ds
 __all__ = ["applies", "sign_in_place", "verified_without_xmlsec"]
 
 _ACTOR: Final = f"{{{SOAP_ENV}}}actor"
+_HEADER: Final = f"{{{SOAP_ENV}}}Header"
+_XML_ATTRIBUTE: Final = f"{{{XML}}}"
 # ebMS2 §4.1.3: the actors whose elements the profile's XPath filter leaves out.
 _LEFT_OUT: Final = frozenset(
     {"urn:oasis:names:tc:ebxml-msg:actor:nextMSH", "http://schemas.xmlsoap.org/soap/actor/next"}
@@ -61,6 +65,14 @@ _DIGEST_BY_URI: Final = {digest.value: digest for digest in _HASHLIB}
 _CHUNK: Final = 1 << 16
 
 
+def _inherits_xml_attributes(elements: Iterable[etree._Element]) -> bool:
+    """Whether one of ``elements`` (the ancestors of a SignedInfo) carries an ``xml:`` attribute.
+
+    C14N 1.0 §2.4: the apex of a document subset inherits the ``xml:`` attributes of its ancestors, as
+    libxmlsec's canonical SignedInfo does; lxml's canonical form of an element leaves them out."""
+    return any(str(name).startswith(_XML_ATTRIBUTE) for element in elements for name in element.attrib)
+
+
 def applies(root: etree._Element, key: PrivateKey, method: SignatureAlgorithm) -> bool:
     """Whether :func:`sign_in_place` may sign ``root``'s document with ``key`` and ``method``."""
     return (
@@ -69,6 +81,7 @@ def applies(root: etree._Element, key: PrivateKey, method: SignatureAlgorithm) -
         and root.getprevious() is None
         and root.getnext() is None
         and root.getroottree().docinfo.internalDTD is None
+        and not _inherits_xml_attributes(e for e in (root, root.find(_HEADER)) if e is not None)
     )
 
 
@@ -233,6 +246,7 @@ def verified_without_xmlsec(
         or root.getprevious() is not None
         or root.getnext() is not None
         or root.getroottree().docinfo.internalDTD is not None
+        or _inherits_xml_attributes((signature, *signature.iterancestors()))
     ):
         return False
     c14n = signed_info.find(ds("CanonicalizationMethod"))
