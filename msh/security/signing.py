@@ -18,8 +18,8 @@ How the signature is written: three ways, the same bytes (the tests compare them
   with the digests, the RSA signature of its canonical form, written as text too, and the KeyInfo) is put
   at the mark (:func:`~msh.security.fast_signing.signed_as_text`, :mod:`msh.security.signature_text`).
   Building the template element by element, copying the document to filter it, canonicalising the
-  SignedInfo element and serialising the tree again cost as much as the rest of signing but the RSA
-  operation; the text is what that tree serialises to.
+  SignedInfo element and serialising the tree again were half of signing's work besides the RSA operation
+  (for a two-part message); the text is what that tree serialises to.
 * Where the text would not be exact (a namespace scope or Reference URI it does not write), the template
   is built with lxml (:func:`~msh.security.profile.signature_template`), filled in by
   :func:`~msh.security.fast_signing.sign_in_place`, and the whole tree serialised.
