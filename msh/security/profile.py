@@ -71,6 +71,10 @@ ENVELOPE_REFERENCE: Final = '//Header/Signature/SignedInfo/Reference[@URI=""]'
 """The location of the Reference that signs the SOAP envelope."""
 
 _HEADER: Final = f"{{{SOAP_ENV}}}Header"
+_BODY: Final = f"{{{SOAP_ENV}}}Body"
+_MANIFEST: Final = f"{{{EB}}}Manifest"
+_REFERENCE: Final = f"{{{EB}}}Reference"
+_HREF: Final = f"{{{XLINK}}}href"
 _ACCEPTED_C14N: Final = frozenset(CanonicalizationMethod)
 
 
@@ -146,10 +150,13 @@ def payload_uris(root: etree._Element, content_ids: Sequence[str]) -> list[str]:
     else ``cid:`` + its Content-ID (ebMS2 §4.1.3: "strongly RECOMMENDED that the URI attribute value match
     the xlink:href URI value of the corresponding Manifest/Reference element")."""
     hrefs: dict[str, str] = {}
-    for reference in root.iterfind(f"{{{SOAP_ENV}}}Body/{{{EB}}}Manifest/{{{EB}}}Reference"):
-        href = reference.get(f"{{{XLINK}}}href") or ""
-        if href[:4].lower() == "cid:":
-            hrefs.setdefault(bare_content_id(href), href)
+    # Body/Manifest/Reference, walked with iterchildren (in C) rather than lxml's ElementPath (in Python).
+    for body in root.iterchildren(_BODY):
+        for manifest in body.iterchildren(_MANIFEST):
+            for reference in manifest.iterchildren(_REFERENCE):
+                href = reference.get(_HREF) or ""
+                if href[:4].lower() == "cid:":
+                    hrefs.setdefault(bare_content_id(href), href)
     return [hrefs.get(cid, f"cid:{cid}") for cid in content_ids]
 
 

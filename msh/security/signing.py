@@ -9,6 +9,22 @@ stores is what it sends on every retry (docs/design.md §5.1).
 When the agreement also asks for payload encryption, sign first, then encrypt the parts
 (ebMS2 §4.1.4.5: "When both signature and encryption are required of the MSH, sign first and then
 encrypt"): the ``cid:`` digests are of the payloads as the application gave them.
+
+How the signature is written: three ways, the same bytes (the tests compare them byte for byte).
+
+* With an RSA key and an envelope that is the document alone (:func:`msh.security.fast_signing.applies`),
+  as text: the envelope parsed here is serialised once with a mark where the signature goes, canonicalised
+  once (the elements the XPath filter leaves out removed in place), and the ``ds:Signature`` (SignedInfo
+  with the digests, the RSA signature of its canonical form, written as text too, and the KeyInfo) is put
+  at the mark (:func:`~msh.security.fast_signing.signed_as_text`, :mod:`msh.security.signature_text`).
+  Building the template element by element, copying the document to filter it, canonicalising the
+  SignedInfo element and serialising the tree again were half of signing's work besides the RSA operation
+  (for a two-part message); the text is what that tree serialises to.
+* Where the text would not be exact (a namespace scope or Reference URI it does not write), the template
+  is built with lxml (:func:`~msh.security.profile.signature_template`), filled in by
+  :func:`~msh.security.fast_signing.sign_in_place`, and the whole tree serialised.
+* Otherwise (another key type, something beside the Envelope, ``xml:`` attributes above the signature)
+  libxmlsec fills the template in.
 """
 
 from __future__ import annotations
@@ -25,7 +41,7 @@ from lxml import etree
 from msh.ebms.namespaces import SOAP_ENV
 from msh.errors import ConfigurationError
 from msh.safexml import XmlLimits, parse_xml
-from msh.security import fast_signing
+from msh.security import fast_signing, signature_text
 from msh.security.algorithms import DigestAlgorithm, SignatureAlgorithm, digest_algorithm, signature_algorithm
 from msh.security.dsa_keys import DSAPrivateKey
 from msh.security.library import (
@@ -40,6 +56,8 @@ from msh.security.profile import ds, payload_uris, signature_template
 
 __all__ = ["key_info", "sign"]
 
+_HEADER = f"{{{SOAP_ENV}}}Header"
+_SIGNATURE = ds("Signature")
 _KEY_TYPES = {"RSA": rsa.RSAPrivateKey, "EC": ec.EllipticCurvePrivateKey, "DSA": DSAPrivateKey}
 
 
@@ -95,6 +113,24 @@ def _base64_der(certificate: x509.Certificate) -> str:
     return base64.b64encode(certificate.public_bytes(Encoding.DER)).decode()
 
 
+# The KeyInfo texts written, by the identities of their certificates (the objects are held, so an identity
+# is never reused): hashing a certificate, as a functools cache would, costs more than writing the text.
+_KEY_INFOS: dict[tuple[int, ...], tuple[tuple[x509.Certificate, ...], str]] = {}
+
+
+def _key_info_text(certificates: tuple[x509.Certificate, ...]) -> str:
+    """:func:`key_info` as serialisation writes it inside the signature (the same few in every signature)."""
+    identities = tuple(map(id, certificates))
+    known = _KEY_INFOS.get(identities)
+    if known is not None:
+        return known[1]
+    text = signature_text.key_info([_base64_der(certificate) for certificate in certificates])
+    if len(_KEY_INFOS) >= 16:
+        _KEY_INFOS.clear()
+    _KEY_INFOS[identities] = (certificates, text)
+    return text
+
+
 def _on_its_own_line(header: etree._Element, signature: etree._Element) -> None:
     """Put the white space around ``signature`` (just added last to ``header``) as around the elements
     before it."""
@@ -133,25 +169,42 @@ def sign(
     digest = digest_algorithm(digest_uri)
     _check_key(key, certificate, method)
     root = parse_xml(soap, what="SOAP envelope to sign", limits=XmlLimits(max_bytes=max(len(soap), 1)))
-    header = root.find(f"{{{SOAP_ENV}}}Header")
+    header = next(root.iterchildren(_HEADER), None)
     if header is None:
         raise ValueError("the SOAP envelope has no SOAP Header to put the ds:Signature in (ebMS2 §4.1.1)")
-    if header.find(ds("Signature")) is not None:
+    if next(header.iterchildren(_SIGNATURE), None) is not None:
         raise ValueError("the SOAP envelope is already signed; sign the unsigned envelope")
     content_ids = [bare_content_id(cid) for cid in payloads]
     if len(set(content_ids)) != len(content_ids):
         raise ValueError(f"payload Content-IDs repeat: {', '.join(content_ids)}")
-    signature = signature_template(
-        header, method, digest, payload_uris(root, content_ids), key_info=False, xpath_filter=xpath_filter
-    )
+    uris = payload_uris(root, content_ids)
+    certificates = (certificate, *chain)
+    declaration = soap.lstrip(b"\xef\xbb\xbf \t\r\n").startswith(b"<?xml")
+    fast = fast_signing.applies(root, key, method)
+    if fast:
+        # The bytes of the tree path below, written as text (msh.security.signature_text).
+        signed = fast_signing.signed_as_text(
+            root,
+            header,
+            uris,
+            payloads,
+            key,
+            _key_info_text(certificates),
+            method,
+            digest,
+            xpath_filter=xpath_filter,
+            xml_declaration=declaration,
+        )
+        if signed is not None:
+            return signed
+    signature = signature_template(header, method, digest, uris, key_info=False, xpath_filter=xpath_filter)
     _on_its_own_line(header, signature)
-    if fast_signing.applies(root, key, method):
+    if fast:
         # The same DigestValues and SignatureValue as libxmlsec's, without its per-node XPath filter.
         fast_signing.sign_in_place(root, signature, payloads, key, method, digest, xpath_filter=xpath_filter)
     else:
         _sign_with_xmlsec(signature, payloads, key)
-    signature.append(key_info((certificate, *chain)))
-    declaration = soap.lstrip(b"\xef\xbb\xbf \t\r\n").startswith(b"<?xml")
+    signature.append(key_info(certificates))
     # The whole document, so that a processing instruction around the Envelope stays as it was signed.
     return etree.tostring(root.getroottree(), xml_declaration=declaration, encoding="UTF-8")
 

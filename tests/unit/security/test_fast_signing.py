@@ -96,6 +96,30 @@ def test_libxmlsec_signs_what_the_fast_path_does_not_apply_to() -> None:
     verify(signed, PAYLOADS, certificate("fast-a"), at=NOW)
 
 
+XML_ATTRIBUTES = [
+    (b"<SOAP:Header>", b'<SOAP:Header xml:lang="en">'),
+    (b"<SOAP:Envelope ", b'<SOAP:Envelope xml:space="preserve" '),
+]
+
+
+@pytest.mark.parametrize(("old", "new"), XML_ATTRIBUTES)
+def test_xml_attributes_above_the_signature_are_left_to_libxmlsec(
+    monkeypatch: pytest.MonkeyPatch, old: bytes, new: bytes
+) -> None:
+    # C14N 1.0 §2.4: the canonical SignedInfo inherits them; lxml's canonical form of an element would not.
+    key, cert = rsa_key("fast-a"), certificate("fast-a")
+    soap = envelope().replace(old, new, 1)
+    assert not fast_signing.applies(parse_xml(soap), key, SignatureAlgorithm.RSA_SHA256)
+    fast, slow = _both(
+        monkeypatch, soap, dict(PAYLOADS), key, cert, SignatureAlgorithm.RSA_SHA256, DigestAlgorithm.SHA256
+    )
+    assert fast == slow
+    assert _xmlsec_verifies(fast, PAYLOADS, cert)
+    # The check without libxmlsec cannot tell, and says so: libxmlsec verifies.
+    assert not _fast_verifies(fast, PAYLOADS, cert)
+    verify(fast, PAYLOADS, cert, at=NOW)
+
+
 # ------------------------------------------------------------------------------------------ verifying
 
 
