@@ -80,6 +80,8 @@ def _require(value: str | None, what: str) -> None:
     # ebMS2 Appendix A: non-empty-string is the type of nearly every text element.
     if value is None or not value.strip():
         raise ValueError(f"{what} must be a non-empty string, got {value!r}")
+    if value.isascii() and value.isprintable():
+        return  # U+0020..U+007E only: every one an XML character, no need to search
     bad = _NOT_XML_CHAR.search(value)
     if bad:
         raise ValueError(f"{what} contains {bad.group()!r}, which XML cannot carry (XML 1.0 §2.2)")
@@ -487,9 +489,8 @@ class Envelope:
     envelope_extensions: Extensions = field(default=NO_EXTENSIONS)
 
     def __post_init__(self) -> None:
-        actors = [a.actor for a in self.ack_requested]
         # ebMS2 §6.3.1: at most one AckRequested per actor.
-        if len(actors) != len(set(actors)):
+        if len(self.ack_requested) > 1 and len({a.actor for a in self.ack_requested}) != len(self.ack_requested):
             raise ValueError("at most one AckRequested per SOAP actor is allowed (ebMS2 §6.3.1)")
 
     @property
