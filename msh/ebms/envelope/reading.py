@@ -1,10 +1,28 @@
 """Reading a SOAP envelope into the :class:`~msh.ebms.model.Envelope` model (SOAP 1.1 §4, ebMS2 §2.3).
 
-:func:`read_envelope` walks the Envelope, its Header and its Body once, hands each ebXML element to its
-reader (:mod:`~msh.ebms.envelope.header_reader`, :mod:`~msh.ebms.envelope.body_reader`) and keeps
-everything else as extensions. :func:`read_reply_address` reads just enough of a refused envelope to
-address the ErrorList about it; :func:`salvage_envelope` reads all that can still be read of it, for a
-person diagnosing it (:mod:`~msh.ebms.envelope.salvage`).
+:func:`read_envelope` reads an envelope in up to two passes, with one result:
+
+* the quick pass (:func:`read_quickly`) goes once over the Envelope, its Header and its Body and hands
+  each ebXML element to its quick reader (:mod:`~msh.ebms.envelope.quick_reader`: MessageHeader,
+  SyncReply, AckRequested, Acknowledgment, Manifest) or, for the rarer ones (ErrorList, MessageOrder,
+  StatusRequest, StatusResponse, the SOAP Fault), to its detailed reader in strict mode; ds:Signature and
+  foreign elements are kept as extensions. It builds no location and gives up at the first thing that
+  needs judging: whatever the detailed reader refuses in strict mode (which is all it warns about in
+  lenient mode), and a few things that reader takes without a word (a repeated Acknowledgment child, an
+  eb: or unqualified attribute it does not read, a comment or processing instruction among the elements);
+* only then, the detailed pass (:func:`read_in_detail`) reads the envelope again, every element by its
+  reader (:mod:`~msh.ebms.envelope.header_reader`, :mod:`~msh.ebms.envelope.body_reader`), which raises
+  (strict mode) or warns (lenient mode) with the XPath location of what it does not take, and keeps
+  everything else as extensions.
+
+A strict read that raises nothing is a lenient read without Warnings, so an envelope the quick pass takes
+has the same model in both modes, the one the detailed pass gives (``tests/unit/codec/test_quick_reader.py``
+holds the two passes to that over the samples and their mutations). The second pass only costs time for
+envelopes that are refused or read with Warnings.
+
+:func:`read_reply_address` reads just enough of a refused envelope to address the ErrorList about it;
+:func:`salvage_envelope` reads all that can still be read of it, for a person diagnosing it
+(:mod:`~msh.ebms.envelope.salvage`).
 """
 
 from __future__ import annotations
@@ -15,7 +33,7 @@ from typing import TypeAlias
 from lxml import etree
 
 from msh.ebms.envelope.body_reader import read_fault, read_manifest, read_status_request, read_status_response
-from msh.ebms.envelope.element_reader import ElementReader
+from msh.ebms.envelope.element_reader import ElementReader, foreign_attributes
 from msh.ebms.envelope.header_reader import (
     read_ack_requested,
     read_acknowledgment,
@@ -25,12 +43,21 @@ from msh.ebms.envelope.header_reader import (
     read_sync_reply,
 )
 from msh.ebms.envelope.names import BODY, DS_SIGNATURE, ENVELOPE, FAULT, HEADER, eb
+from msh.ebms.envelope.quick_reader import (
+    Unusual,
+    quick_ack_requested,
+    quick_acknowledgment,
+    quick_extension,
+    quick_manifest,
+    quick_message_header,
+    quick_sync_reply,
+)
 from msh.ebms.envelope.salvage import SalvagedEnvelope, salvage_header
 from msh.ebms.model import NO_EXTENSIONS, Envelope, Extensions, ReplyAddress, Signature
 from msh.ebms.namespaces import EB
 from msh.errors import EbmsError, EnvelopeError, ErrorCode, Issue, Severity
 
-__all__ = ["read_envelope", "read_reply_address", "salvage_envelope"]
+__all__ = ["read_envelope", "read_in_detail", "read_quickly", "read_reply_address", "salvage_envelope"]
 
 _E = etree._Element
 
@@ -59,6 +86,16 @@ _BODY_READERS: dict[str, tuple[str, _ElementRead]] = {
     eb("StatusResponse"): ("status_response", read_status_response),
     FAULT: ("fault", read_fault),
 }
+# The quick pass: the same elements and fields, the common ones read by their quick readers.
+_QUICK_READERS: dict[str, _ElementRead] = {
+    eb("MessageHeader"): quick_message_header,
+    eb("AckRequested"): quick_ack_requested,
+    eb("Acknowledgment"): quick_acknowledgment,
+    eb("SyncReply"): quick_sync_reply,
+    eb("Manifest"): quick_manifest,
+}
+_QUICK_HEADER_READERS = {tag: (field, _QUICK_READERS.get(tag, read)) for tag, (field, read) in _HEADER_READERS.items()}
+_QUICK_BODY_READERS = {tag: (field, _QUICK_READERS.get(tag, read)) for tag, (field, read) in _BODY_READERS.items()}
 
 
 def read_envelope(root: _E, *, lenient: bool = False) -> tuple[Envelope, tuple[Issue, ...]]:
@@ -71,6 +108,56 @@ def read_envelope(root: _E, *, lenient: bool = False) -> tuple[Envelope, tuple[I
     if root.tag != ENVELOPE:
         # SOAP 1.1 §4.1: the root is SOAP-ENV:Envelope in the SOAP 1.1 namespace.
         raise EnvelopeError(f"root element is {root.tag}, not a SOAP 1.1 Envelope", location="/")
+    envelope = read_quickly(root)
+    if envelope is not None:
+        return envelope, ()
+    return read_in_detail(root, lenient=lenient)
+
+
+def read_quickly(root: _E) -> Envelope | None:
+    """The :class:`Envelope` of the SOAP Envelope element ``root`` when nothing in it needs judging, else
+    None: then :func:`read_in_detail` gives the model and its Warnings, or the error."""
+    header_el: _E | None = None
+    body_el: _E | None = None
+    for child in root:
+        tag = child.tag
+        if tag == HEADER and header_el is None and body_el is None:
+            header_el = child
+        elif tag == BODY and body_el is None:
+            body_el = child
+        else:
+            return None
+    if body_el is None:
+        return None
+    reader = ElementReader(lenient=False)
+    fields: dict[str, object] = {}
+    lists: dict[str, list[object]] = {"ack_requested": [], "acknowledgments": [], "signatures": []}
+    try:
+        header_ext = (
+            _read_quickly(reader, header_el, _QUICK_HEADER_READERS, fields, lists) if header_el is not None else []
+        )
+        body_ext = _read_quickly(reader, body_el, _QUICK_BODY_READERS, fields, lists)
+        envelope = Envelope(
+            ack_requested=tuple(lists["ack_requested"]),  # type: ignore[arg-type]
+            acknowledgments=tuple(lists["acknowledgments"]),  # type: ignore[arg-type]
+            signatures=tuple(lists["signatures"]),  # type: ignore[arg-type]
+            header_extensions=Extensions(tuple(header_ext), foreign_attributes(header_el))
+            if header_el is not None
+            else NO_EXTENSIONS,
+            body_extensions=Extensions(tuple(body_ext), foreign_attributes(body_el)),
+            envelope_extensions=Extensions((), foreign_attributes(root)),
+            **fields,  # type: ignore[arg-type]
+        )
+    except (Unusual, EbmsError, ValueError):
+        return None
+    # A strict reader raises where a lenient one warns; none is expected here, but a Warning means detail.
+    return envelope if not reader.warnings else None
+
+
+def read_in_detail(root: _E, *, lenient: bool = False) -> tuple[Envelope, tuple[Issue, ...]]:
+    """:func:`read_envelope` without its quick pass: every element read by its detailed reader, which
+    raises (strict mode) or warns (lenient mode) with the location of what it does not take. ``root`` is
+    a SOAP 1.1 Envelope element."""
     reader = ElementReader(lenient)
     header_el: _E | None = None
     body_el: _E | None = None
@@ -99,11 +186,11 @@ def read_envelope(root: _E, *, lenient: bool = False) -> tuple[Envelope, tuple[I
             ack_requested=tuple(lists["ack_requested"]),  # type: ignore[arg-type]
             acknowledgments=tuple(lists["acknowledgments"]),  # type: ignore[arg-type]
             signatures=tuple(lists["signatures"]),  # type: ignore[arg-type]
-            header_extensions=Extensions(tuple(header_ext), _foreign_attrs(header_el))
+            header_extensions=Extensions(tuple(header_ext), foreign_attributes(header_el))
             if header_el is not None
             else NO_EXTENSIONS,
-            body_extensions=Extensions(tuple(body_ext), _foreign_attrs(body_el)),
-            envelope_extensions=Extensions(tuple(env_other), _foreign_attrs(root)),
+            body_extensions=Extensions(tuple(body_ext), foreign_attributes(body_el)),
+            envelope_extensions=Extensions(tuple(env_other), foreign_attributes(root)),
             **fields,  # type: ignore[arg-type]
         )
     except ValueError as exc:
@@ -223,5 +310,26 @@ def _unknown(reader: ElementReader, tag: str, location: str) -> None:
         reader.warn(f"eb:{name} is not an ebMS 2.0 element; kept as is", f"{location}/{name}", ErrorCode.NOT_SUPPORTED)
 
 
-def _foreign_attrs(el: _E) -> tuple[tuple[str, str], ...]:
-    return tuple((str(k), str(v)) for k, v in el.attrib.items() if str(k).startswith("{"))
+def _read_quickly(
+    reader: ElementReader,
+    parent: _E,
+    readers: dict[str, tuple[str, _ElementRead]],
+    fields: dict[str, object],
+    lists: dict[str, list[object]],
+) -> list[str]:
+    """:func:`_read_children` for the quick pass: a second element of a field that takes one, an unknown
+    eb: element, a comment or processing instruction is :class:`Unusual`."""
+    extensions: list[str] = []
+    for child in parent:
+        entry = readers.get(child.tag)
+        if entry is None:
+            extensions.append(quick_extension(reader, child))
+            continue
+        field, read = entry
+        if field in lists:
+            lists[field].append(read(reader, child))
+        elif field in fields:
+            raise Unusual
+        else:
+            fields[field] = read(reader, child)
+    return extensions
