@@ -3,11 +3,12 @@
 A quick reader builds the same model element as its detailed reader in
 :mod:`~msh.ebms.envelope.header_reader` or :mod:`~msh.ebms.envelope.body_reader`, in one pass over the
 element's attributes and one over its children, dispatching on the Clark name: no location strings, no
-Warnings, no second pass for extensions. It takes only what the detailed reader takes in strict mode
-without a Warning; on anything else (a missing, repeated, misplaced or unexpected element, an unqualified
-or unknown eb: attribute, an empty value, a comment, an xsd:dateTime or eb:version it does not read) it
-raises :class:`Unusual`, and :func:`~msh.ebms.envelope.read_envelope` reads the whole envelope again with
-the detailed readers, which raise or warn as they always do. Foreign elements and attributes are kept the
+Warnings, no second pass for extensions. It takes only what the detailed reader takes in strict mode;
+on anything else (a missing, repeated, misplaced or unexpected element, an unqualified or unknown eb:
+attribute, an empty value, a comment or processing instruction, an xsd:dateTime or eb:version it does not
+read) it raises :class:`Unusual` (or the model a ValueError), and
+:func:`~msh.ebms.envelope.read_envelope` reads the whole envelope again with the detailed readers, which
+raise or warn as they always do. Foreign elements and attributes are kept the
 way :meth:`~msh.ebms.envelope.element_reader.ElementReader.extensions` keeps them; the
 :class:`~msh.ebms.envelope.element_reader.ElementReader` handed in serves only to keep them (counted
 against :data:`~msh.ebms.envelope.element_reader.MAX_FOREIGN_ELEMENTS`).

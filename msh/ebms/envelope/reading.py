@@ -6,10 +6,12 @@
   each ebXML element to its quick reader (:mod:`~msh.ebms.envelope.quick_reader`: MessageHeader,
   SyncReply, AckRequested, Acknowledgment, Manifest) or, for the rarer ones (ErrorList, MessageOrder,
   StatusRequest, StatusResponse, the SOAP Fault), to its detailed reader in strict mode; ds:Signature and
-  foreign elements are kept as extensions. It builds no location and gives up at the first thing that
-  needs judging: whatever the detailed reader refuses in strict mode (which is all it warns about in
-  lenient mode), and a few things that reader takes without a word (a repeated Acknowledgment child, an
-  eb: or unqualified attribute it does not read, a comment or processing instruction among the elements);
+  foreign elements are kept as extensions. It builds no location string and gives up (returns None) at
+  the first thing that needs judging: whatever the detailed reader refuses in strict mode (what it warns
+  about in lenient mode is all among these), and a few things that reader takes without a word (an
+  unknown eb: element in MessageHeader, a repeated Acknowledgment child, an eb: or unqualified attribute
+  it does not read, a comment or processing instruction among the elements, any element of the Envelope
+  but one Header and one Body);
 * only then, the detailed pass (:func:`read_in_detail`) reads the envelope again, every element by its
   reader (:mod:`~msh.ebms.envelope.header_reader`, :mod:`~msh.ebms.envelope.body_reader`), which raises
   (strict mode) or warns (lenient mode) with the XPath location of what it does not take, and keeps
