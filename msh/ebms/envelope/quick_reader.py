@@ -53,6 +53,7 @@ from msh.ebms.namespaces import EB
 
 __all__ = [
     "Unusual",
+    "extensions_of",
     "quick_ack_requested",
     "quick_acknowledgment",
     "quick_extension",
@@ -152,7 +153,7 @@ def quick_message_header(reader: ElementReader, el: _E) -> MessageHeader:
         id=values.get(EB_ID),
         version=_version(values),
         must_understand=_must_understand(values),
-        extensions=_extensions(elements, attributes),
+        extensions=extensions_of(elements, attributes),
     )
 
 
@@ -168,7 +169,7 @@ def quick_ack_requested(reader: ElementReader, el: _E) -> AckRequested:
         id=values.get(EB_ID),
         version=_version(values),
         must_understand=_must_understand(values),
-        extensions=_extensions([quick_extension(reader, child) for child in el], attributes),
+        extensions=extensions_of(_foreign_children(reader, el), attributes),
     )
 
 
@@ -183,7 +184,7 @@ def quick_sync_reply(reader: ElementReader, el: _E) -> SyncReply:
         id=values.get(EB_ID),
         version=_version(values),
         must_understand=_must_understand(values),
-        extensions=_extensions([quick_extension(reader, child) for child in el], attributes),
+        extensions=extensions_of(_foreign_children(reader, el), attributes),
     )
 
 
@@ -218,7 +219,7 @@ def quick_acknowledgment(reader: ElementReader, el: _E) -> Acknowledgment:
         version=_version(values),
         must_understand=_must_understand(values),
         # ebMS2 Appendix A: Acknowledgment allows foreign attributes but no foreign children.
-        extensions=_extensions((), attributes),
+        extensions=extensions_of((), attributes),
     )
 
 
@@ -238,7 +239,7 @@ def quick_manifest(reader: ElementReader, el: _E) -> Manifest:
         references=tuple(references),
         id=values.get(EB_ID),
         version=_version(values),
-        extensions=_extensions(elements, attributes),
+        extensions=extensions_of(elements, attributes),
     )
 
 
@@ -269,7 +270,7 @@ def _reference(reader: ElementReader, el: _E) -> Reference:
         role=values.get(XLINK_ROLE),
         schemas=tuple(schemas),
         descriptions=tuple(descriptions),
-        extensions=_extensions(elements, attributes),
+        extensions=extensions_of(elements, attributes),
     )
 
 
@@ -398,7 +399,16 @@ def quick_extension(reader: ElementReader, el: _E) -> str:
     return reader.keep(el)
 
 
-def _extensions(elements: list[str] | tuple[()], attributes: tuple[tuple[str, str], ...]) -> Extensions:
+def _foreign_children(reader: ElementReader, el: _E) -> list[str]:
+    """The children of an element that has no ebXML ones (AckRequested, SyncReply), kept as extensions;
+    most have no child at all, and need no iterator."""
+    if not len(el):
+        return []
+    return [quick_extension(reader, child) for child in el]
+
+
+def extensions_of(elements: list[str] | tuple[()], attributes: tuple[tuple[str, str], ...]) -> Extensions:
+    """The Extensions of these elements and attributes; the shared empty one when there are none."""
     if not elements and not attributes:
         return NO_EXTENSIONS
     return Extensions(tuple(elements), attributes)

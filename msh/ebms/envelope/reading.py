@@ -47,6 +47,7 @@ from msh.ebms.envelope.header_reader import (
 from msh.ebms.envelope.names import BODY, DS_SIGNATURE, ENVELOPE, FAULT, HEADER, eb
 from msh.ebms.envelope.quick_reader import (
     Unusual,
+    extensions_of,
     quick_ack_requested,
     quick_acknowledgment,
     quick_extension,
@@ -143,11 +144,11 @@ def read_quickly(root: _E) -> Envelope | None:
             ack_requested=tuple(lists["ack_requested"]),  # type: ignore[arg-type]
             acknowledgments=tuple(lists["acknowledgments"]),  # type: ignore[arg-type]
             signatures=tuple(lists["signatures"]),  # type: ignore[arg-type]
-            header_extensions=Extensions(tuple(header_ext), foreign_attributes(header_el))
+            header_extensions=extensions_of(header_ext, foreign_attributes(header_el))
             if header_el is not None
             else NO_EXTENSIONS,
-            body_extensions=Extensions(tuple(body_ext), foreign_attributes(body_el)),
-            envelope_extensions=Extensions((), foreign_attributes(root)),
+            body_extensions=extensions_of(body_ext, foreign_attributes(body_el)),
+            envelope_extensions=extensions_of((), foreign_attributes(root)),
             **fields,  # type: ignore[arg-type]
         )
     except (Unusual, EbmsError, ValueError):
