@@ -11,8 +11,8 @@ receiving MSH to refuse it, a SyncReply or AckRequested aimed at an actor the sp
 
 The modules, one concern each (import the names below from :mod:`msh.ebms.envelope` itself):
 
-* :mod:`~msh.ebms.envelope.reading`: :func:`read_envelope` (a quick pass, and the detailed one when the
-  quick one gives up), :func:`read_reply_address` and :func:`salvage_envelope`;
+* :mod:`~msh.ebms.envelope.reading`: :func:`read_envelope`, :func:`read_reply_address` and
+  :func:`salvage_envelope`;
 * :mod:`~msh.ebms.envelope.salvage`: what :func:`salvage_envelope` finds (:class:`SalvagedEnvelope`), the
   MessageHeader read field by field as written;
 * :mod:`~msh.ebms.envelope.element_reader`: one reading pass and the rules every element shares
@@ -20,7 +20,7 @@ The modules, one concern each (import the names below from :mod:`msh.ebms.envelo
 * :mod:`~msh.ebms.envelope.header_reader`: the ebXML elements of the SOAP Header;
 * :mod:`~msh.ebms.envelope.body_reader`: the ebXML elements of the SOAP Body, and the SOAP Fault;
 * :mod:`~msh.ebms.envelope.quick_reader`: the common ebXML elements read in one pass when nothing in
-  them needs judging;
+  them needs judging (the detailed reader reads those that need it);
 * :mod:`~msh.ebms.envelope.writing`: :func:`write_envelope` and :func:`serialise_envelope`;
 * :mod:`~msh.ebms.envelope.datetimes`: xsd:dateTime values (:func:`parse_datetime`, :func:`format_datetime`);
 * :mod:`~msh.ebms.envelope.names`: the Clark names of the elements and attributes.

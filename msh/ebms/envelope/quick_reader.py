@@ -3,15 +3,16 @@
 A quick reader builds the same model element as its detailed reader in
 :mod:`~msh.ebms.envelope.header_reader` or :mod:`~msh.ebms.envelope.body_reader`, in one pass over the
 element's attributes and one over its children, dispatching on the Clark name: no location strings, no
-Warnings, no second pass for extensions. It takes only what the detailed reader takes in strict mode;
-on anything else (a missing, repeated, misplaced or unexpected element, an unqualified or unknown eb:
+Warnings, no second pass for extensions. It takes only what the detailed reader takes in strict mode; on
+anything else (a missing, repeated, misplaced or unexpected element, an unqualified or unknown eb:
 attribute, an empty value, a comment or processing instruction, an xsd:dateTime or eb:version it does not
 read) it raises :class:`Unusual` (or the model a ValueError), and
-:func:`~msh.ebms.envelope.read_envelope` reads the whole envelope again with the detailed readers, which
-raise or warn as they always do. Foreign elements and attributes are kept the
-way :meth:`~msh.ebms.envelope.element_reader.ElementReader.extensions` keeps them; the
-:class:`~msh.ebms.envelope.element_reader.ElementReader` handed in serves only to keep them (counted
-against :data:`~msh.ebms.envelope.element_reader.MAX_FOREIGN_ELEMENTS`).
+:func:`~msh.ebms.envelope.read_envelope` reads the element again with its detailed reader, which raises or
+warns as it always does. Foreign elements and attributes are kept the way
+:meth:`~msh.ebms.envelope.element_reader.ElementReader.extensions` keeps them; of the
+:class:`~msh.ebms.envelope.element_reader.ElementReader` handed in, a quick reader only uses
+:meth:`~msh.ebms.envelope.element_reader.ElementReader.keep` (counted against
+:data:`~msh.ebms.envelope.element_reader.MAX_FOREIGN_ELEMENTS`).
 """
 
 from __future__ import annotations
@@ -56,7 +57,6 @@ __all__ = [
     "extensions_of",
     "quick_ack_requested",
     "quick_acknowledgment",
-    "quick_extension",
     "quick_manifest",
     "quick_message_header",
     "quick_sync_reply",
@@ -119,7 +119,7 @@ def quick_message_header(reader: ElementReader, el: _E) -> MessageHeader:
             if tag == _DESCRIPTION:
                 descriptions.append(_description(child))
             else:
-                elements.append(quick_extension(reader, child))
+                elements.append(_foreign(reader, child))
             continue
         # ebMS2 §3.1: each child of MessageHeader comes once, in the schema's order.
         if position <= previous:
@@ -232,7 +232,7 @@ def quick_manifest(reader: ElementReader, el: _E) -> Manifest:
         if child.tag == _REFERENCE:
             references.append(_reference(reader, child))
         else:
-            elements.append(quick_extension(reader, child))
+            elements.append(_foreign(reader, child))
     if not references:
         raise Unusual
     return Manifest(
@@ -263,7 +263,7 @@ def _reference(reader: ElementReader, el: _E) -> Reference:
         elif tag == _DESCRIPTION:
             descriptions.append(_description(child))
         else:
-            elements.append(quick_extension(reader, child))
+            elements.append(_foreign(reader, child))
     return Reference(
         href=href.strip(),
         id=values.get(EB_ID),
@@ -390,7 +390,7 @@ def _boolean(value: str) -> bool:
     raise Unusual
 
 
-def quick_extension(reader: ElementReader, el: _E) -> str:
+def _foreign(reader: ElementReader, el: _E) -> str:
     """A child kept as an extension: one in another namespace than eb:, or in none. An eb: one, a comment
     or a processing instruction is Unusual."""
     tag = el.tag
@@ -404,7 +404,7 @@ def _foreign_children(reader: ElementReader, el: _E) -> list[str]:
     most have no child at all, and need no iterator."""
     if not len(el):
         return []
-    return [quick_extension(reader, child) for child in el]
+    return [_foreign(reader, child) for child in el]
 
 
 def extensions_of(elements: list[str] | tuple[()], attributes: tuple[tuple[str, str], ...]) -> Extensions:
