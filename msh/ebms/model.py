@@ -74,12 +74,16 @@ class SequenceStatus(StrEnum):
 
 # XML 1.0 §2.2: the characters an XML document can carry.
 _NOT_XML_CHAR = re.compile("[^\t\n\r\x20-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
+# The ASCII ones, as bytes: what is left of an ASCII value once they are deleted is what XML cannot carry.
+_XML_ASCII = b"\t\n\r" + bytes(range(0x20, 0x80))
 
 
 def _require(value: str | None, what: str) -> None:
     # ebMS2 Appendix A: non-empty-string is the type of nearly every text element.
     if value is None or not value.strip():
         raise ValueError(f"{what} must be a non-empty string, got {value!r}")
+    if value.isascii() and (value.isprintable() or not value.encode("ascii").translate(None, _XML_ASCII)):
+        return  # ASCII XML characters only: no need for the regex's search, one character at a time
     bad = _NOT_XML_CHAR.search(value)
     if bad:
         raise ValueError(f"{what} contains {bad.group()!r}, which XML cannot carry (XML 1.0 §2.2)")
@@ -487,9 +491,8 @@ class Envelope:
     envelope_extensions: Extensions = field(default=NO_EXTENSIONS)
 
     def __post_init__(self) -> None:
-        actors = [a.actor for a in self.ack_requested]
         # ebMS2 §6.3.1: at most one AckRequested per actor.
-        if len(actors) != len(set(actors)):
+        if len(self.ack_requested) > 1 and len({a.actor for a in self.ack_requested}) != len(self.ack_requested):
             raise ValueError("at most one AckRequested per SOAP actor is allowed (ebMS2 §6.3.1)")
 
     @property

@@ -19,6 +19,8 @@ The modules, one concern each (import the names below from :mod:`msh.ebms.envelo
   (:data:`MAX_FOREIGN_ELEMENTS`);
 * :mod:`~msh.ebms.envelope.header_reader`: the ebXML elements of the SOAP Header;
 * :mod:`~msh.ebms.envelope.body_reader`: the ebXML elements of the SOAP Body, and the SOAP Fault;
+* :mod:`~msh.ebms.envelope.quick_reader`: the common ebXML elements read in one pass when nothing in
+  them needs judging (the detailed reader reads those that need it);
 * :mod:`~msh.ebms.envelope.writing`: :func:`write_envelope` and :func:`serialise_envelope`;
 * :mod:`~msh.ebms.envelope.datetimes`: xsd:dateTime values (:func:`parse_datetime`, :func:`format_datetime`);
 * :mod:`~msh.ebms.envelope.names`: the Clark names of the elements and attributes.

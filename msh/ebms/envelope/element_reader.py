@@ -19,12 +19,20 @@ from msh.ebms.model import NO_EXTENSIONS, Description, Extensions, Party, PartyI
 from msh.ebms.namespaces import EB
 from msh.errors import EbmsError, ErrorCode, Issue, Severity
 
-__all__ = ["MAX_FOREIGN_ELEMENTS", "BodyAttributes", "ElementReader", "HeaderAttributes"]
+__all__ = [
+    "KNOWN_ATTRIBUTES",
+    "MAX_FOREIGN_ELEMENTS",
+    "BodyAttributes",
+    "ElementReader",
+    "HeaderAttributes",
+    "foreign_attributes",
+]
 
 _E = etree._Element
 
-# Attributes the model holds itself; any other foreign attribute goes to Extensions.
-_KNOWN_ATTRS = frozenset({MUST_UNDERSTAND, ACTOR, EB_ID, EB_VERSION})
+KNOWN_ATTRIBUTES = frozenset({MUST_UNDERSTAND, ACTOR, EB_ID, EB_VERSION})
+"""Attributes the model holds itself, never kept in :class:`Extensions` (even on an element that does not
+read them); any other foreign attribute of an ebXML element goes to its Extensions."""
 
 
 MAX_FOREIGN_ELEMENTS = 256
@@ -127,7 +135,7 @@ class ElementReader:
         attributes = tuple(
             (str(name), str(value))
             for name, value in el.attrib.items()
-            if name not in _KNOWN_ATTRS
+            if name not in KNOWN_ATTRIBUTES
             and name not in skip_attrs
             and str(name).startswith("{")
             and not str(name).startswith(f"{{{EB}}}")
@@ -234,6 +242,13 @@ class ElementReader:
                 self.warn(f"severity {value!r} is not spelt Error or Warning", location)
                 return Severity(value.strip().capitalize())
             raise self.fail(f"severity {value!r} is neither Error nor Warning", location) from None
+
+
+def foreign_attributes(el: _E) -> tuple[tuple[str, str], ...]:
+    """Every namespace-qualified attribute of ``el`` (a SOAP Envelope, Header or Body), as the model keeps
+    them in Extensions: (Clark name, value) in document order."""
+    items = el.items()
+    return tuple((str(k), str(v)) for k, v in items if str(k).startswith("{")) if items else ()
 
 
 def _xml_text(el: _E) -> str:

@@ -1,10 +1,25 @@
 """Reading a SOAP envelope into the :class:`~msh.ebms.model.Envelope` model (SOAP 1.1 §4, ebMS2 §2.3).
 
-:func:`read_envelope` walks the Envelope, its Header and its Body once, hands each ebXML element to its
-reader (:mod:`~msh.ebms.envelope.header_reader`, :mod:`~msh.ebms.envelope.body_reader`) and keeps
-everything else as extensions. :func:`read_reply_address` reads just enough of a refused envelope to
-address the ErrorList about it; :func:`salvage_envelope` reads all that can still be read of it, for a
-person diagnosing it (:mod:`~msh.ebms.envelope.salvage`).
+:func:`read_envelope` walks the Envelope, its Header and its Body once and hands each ebXML element to its
+reader (:mod:`~msh.ebms.envelope.header_reader`, :mod:`~msh.ebms.envelope.body_reader`), keeping
+everything else as extensions. The elements every message carries (MessageHeader, SyncReply, AckRequested,
+Acknowledgment, Manifest) are first offered to their quick reader (:mod:`~msh.ebms.envelope.quick_reader`),
+which reads them in one pass with no location strings and no second pass for extensions, and gives up
+(raises :class:`~msh.ebms.envelope.quick_reader.Unusual`, or the model a ValueError) at the first thing
+that needs judging: whatever the detailed reader refuses in strict mode (which covers all it warns about
+in lenient mode), and a few things that reader takes without a word (an unknown eb: element in
+MessageHeader, a repeated Acknowledgment child, an eb: or unqualified attribute it does not read, a comment
+or processing instruction among the children). Then that element alone is read again by its detailed
+reader, which raises (strict mode) or warns (lenient mode) with the XPath location of what it does not
+take, as if the quick reader had not been tried (the foreign elements it kept are uncounted). A strict
+read that raises nothing is a lenient read without Warnings, so an element the quick reader takes has the
+same value in both modes, the one its detailed reader gives: :func:`read_in_detail`, the same walk with
+the detailed readers only, is the reference ``tests/unit/codec/test_quick_reader.py`` holds
+:func:`read_envelope` to, over the samples and their mutations.
+
+:func:`read_reply_address` reads just enough of a refused envelope to address the ErrorList about it;
+:func:`salvage_envelope` reads all that can still be read of it, for a person diagnosing it
+(:mod:`~msh.ebms.envelope.salvage`).
 """
 
 from __future__ import annotations
@@ -15,7 +30,7 @@ from typing import TypeAlias
 from lxml import etree
 
 from msh.ebms.envelope.body_reader import read_fault, read_manifest, read_status_request, read_status_response
-from msh.ebms.envelope.element_reader import ElementReader
+from msh.ebms.envelope.element_reader import ElementReader, foreign_attributes
 from msh.ebms.envelope.header_reader import (
     read_ack_requested,
     read_acknowledgment,
@@ -25,12 +40,28 @@ from msh.ebms.envelope.header_reader import (
     read_sync_reply,
 )
 from msh.ebms.envelope.names import BODY, DS_SIGNATURE, ENVELOPE, FAULT, HEADER, eb
+from msh.ebms.envelope.quick_reader import (
+    Unusual,
+    extensions_of,
+    quick_ack_requested,
+    quick_acknowledgment,
+    quick_manifest,
+    quick_message_header,
+    quick_sync_reply,
+)
 from msh.ebms.envelope.salvage import SalvagedEnvelope, salvage_header
-from msh.ebms.model import NO_EXTENSIONS, Envelope, Extensions, ReplyAddress, Signature
+from msh.ebms.model import NO_EXTENSIONS, Envelope, ReplyAddress, Signature
 from msh.ebms.namespaces import EB
 from msh.errors import EbmsError, EnvelopeError, ErrorCode, Issue, Severity
 
-__all__ = ["read_envelope", "read_reply_address", "salvage_envelope"]
+__all__ = [
+    "DETAILED_READERS",
+    "QUICK_READERS",
+    "read_envelope",
+    "read_in_detail",
+    "read_reply_address",
+    "salvage_envelope",
+]
 
 _E = etree._Element
 
@@ -42,23 +73,32 @@ def _read_signature(reader: ElementReader, el: _E) -> Signature:
     return Signature(reader.keep(el))
 
 
-# Each element the Header and the Body may carry: the Envelope field it fills and its reader. The fields
-# ack_requested, acknowledgments and signatures take any number of elements; the others one at most.
-_HEADER_READERS: dict[str, tuple[str, _ElementRead]] = {
-    eb("MessageHeader"): ("message_header", read_message_header),
-    eb("AckRequested"): ("ack_requested", read_ack_requested),
-    eb("Acknowledgment"): ("acknowledgments", read_acknowledgment),
-    eb("ErrorList"): ("error_list", read_error_list),
-    eb("SyncReply"): ("sync_reply", read_sync_reply),
-    eb("MessageOrder"): ("message_order", read_message_order),
-    DS_SIGNATURE: ("signatures", _read_signature),
+# Each element the Header and the Body may carry: the Envelope field it fills, its reader and its quick
+# reader (None for the rarer elements). The fields ack_requested, acknowledgments and signatures take any
+# number of elements; the others one at most.
+_HEADER_READERS: dict[str, tuple[str, _ElementRead, _ElementRead | None]] = {
+    eb("MessageHeader"): ("message_header", read_message_header, quick_message_header),
+    eb("AckRequested"): ("ack_requested", read_ack_requested, quick_ack_requested),
+    eb("Acknowledgment"): ("acknowledgments", read_acknowledgment, quick_acknowledgment),
+    eb("ErrorList"): ("error_list", read_error_list, None),
+    eb("SyncReply"): ("sync_reply", read_sync_reply, quick_sync_reply),
+    eb("MessageOrder"): ("message_order", read_message_order, None),
+    DS_SIGNATURE: ("signatures", _read_signature, None),
 }
-_BODY_READERS: dict[str, tuple[str, _ElementRead]] = {
-    eb("Manifest"): ("manifest", read_manifest),
-    eb("StatusRequest"): ("status_request", read_status_request),
-    eb("StatusResponse"): ("status_response", read_status_response),
-    FAULT: ("fault", read_fault),
+_BODY_READERS: dict[str, tuple[str, _ElementRead, _ElementRead | None]] = {
+    eb("Manifest"): ("manifest", read_manifest, quick_manifest),
+    eb("StatusRequest"): ("status_request", read_status_request, None),
+    eb("StatusResponse"): ("status_response", read_status_response, None),
+    FAULT: ("fault", read_fault, None),
 }
+QUICK_READERS: dict[str, _ElementRead] = {
+    tag: quick for tag, (_, _, quick) in (_HEADER_READERS | _BODY_READERS).items() if quick is not None
+}
+"""The elements that have a quick reader, by Clark name, and their quick readers."""
+DETAILED_READERS: dict[str, _ElementRead] = {
+    tag: read for tag, (_, read, _) in (_HEADER_READERS | _BODY_READERS).items()
+}
+"""Every element of the Header and the Body read into the model, by Clark name, and its detailed reader."""
 
 
 def read_envelope(root: _E, *, lenient: bool = False) -> tuple[Envelope, tuple[Issue, ...]]:
@@ -68,6 +108,16 @@ def read_envelope(root: _E, *, lenient: bool = False) -> tuple[Envelope, tuple[I
     deviation raises). Raises :class:`EnvelopeError` when ``root`` is not a SOAP 1.1 Envelope and
     :class:`EbmsError` (with an XPath ``location``) when a required element or value is missing or bad.
     """
+    return _read(root, lenient, quick=True)
+
+
+def read_in_detail(root: _E, *, lenient: bool = False) -> tuple[Envelope, tuple[Issue, ...]]:
+    """:func:`read_envelope` without the quick readers: every element read by its detailed reader (the
+    reference the quick readers are held to)."""
+    return _read(root, lenient, quick=False)
+
+
+def _read(root: _E, lenient: bool, *, quick: bool) -> tuple[Envelope, tuple[Issue, ...]]:
     if root.tag != ENVELOPE:
         # SOAP 1.1 §4.1: the root is SOAP-ENV:Envelope in the SOAP 1.1 namespace.
         raise EnvelopeError(f"root element is {root.tag}, not a SOAP 1.1 Envelope", location="/")
@@ -75,12 +125,15 @@ def read_envelope(root: _E, *, lenient: bool = False) -> tuple[Envelope, tuple[I
     header_el: _E | None = None
     body_el: _E | None = None
     env_other: list[str] = []
-    for child in reader.children(root):
-        if child.tag == HEADER and header_el is None and body_el is None:
+    for child in root:
+        tag = child.tag
+        if not isinstance(tag, str):
+            continue  # a comment or processing instruction
+        if tag == HEADER and header_el is None and body_el is None:
             header_el = child
-        elif child.tag == BODY and body_el is None:
+        elif tag == BODY and body_el is None:
             body_el = child
-        elif child.tag in (HEADER, BODY):
+        elif tag in (HEADER, BODY):
             raise EnvelopeError(f"misplaced or repeated SOAP {etree.QName(child).localname}", location="/Envelope")
         else:
             env_other.append(reader.keep(child))
@@ -91,19 +144,21 @@ def read_envelope(root: _E, *, lenient: bool = False) -> tuple[Envelope, tuple[I
     fields: dict[str, object] = {}
     lists: dict[str, list[object]] = {"ack_requested": [], "acknowledgments": [], "signatures": []}
     header_ext = (
-        _read_children(reader, header_el, _HEADER_READERS, "//Header", fields, lists) if header_el is not None else []
+        _read_children(reader, header_el, _HEADER_READERS, "//Header", fields, lists, quick)
+        if header_el is not None
+        else []
     )
-    body_ext = _read_children(reader, body_el, _BODY_READERS, "//Body", fields, lists)
+    body_ext = _read_children(reader, body_el, _BODY_READERS, "//Body", fields, lists, quick)
     try:
         envelope = Envelope(
             ack_requested=tuple(lists["ack_requested"]),  # type: ignore[arg-type]
             acknowledgments=tuple(lists["acknowledgments"]),  # type: ignore[arg-type]
             signatures=tuple(lists["signatures"]),  # type: ignore[arg-type]
-            header_extensions=Extensions(tuple(header_ext), _foreign_attrs(header_el))
+            header_extensions=extensions_of(header_ext, foreign_attributes(header_el))
             if header_el is not None
             else NO_EXTENSIONS,
-            body_extensions=Extensions(tuple(body_ext), _foreign_attrs(body_el)),
-            envelope_extensions=Extensions(tuple(env_other), _foreign_attrs(root)),
+            body_extensions=extensions_of(body_ext, foreign_attributes(body_el)),
+            envelope_extensions=extensions_of(env_other, foreign_attributes(root)),
             **fields,  # type: ignore[arg-type]
         )
     except ValueError as exc:
@@ -159,7 +214,7 @@ def salvage_envelope(root: _E) -> SalvagedEnvelope:
             if entry is None:
                 continue
             present.add(etree.QName(child).localname)
-            field, read = entry
+            field, read, _ = entry
             if field in fields:
                 continue
             try:
@@ -188,31 +243,50 @@ def salvage_envelope(root: _E) -> SalvagedEnvelope:
 def _read_children(
     reader: ElementReader,
     parent: _E,
-    readers: dict[str, tuple[str, _ElementRead]],
+    readers: dict[str, tuple[str, _ElementRead, _ElementRead | None]],
     location: str,
     fields: dict[str, object],
     lists: dict[str, list[object]],
+    quick: bool,
 ) -> list[str]:
     """Read the children of the SOAP Header or Body ``parent`` with ``readers``: each into its Envelope
     field, in ``lists`` when it takes any number, else in ``fields`` (a second one is an error). Returns
-    the other children, kept as extensions."""
+    the other children, kept as extensions. With ``quick``, an element that has a quick reader is read by
+    it first (:func:`_read_quickly`)."""
     extensions: list[str] = []
-    for child in reader.children(parent):
+    for child in parent:
         tag = child.tag
+        if not isinstance(tag, str):
+            continue  # a comment or processing instruction
         entry = readers.get(tag)
         if entry is None:
             _unknown(reader, tag, location)
             extensions.append(reader.keep(child))
             continue
-        field, read = entry
-        if field in lists:
-            lists[field].append(read(reader, child))
-        elif field in fields:
+        field, read, read_quickly = entry
+        if field in fields:
             name = etree.QName(tag).localname
             raise reader.fail(f"{name} occurs more than once", f"{location}/{name}")
+        if quick and read_quickly is not None:
+            value = _read_quickly(read_quickly, read, reader, child)
         else:
-            fields[field] = read(reader, child)
+            value = read(reader, child)
+        if field in lists:
+            lists[field].append(value)
+        else:
+            fields[field] = value
     return extensions
+
+
+def _read_quickly(read_quickly: _ElementRead, read: _ElementRead, reader: ElementReader, el: _E) -> object:
+    """``el`` read by its quick reader, or, when that one gives up, by its detailed reader: the same value,
+    or the Warnings or the error of the detailed reader, as if the quick one had not been tried."""
+    kept = reader.kept
+    try:
+        return read_quickly(reader, el)
+    except (Unusual, EbmsError, ValueError):
+        reader.kept = kept  # the detailed reader keeps (and counts) the same foreign elements again
+    return read(reader, el)
 
 
 def _unknown(reader: ElementReader, tag: str, location: str) -> None:
@@ -221,7 +295,3 @@ def _unknown(reader: ElementReader, tag: str, location: str) -> None:
         if not reader.lenient:
             raise reader.fail(f"eb:{name} is not an ebMS 2.0 element", f"{location}/{name}", ErrorCode.NOT_SUPPORTED)
         reader.warn(f"eb:{name} is not an ebMS 2.0 element; kept as is", f"{location}/{name}", ErrorCode.NOT_SUPPORTED)
-
-
-def _foreign_attrs(el: _E) -> tuple[tuple[str, str], ...]:
-    return tuple((str(k), str(v)) for k, v in el.attrib.items() if str(k).startswith("{"))
