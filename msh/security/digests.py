@@ -22,11 +22,13 @@ from lxml import etree
 
 from msh.ebms.namespaces import SOAP_ENV
 from msh.security.library import Payload, resolving_parts, restrict_transforms, xmlsec
-from msh.security.profile import ds, first_signature
+from msh.security.profile import ds, ds_children, first_signature
 
 __all__ = ["ReferenceDigest", "claimed_digests", "decode_digest", "reference_digests"]
 
 _HMAC = "http://www.w3.org/2001/04/xmldsig-more#hmac-sha256"
+_DIGEST_METHOD = ds("DigestMethod")
+_DIGEST_VALUE = ds("DigestValue")
 
 
 @dataclass(frozen=True, slots=True)
@@ -50,13 +52,14 @@ def decode_digest(text: str | None) -> bytes | None:
 def claimed_digests(signature: etree._Element) -> list[ReferenceDigest]:
     """The References of ``signature``'s SignedInfo as it states them."""
     out = []
-    for reference in signature.iterfind(f"{ds('SignedInfo')}/{ds('Reference')}"):
-        method = reference.find(ds("DigestMethod"))
+    for reference in ds_children(signature, "SignedInfo", "Reference"):
+        method = next(reference.iterchildren(_DIGEST_METHOD), None)
+        value = next(reference.iterchildren(_DIGEST_VALUE), None)
         out.append(
             ReferenceDigest(
                 reference.get("URI", ""),
                 method.get("Algorithm", "") if method is not None else "",
-                decode_digest(reference.findtext(ds("DigestValue"))),
+                decode_digest(value.text if value is not None else None),
             )
         )
     return out

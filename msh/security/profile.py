@@ -57,6 +57,7 @@ __all__ = [
     "ENVELOPE_REFERENCE",
     "SIGNATURE",
     "ds",
+    "ds_children",
     "first_signature",
     "payload_uris",
     "profile_notes",
@@ -83,10 +84,34 @@ def ds(name: str) -> str:
     return f"{{{XMLDSIG}}}{name}"
 
 
+_SIGNATURE: Final = ds("Signature")
+_SIGNED_INFO: Final = ds("SignedInfo")
+_DS_REFERENCE: Final = ds("Reference")
+_XPATH: Final = ds("XPath")
+_DIGEST_METHOD: Final = ds("DigestMethod")
+_DIGEST_VALUE: Final = ds("DigestValue")
+_ACKNOWLEDGMENT: Final = f"{{{EB}}}Acknowledgment"
+
+
+def _child(parent: etree._Element, tag: str) -> etree._Element | None:
+    return next(parent.iterchildren(tag), None)
+
+
+def ds_children(parent: etree._Element, *names: str) -> list[etree._Element]:
+    """The XML-DSig elements at the child path ``names`` under ``parent``: what
+    ``parent.findall("ds:A/ds:B")`` finds, walked with ``iterchildren`` (in C) rather than lxml's
+    ElementPath (in Python), which the verification of every signed message would run a few dozen times."""
+    found = [parent]
+    for name in names:
+        tag = ds(name)
+        found = [child for element in found for child in element.iterchildren(tag)]
+    return found
+
+
 def first_signature(root: etree._Element) -> etree._Element | None:
     """ebMS2 §4.1.1: the first ``ds:Signature`` child of the SOAP Header (the From Party MSH's), or None."""
-    header = root.find(_HEADER)
-    return header.find(ds("Signature")) if header is not None else None
+    header = _child(root, _HEADER)
+    return _child(header, _SIGNATURE) if header is not None else None
 
 
 def _element(parent: etree._Element, name: str, algorithm: str | None = None) -> etree._Element:
@@ -178,10 +203,13 @@ def _known(kind: str, used: str | None, accepted: frozenset[str], where: str) ->
     return None
 
 
+_METHODS: Final = (("CanonicalizationMethod", _ACCEPTED_C14N), ("SignatureMethod", _ACCEPTED_SIGNATURE))
+
+
 def _method_problems(signed_info: etree._Element) -> list[tuple[str, str]]:
     problems = []
-    for kind, accepted in (("CanonicalizationMethod", _ACCEPTED_C14N), ("SignatureMethod", _ACCEPTED_SIGNATURE)):
-        element = signed_info.find(ds(kind))
+    for kind, accepted in _METHODS:
+        element = _child(signed_info, ds(kind))
         used = element.get("Algorithm") if element is not None else None
         problem = _known(kind, used, accepted, SIGNATURE)
         if problem is not None:
@@ -191,11 +219,12 @@ def _method_problems(signed_info: etree._Element) -> list[tuple[str, str]]:
 
 def _digest_problems(reference: etree._Element, where: str) -> list[tuple[str, str]]:
     problems = []
-    method = reference.find(ds("DigestMethod"))
+    method = _child(reference, _DIGEST_METHOD)
     problem = _known("DigestMethod", method.get("Algorithm") if method is not None else None, _ACCEPTED_DIGEST, where)
     if problem is not None:
         problems.append(problem)
-    text = "".join((reference.findtext(ds("DigestValue")) or "").split())
+    value = _child(reference, _DIGEST_VALUE)
+    text = "".join(((value.text if value is not None else None) or "").split())
     try:
         decoded = base64.b64decode(text, validate=True)
     except (binascii.Error, ValueError):
@@ -210,13 +239,13 @@ def _acknowledgment_alone(signature: etree._Element, references: Sequence[etree.
     header = signature.getparent()
     return (
         header is not None
-        and header.find(f"{{{EB}}}Acknowledgment") is not None
+        and _child(header, _ACKNOWLEDGMENT) is not None
         and all(r.get("URI") == "" for r in references)
     )
 
 
 def _envelope_reference_problem(reference: etree._Element) -> str | None:
-    transforms = reference.findall(f"{ds('Transforms')}/{ds('Transform')}")
+    transforms = ds_children(reference, "Transforms", "Transform")
     algorithms = [t.get("Algorithm", "") for t in transforms]
     if Transform.ENVELOPED_SIGNATURE not in algorithms:
         return 'its Reference URI="" has no enveloped-signature Transform, so it cannot cover the envelope'
@@ -226,7 +255,7 @@ def _envelope_reference_problem(reference: etree._Element) -> str | None:
     rest = list(zip(transforms[1:], algorithms[1:], strict=True))
     if rest and rest[0][1] == Transform.XPATH:
         # ebMS2 §4.1.3: "The second Transform element has a child XPath element that has a value of: ...".
-        xpaths = rest[0][0].findall(ds("XPath"))
+        xpaths = list(rest[0][0].iterchildren(_XPATH))
         if len(xpaths) != 1:
             return f"its XPath Transform has {len(xpaths)} ds:XPath elements, not one"
         problem = xpath_problem(xpaths[0])
@@ -249,7 +278,7 @@ def _envelope_reference_problem(reference: etree._Element) -> str | None:
 
 
 def _payload_transform_problem(reference: etree._Element) -> str | None:
-    algorithms = [t.get("Algorithm", "") for t in reference.iterfind(f"{ds('Transforms')}/{ds('Transform')}")]
+    algorithms = [t.get("Algorithm", "") for t in ds_children(reference, "Transforms", "Transform")]
     other = [a for a in algorithms if a not in _ACCEPTED_C14N]
     if not other:
         return None
@@ -265,11 +294,11 @@ def profile_problems(signature: etree._Element) -> list[tuple[str, str]]:
     """Where ``signature`` is not a signature in the profile this MSH verifies, as (description, location)
     pairs (see the module docs). What each payload Reference names is checked apart
     (:func:`msh.security.references.resolve`)."""
-    signed_info = signature.find(ds("SignedInfo"))
+    signed_info = _child(signature, _SIGNED_INFO)
     if signed_info is None:
         return [("the ds:Signature has no ds:SignedInfo", SIGNATURE)]
     problems = _method_problems(signed_info)
-    references = signed_info.findall(ds("Reference"))
+    references = list(signed_info.iterchildren(_DS_REFERENCE))
     envelope = [r for r in references if r.get("URI") == ""]
     if len(envelope) != 1:
         # ebMS2 §4.1.3: the Reference for the SOAP Envelope SHALL have a URI attribute value of "".
@@ -301,11 +330,11 @@ def profile_notes(signature: etree._Element) -> list[tuple[str, str]]:
     """The deviations from the ebMS2 §4.1.3 form that ``signature`` (in the profile: no
     :func:`profile_problems`) is accepted with, as (description, location) pairs: its envelope Reference
     without the XPath filter on a message other than an Acknowledgment sent by itself (see the module docs)."""
-    references = signature.findall(f"{ds('SignedInfo')}/{ds('Reference')}")
+    references = ds_children(signature, "SignedInfo", "Reference")
     envelope = next((r for r in references if r.get("URI") == ""), None)
     if envelope is None or _acknowledgment_alone(signature, references):
         return []
-    algorithms = [t.get("Algorithm") for t in envelope.iterfind(f"{ds('Transforms')}/{ds('Transform')}")]
+    algorithms = [t.get("Algorithm") for t in ds_children(envelope, "Transforms", "Transform")]
     if Transform.XPATH in algorithms:
         return []
     return [

@@ -38,7 +38,7 @@ from lxml import etree
 
 from msh.ebms.mime import MimePart
 from msh.security.library import Payload, bare_content_id
-from msh.security.profile import ds, reference_path
+from msh.security.profile import ds_children, reference_path
 
 __all__ = ["Named", "PackageParts", "Resolution", "ResolvedReference", "content_locations", "resolve"]
 
@@ -174,7 +174,7 @@ def resolve(signature: etree._Element, parts: PackageParts) -> Resolution:
     owners = _owners(parts)
     resolved: list[ResolvedReference] = []
     problems: list[tuple[str, str]] = []
-    for element in signature.iterfind(f"{ds('SignedInfo')}/{ds('Reference')}"):
+    for element in ds_children(signature, "SignedInfo", "Reference"):
         uri = element.get("URI")
         if uri == "":
             continue

@@ -57,6 +57,7 @@ from msh.security.profile import (
     ENVELOPE_REFERENCE,
     SIGNATURE,
     ds,
+    ds_children,
     first_signature,
     profile_notes,
     profile_problems,
@@ -164,12 +165,20 @@ def _outside_header(root: etree._Element) -> list[Issue]:
     return [_issue("the message is not signed: its SOAP Header has no ds:Signature (ebMS2 §4.1.1)", SIGNATURE)]
 
 
+def _signature_method(signature: etree._Element) -> str:
+    """The Algorithm of the signature's SignatureMethod ("" when it has none)."""
+    method = next(iter(ds_children(signature, "SignedInfo", "SignatureMethod")), None)
+    return method.get("Algorithm", "") if method is not None else ""
+
+
 def _algorithm_issues(
-    signature: etree._Element, signature_algorithms: Collection[str] | None, digest_algorithms: Collection[str] | None
+    signature: etree._Element,
+    claimed: Sequence[ReferenceDigest],
+    signature_algorithms: Collection[str] | None,
+    digest_algorithms: Collection[str] | None,
 ) -> list[Issue]:
     issues = []
-    method = signature.find(f"{ds('SignedInfo')}/{ds('SignatureMethod')}")
-    used = method.get("Algorithm", "") if method is not None else ""
+    used = _signature_method(signature)
     if signature_algorithms is not None and used not in signature_algorithms:
         issues.append(
             _issue(
@@ -179,7 +188,7 @@ def _algorithm_issues(
             )
         )
     if digest_algorithms is not None:
-        for reference in claimed_digests(signature):
+        for reference in claimed:
             if reference.digest_algorithm not in digest_algorithms:
                 issues.append(
                     _issue(
@@ -261,7 +270,8 @@ def verify(
     parts = PackageParts.of(payloads, locations)
     resolution = resolve(signature, parts)
     issues = [_issue(text, where) for text, where in (*profile_problems(signature), *resolution.problems)]
-    issues += _algorithm_issues(signature, signature_algorithms, digest_algorithms)
+    claimed = tuple(claimed_digests(signature))
+    issues += _algorithm_issues(signature, claimed, signature_algorithms, digest_algorithms)
     if issues:
         raise _fail(issues)
     if not trusted:
@@ -281,13 +291,12 @@ def verify(
         except xmlsec.Error as exc:
             errors.append(str(exc))
             continue
-        method = signature.find(f"{ds('SignedInfo')}/{ds('SignatureMethod')}")
-        references = signature.findall(f"{ds('SignedInfo')}/{ds('Reference')}")
+        references = ds_children(signature, "SignedInfo", "Reference")
         return Verification(
             certificate,
             chain,
-            method.get("Algorithm", "") if method is not None else "",
-            tuple(claimed_digests(signature)),
+            _signature_method(signature),
+            claimed,
             tuple(etree.tostring(r, encoding="unicode", with_tail=False) for r in references),
             signed_payloads=tuple(cid for cid in parts.contents if cid in resolution.signed),
             unsigned_payloads=resolution.unsigned,
