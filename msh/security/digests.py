@@ -22,7 +22,7 @@ from lxml import etree
 
 from msh.ebms.namespaces import SOAP_ENV
 from msh.security.library import Payload, resolving_parts, restrict_transforms, xmlsec
-from msh.security.profile import ds, ds_children, first_signature
+from msh.security.profile import ds, ds_children, first_children, first_signature
 
 __all__ = ["ReferenceDigest", "claimed_digests", "decode_digest", "reference_digests"]
 
@@ -53,8 +53,9 @@ def claimed_digests(signature: etree._Element) -> list[ReferenceDigest]:
     """The References of ``signature``'s SignedInfo as it states them."""
     out = []
     for reference in ds_children(signature, "SignedInfo", "Reference"):
-        method = next(reference.iterchildren(_DIGEST_METHOD), None)
-        value = next(reference.iterchildren(_DIGEST_VALUE), None)
+        children = first_children(reference)
+        method = children.get(_DIGEST_METHOD)
+        value = children.get(_DIGEST_VALUE)
         out.append(
             ReferenceDigest(
                 reference.get("URI", ""),

@@ -110,8 +110,8 @@ def keyinfo_certificates(signature: etree._Element) -> tuple[x509.Certificate, .
     """The certificates the signature's KeyInfo carries (readable ones only; for information, for a chain's
     intermediates and for ``msh message verify --keyinfo``: never trusted for being there)."""
     out = []
-    for node in signature.iterfind(f"{ds('KeyInfo')}/{ds('X509Data')}/{ds('X509Certificate')}"):
-        certificate = _certificate("".join((node.text or "").split()))
+    for node in ds_children(signature, "KeyInfo", "X509Data", "X509Certificate"):
+        certificate = _certificate(node.text or "")
         if certificate is not None:
             out.append(certificate)
     return tuple(out)
@@ -119,10 +119,10 @@ def keyinfo_certificates(signature: etree._Element) -> tuple[x509.Certificate, .
 
 @functools.lru_cache(maxsize=32)
 def _certificate(text: str) -> x509.Certificate | None:
-    """The certificate of an X509Certificate's base64 text (None: unreadable); a partner sends the same
-    one in every message, so each is decoded once."""
+    """The certificate of an X509Certificate's base64 text as it is written, white space and all (None:
+    unreadable); a partner sends the same one in every message, so each is decoded once."""
     try:
-        return x509.load_der_x509_certificate(base64.b64decode(text))
+        return x509.load_der_x509_certificate(base64.b64decode("".join(text.split())))
     except (binascii.Error, ValueError):
         return None
 
