@@ -26,6 +26,15 @@ is required, and a payload part without a Reference is accepted but never passed
 for the application to decide. A Reference naming a part the package does not carry, or whose digest does
 not match, is always refused.
 
+**How it is checked.** An RSA signature in the profile is checked first without libxmlsec
+(:func:`msh.security.fast_signing.verified_without_xmlsec`): the received tree canonicalised once, in place
+(marks in its texts, set back afterwards), the digests and the RSA signature of the canonical SignedInfo
+computed as libxmlsec computes them. That check can only accept: whatever it cannot tell (a signature read
+otherwise by libxmlsec, another algorithm or key type, ``xml:`` attributes above the signature) or that does
+not match is verified by libxmlsec, which says what failed. The signature's elements are read with
+``iterchildren`` and one walk of each element's children, not lxml's ElementPath, which would be run a few
+dozen times for every message.
+
 Every failure is a :class:`~msh.errors.SecurityError` (errorCode SecurityFailure, severity Error) whose
 issues name what failed: each Reference whose digest does not match (location the ``cid:`` URI of its
 part, or the envelope's Reference), each Reference the profile refuses (location that Reference), or the
