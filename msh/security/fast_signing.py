@@ -48,7 +48,8 @@ cannot tell, or a digest or the SignatureValue does not match, libxmlsec verifie
   set back afterwards, so the tree is as it was. Where a mark occurs in the document, or the digested form
   still holds an actor's URI (an element aimed at the next MSH elsewhere than among the Header's children,
   or the URI in a text), the document is filtered on a copy; where SignedInfo has attributes or a namespace
-  in scope that is not written as it is, lxml canonicalises it.
+  in scope that is not written as it is, lxml canonicalises it, unless an element in it has no prefix
+  (lxml then writes ``xmlns=""`` where libxmlsec does not: libxmlsec verifies).
 """
 
 from __future__ import annotations
@@ -337,8 +338,8 @@ _MARK_START: Final = "#msh-5f0c-"
 _MARK_START_BYTES: Final = _MARK_START.encode("ascii")
 _CUT: Final = (_MARK_START + "c", _MARK_START + "e")
 _AROUND_SIGNED_INFO: Final = (_MARK_START + "s", _MARK_START + "t")
-_CUT_END_LETTER: Final = ord("e")
-_SIGNED_INFO_LETTER: Final = ord("s")
+_CUT_END_LETTER: Final = b"e"
+_SIGNED_INFO_LETTER: Final = b"s"
 
 
 def _decoded(element: etree._Element) -> bytes | None:
@@ -468,8 +469,8 @@ def _split_marked(canonical: bytes, marks: int) -> tuple[bytes, bytes | None] | 
         return None
     # All ours, so in document order: cut from, cut to, ..., SignedInfo's inside the signature's cut.
     kept = [pieces[0]]
-    kept += [piece[1:] for piece in pieces[1:] if piece[0] == _CUT_END_LETTER]
-    signed_info = next((piece[1:] for piece in pieces[1:] if piece[0] == _SIGNED_INFO_LETTER), None)
+    kept += [piece[1:] for piece in pieces[1:] if piece[:1] == _CUT_END_LETTER]
+    signed_info = next((piece[1:] for piece in pieces[1:] if piece[:1] == _SIGNED_INFO_LETTER), None)
     return b"".join(kept), signed_info
 
 
@@ -505,15 +506,24 @@ def _apex_signed_info(written: bytes, start_tags: tuple[bytes, bytes]) -> bytes 
     return apex + written[close + 1 :]
 
 
+def _lxml_signed_info(signed_info: etree._Element) -> bytes | None:
+    """lxml's canonical form of ``signed_info``, where it is libxmlsec's: lxml canonicalises an element in a
+    document of its own whose root declares the namespaces in scope, and writes ``xmlns=""`` on an element
+    in a default namespace declared outside it, so an element without a prefix leaves it to libxmlsec (None)."""
+    if any(element.prefix is None for element in signed_info.iter() if isinstance(element.tag, str)):
+        return None
+    return etree.tostring(signed_info, method="c14n", with_comments=False)
+
+
 def _canonical_forms(
     root: etree._Element, signature: etree._Element, signed_info: etree._Element, filtered: bool
-) -> tuple[bytes, bytes]:
+) -> tuple[bytes, bytes | None]:
     """What the envelope Reference digests (``filtered``: with the ebMS XPath filter) and the canonical
     SignedInfo, both from one C14N of the document as it is, with the texts around the signature, the
     Header's elements aimed at the next MSH or node, and SignedInfo marked. Where the marks are not exactly
     ours, an element aimed at them is elsewhere (the digested bytes still hold one of their URIs), or
     SignedInfo's start tag is not one written here, the document is filtered on a copy and SignedInfo
-    canonicalised by lxml."""
+    canonicalised by lxml (:func:`_lxml_signed_info`: None where that would not be libxmlsec's)."""
     cuts = [signature]
     if filtered:
         header = signature.getparent()
@@ -537,7 +547,7 @@ def _canonical_forms(
     if written is not None and start_tags is not None:
         canonical_signed_info = _apex_signed_info(written, start_tags)
     if canonical_signed_info is None:
-        canonical_signed_info = etree.tostring(signed_info, method="c14n", with_comments=False)
+        canonical_signed_info = _lxml_signed_info(signed_info)
     return envelope, canonical_signed_info
 
 
@@ -580,7 +590,7 @@ def verified_without_xmlsec(
     if algorithm is None:
         return False
     parts = {bare_content_id(cid): part for cid, part in payloads.items()}
-    forms: tuple[bytes, bytes] | None = None
+    forms: tuple[bytes, bytes | None] | None = None
     try:
         for reference in children[2:]:
             read = _reference_parts(reference) if reference.tag == _REFERENCE else None
@@ -606,11 +616,11 @@ def verified_without_xmlsec(
                 computed = _part_hash(part, digest)
             if claimed != computed:
                 return False
-        canonical = forms[1] if forms is not None else etree.tostring(signed_info, method="c14n", with_comments=False)
+        canonical = forms[1] if forms is not None else _lxml_signed_info(signed_info)
     except etree.C14NError:
         return False  # a document C14N 1.0 does not write (a relative namespace name): libxmlsec says why
     value = _decoded(signature_value)
-    if value is None:
+    if canonical is None or value is None:
         return False
     try:
         public.verify(value, canonical, padding.PKCS1v15(), algorithm)

@@ -25,6 +25,7 @@ from msh.errors import EnvelopeError, SecurityError
 from msh.safexml import parse_xml
 from msh.security import fast_signing, sign, verify
 from msh.security.algorithms import DigestAlgorithm, SignatureAlgorithm
+from msh.security.library import private_key, resolving_parts, xmlsec
 from msh.security.profile import ds, first_signature
 from tests.support.cpa_factory import make_envelope
 from tests.support.security import NEXT_MSH_ACK, NEXT_SYNC_REPLY, NOW, PAYLOADS, certificate, envelope, rsa_key
@@ -136,11 +137,19 @@ def _signed_document(soap: bytes, *, xpath_filter: bool = True) -> bytes:
     return sign(soap, PAYLOADS, key, cert, method, digest, xpath_filter=xpath_filter)
 
 
-def _resigned(soap: bytes) -> bytes:
-    """``soap`` with its SignatureValue made again for its SignedInfo as it now is (the key holder's change)."""
+def _resigned(soap: bytes, *, by_libxmlsec: bool = False) -> bytes:
+    """``soap`` with its SignatureValue made again for its SignedInfo as it now is (the key holder's change):
+    by libxmlsec (which also recomputes the digests), or, for a SignedInfo libxmlsec would not read, over
+    lxml's canonical form of it (right for a ``ds:`` prefix, the tests above show)."""
     root = parse_xml(soap)
     signature = first_signature(root)
     assert signature is not None
+    if by_libxmlsec:
+        context = xmlsec.SignatureContext()
+        context.key = private_key(rsa_key("fast-a"))
+        with resolving_parts(PAYLOADS):
+            context.sign(signature)
+        return _serialised(root)
     signed_info = signature.find(ds("SignedInfo"))
     value = signature.find(ds("SignatureValue"))
     assert signed_info is not None and value is not None
@@ -148,6 +157,15 @@ def _resigned(soap: bytes) -> bytes:
     signed = rsa_key("fast-a").sign(canonical, padding.PKCS1v15(), hashes.SHA256())
     value.text = base64.b64encode(signed).decode()
     return _serialised(root)
+
+
+def _in_the_default_namespace(soap: bytes) -> bytes:
+    """``soap`` (signed by this MSH) with its signature's elements in the default namespace."""
+    return (
+        soap.replace(b'<ds:Signature xmlns:ds="', b'<Signature xmlns="', 1)
+        .replace(b"<ds:", b"<")
+        .replace(b"</ds:", b"</")
+    )
 
 
 DOCUMENTS: dict[str, Callable[[], bytes]] = {
@@ -159,6 +177,11 @@ DOCUMENTS: dict[str, Callable[[], bytes]] = {
     "a-mark-in-the-body": lambda: _signed_document(_with_body(f"<x:M xmlns:x='urn:x'>{fast_signing._CUT[0]}</x:M>")),
     # An element aimed at the next MSH outside the Header: the copy path.
     "next-msh-in-the-body": lambda: _signed_document(_with_body(NEXT_MSH_IN_BODY)),
+    # The signature in the default namespace (as the spec's example writes it): SignedInfo without a prefix,
+    # whose canonical form lxml gets wrong (xmlns="" on its descendants), and libxmlsec and the text right.
+    "signature-in-the-default-namespace": lambda: _resigned(
+        _in_the_default_namespace(_signed_document(envelope())), by_libxmlsec=True
+    ),
     # SignedInfo with an attribute: lxml's SignedInfo.
     "signed-info-with-an-id": lambda: _resigned(
         _signed_document(envelope()).replace(b"<ds:SignedInfo>", b'<ds:SignedInfo Id="si-1">', 1)
@@ -171,6 +194,7 @@ WAYS = {
     "without-the-filter": ([], True),
     "a-mark-in-the-body": (["_envelope_c14n"], False),
     "next-msh-in-the-body": (["_envelope_c14n"], True),
+    "signature-in-the-default-namespace": ([], True),
     "signed-info-with-an-id": ([], False),
 }
 
@@ -350,6 +374,14 @@ CHANGES: dict[str, tuple[Callable[[bytes], bytes], bool, bool]] = {
         True,
     ),
     "an Id on SignedInfo": (_replaced(b"<ds:SignedInfo>", b'<ds:SignedInfo Id="si">', resign=True), True, True),
+    # lxml's canonical form of a SignedInfo in a default namespace declared above it is not libxmlsec's.
+    "an Id on a SignedInfo without prefix": (
+        lambda soap: _resigned(
+            _in_the_default_namespace(soap).replace(b"<SignedInfo>", b'<SignedInfo Id="si">'), by_libxmlsec=True
+        ),
+        True,
+        False,
+    ),
 }
 
 
