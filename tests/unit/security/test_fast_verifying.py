@@ -1,9 +1,10 @@
 """The check of a received RSA signature without libxmlsec (msh.security.fast_signing.verified_without_xmlsec)
 leaves the received tree as it was, computes exactly what the copy-and-filter path and lxml's canonical
-SignedInfo compute, and accepts only what libxmlsec accepts: over the signature test generators' envelopes,
-one-character changes of documents taking each of its ways (marks in the text, a copy where the marks or an
-element aimed at the next MSH elsewhere rule them out, lxml's canonical SignedInfo), and changes of the
-signature's structure and base64 text that libxmlsec refuses."""
+SignedInfo compute (libxmlsec's where lxml's differs: a SignedInfo without prefix), and accepts only what
+libxmlsec accepts: over the signature test generators' envelopes, one-character changes of documents taking
+each of its ways (marks in the text, a copy where the marks or an element aimed at the next MSH elsewhere
+rule them out, lxml's canonical SignedInfo), and changes of the signature's structure and base64 text that
+libxmlsec refuses."""
 
 from __future__ import annotations
 
@@ -44,7 +45,6 @@ class _Paths:
 
     def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
         self.copied: list[str] = []
-        self.lxml_signed_info = 0
         for name in ("_envelope_c14n", "_whole_c14n"):
             real = getattr(fast_signing, name)
             monkeypatch.setattr(fast_signing, name, self._spy(name, real))
@@ -173,6 +173,15 @@ DOCUMENTS: dict[str, Callable[[], bytes]] = {
     "composed": lambda: _signed_document(_composed()),
     "next-msh-and-next": lambda: _signed_document(envelope(header_extra=NEXT_MSH_ACK + "\n    " + NEXT_SYNC_REPLY)),
     "without-the-filter": lambda: _signed_document(envelope(), xpath_filter=False),
+    # Comments next to the elements marked (the marks go in their tails), white space inside the signature.
+    "comments-beside-the-marks": lambda: (
+        _signed_document(envelope())
+        .replace(b"<ds:Signature", b"<!--before--><ds:Signature", 1)
+        .replace(b"</ds:Signature>", b"</ds:Signature><!--after-->", 1)
+        .replace(b"<ds:SignedInfo>", b"<!--si-->\n<ds:SignedInfo>", 1)
+        .replace(b"</ds:SignedInfo>", b"</ds:SignedInfo>\n<!--sv-->", 1)
+        .replace(b'<ds:Reference URI="">', b'<!--r--><ds:Reference URI="">', 1)
+    ),
     # A mark in the document: the copy path, lxml's SignedInfo.
     "a-mark-in-the-body": lambda: _signed_document(_with_body(f"<x:M xmlns:x='urn:x'>{fast_signing._CUT[0]}</x:M>")),
     # An element aimed at the next MSH outside the Header: the copy path.
@@ -192,6 +201,7 @@ WAYS = {
     "composed": ([], True),
     "next-msh-and-next": ([], True),
     "without-the-filter": ([], True),
+    "comments-beside-the-marks": ([], True),
     "a-mark-in-the-body": (["_envelope_c14n"], False),
     "next-msh-in-the-body": (["_envelope_c14n"], True),
     "signature-in-the-default-namespace": ([], True),
