@@ -103,7 +103,7 @@ class JournalSteps(ABC):
         self.appended.append(event)
         self._add_event(event)
 
-    def write_events(self) -> None:
+    def write_events(self) -> None:  # noqa: B027 (a hook: nothing to do where events are written at once)
         """Write the appended events a store keeps for the commit (the SQL store's,
         :mod:`msh.store.sql.journal_writes`); done anyway when the transaction commits."""
 
