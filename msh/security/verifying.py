@@ -27,7 +27,7 @@ for the application to decide. A Reference naming a part the package does not ca
 not match, is always refused.
 
 **How it is checked.** An RSA signature in the profile is checked first without libxmlsec
-(:func:`msh.security.fast_signing.verified_without_xmlsec`): the received tree canonicalised once, in place
+(:func:`msh.security.fast_verifying.verified_without_xmlsec`): the received tree canonicalised once, in place
 (marks in its texts, set back afterwards), the digests and the RSA signature of the canonical SignedInfo
 computed as libxmlsec computes them. That check can only accept: whatever it cannot tell (a signature read
 otherwise by libxmlsec, another algorithm or key type, ``xml:`` attributes above the signature) or that does
@@ -57,7 +57,7 @@ from lxml import etree
 from cpa.trust import UntrustedCertificate, certificate_path, describe, validity_problem
 from msh.errors import ErrorCode, Issue, SecurityError, Severity
 from msh.safexml import XmlLimits, parse_xml
-from msh.security import fast_signing
+from msh.security import fast_verifying
 from msh.security.algorithms import SignatureAlgorithm
 from msh.security.digests import ReferenceDigest, claimed_digests, reference_digests
 from msh.security.dsa_keys import DSAPublicKey
@@ -293,8 +293,8 @@ def verify(
     for certificate, chain in usable:
         try:
             # The profile's RSA signature checked without libxmlsec's per-node XPath filter; libxmlsec
-            # verifies whatever that path does not accept (fast_signing can only accept, never refuse).
-            if not fast_signing.verified_without_xmlsec(root, signature, parts.contents, certificate, uris):
+            # verifies whatever that path does not accept (fast_verifying can only accept, never refuse).
+            if not fast_verifying.verified_without_xmlsec(root, signature, parts.contents, certificate, uris):
                 with resolving_parts(parts.contents, uris):
                     _context(certificate).verify(signature)
         except xmlsec.Error as exc:

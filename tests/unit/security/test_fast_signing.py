@@ -13,7 +13,7 @@ import pytest
 from msh.ebms.mime import PartBody
 from msh.errors import EnvelopeError
 from msh.safexml import parse_xml
-from msh.security import fast_signing, sign, verify
+from msh.security import fast_signing, fast_verifying, sign, verify
 from msh.security.algorithms import DigestAlgorithm, SignatureAlgorithm
 from tests.support.security import NEXT_MSH_ACK, NEXT_SYNC_REPLY, NOW, PAYLOADS, certificate, envelope, rsa_key
 
@@ -147,7 +147,7 @@ def _fast_verifies(soap: bytes, payloads: dict[str, bytes], cert: object) -> boo
     root = parse_xml(soap)
     signature = first_signature(root)
     assert signature is not None
-    return fast_signing.verified_without_xmlsec(root, signature, payloads, cert)  # type: ignore[arg-type]
+    return fast_verifying.verified_without_xmlsec(root, signature, payloads, cert)  # type: ignore[arg-type]
 
 
 @pytest.mark.parametrize("extra", EXTRAS)

@@ -1,4 +1,4 @@
-"""The check of a received RSA signature without libxmlsec (msh.security.fast_signing.verified_without_xmlsec)
+"""The check of a received RSA signature without libxmlsec (msh.security.fast_verifying.verified_without_xmlsec)
 leaves the received tree as it was, computes exactly what the copy-and-filter path and lxml's canonical
 SignedInfo compute (libxmlsec's where lxml's differs: a SignedInfo without prefix), and accepts only what
 libxmlsec accepts: over the signature test generators' envelopes, one-character changes of documents taking
@@ -24,7 +24,7 @@ from msh.ebms.envelope import serialise_envelope
 from msh.ebms.namespaces import ACTOR_TO_PARTY_MSH
 from msh.errors import EnvelopeError, SecurityError
 from msh.safexml import parse_xml
-from msh.security import fast_signing, sign, verify
+from msh.security import fast_signing, fast_verifying, sign, verify
 from msh.security.algorithms import DigestAlgorithm, SignatureAlgorithm
 from msh.security.library import private_key, resolving_parts, xmlsec
 from msh.security.profile import ds, first_signature
@@ -41,15 +41,15 @@ def _serialised(root: etree._Element) -> bytes:
 
 
 class _Paths:
-    """Records which ways of fast_signing computed the digested envelope and the canonical SignedInfo."""
+    """Records which ways of fast_verifying computed the digested envelope and the canonical SignedInfo."""
 
     def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
         self.copied: list[str] = []
         for name in ("_envelope_c14n", "_whole_c14n"):
-            real = getattr(fast_signing, name)
-            monkeypatch.setattr(fast_signing, name, self._spy(name, real))
-        real_apex = fast_signing._apex_signed_info
-        monkeypatch.setattr(fast_signing, "_apex_signed_info", self._apex(real_apex))
+            real = getattr(fast_verifying, name)
+            monkeypatch.setattr(fast_verifying, name, self._spy(name, real))
+        real_apex = fast_verifying._apex_signed_info
+        monkeypatch.setattr(fast_verifying, "_apex_signed_info", self._apex(real_apex))
 
     def _spy(self, name: str, real: Callable[..., bytes]) -> Callable[..., bytes]:
         def spy(*args: object) -> bytes:
@@ -74,7 +74,7 @@ def _fast(soap: bytes, payloads: dict[str, bytes], cert: object) -> bool:
     signature = first_signature(root)
     assert signature is not None
     before = _serialised(root)
-    accepted = fast_signing.verified_without_xmlsec(root, signature, payloads, cert)  # type: ignore[arg-type]
+    accepted = fast_verifying.verified_without_xmlsec(root, signature, payloads, cert)  # type: ignore[arg-type]
     assert _serialised(root) == before
     return accepted
 
@@ -102,7 +102,7 @@ def test_the_tree_is_unchanged_and_the_forms_are_the_copys_and_lxmls(
     lxml_signed_info = etree.tostring(signed_info, method="c14n", with_comments=False)
     with monkeypatch.context() as patch:
         paths = _Paths(patch)
-        forms = fast_signing._canonical_forms(root, signature, signed_info, case.xpath_filter)
+        forms = fast_verifying._canonical_forms(root, signature, signed_info, case.xpath_filter)
     assert forms == (copied, lxml_signed_info)
     assert paths.copied == []  # the marks were enough: no copy of the document
     # SignedInfo from the canonical document wherever its scope is written as it is (not the a&b one).
@@ -110,7 +110,7 @@ def test_the_tree_is_unchanged_and_the_forms_are_the_copys_and_lxmls(
     assert _serialised(root) == before
     payloads = _received_payloads(case)
     cert = _certificate("text-a")
-    assert fast_signing.verified_without_xmlsec(root, signature, payloads, cert)
+    assert fast_verifying.verified_without_xmlsec(root, signature, payloads, cert)
     assert _serialised(root) == before
     assert _xmlsec_verifies(signed, payloads, cert)
     verify(signed, payloads, cert, at=NOW, parsed=root)
@@ -183,7 +183,7 @@ DOCUMENTS: dict[str, Callable[[], bytes]] = {
         .replace(b'<ds:Reference URI="">', b'<!--r--><ds:Reference URI="">', 1)
     ),
     # A mark in the document: the copy path, lxml's SignedInfo.
-    "a-mark-in-the-body": lambda: _signed_document(_with_body(f"<x:M xmlns:x='urn:x'>{fast_signing._CUT[0]}</x:M>")),
+    "a-mark-in-the-body": lambda: _signed_document(_with_body(f"<x:M xmlns:x='urn:x'>{fast_verifying._CUT[0]}</x:M>")),
     # An element aimed at the next MSH outside the Header: the copy path.
     "next-msh-in-the-body": lambda: _signed_document(_with_body(NEXT_MSH_IN_BODY)),
     # The signature in the default namespace (as the spec's example writes it): SignedInfo without a prefix,
