@@ -26,6 +26,7 @@ __all__ = [
     "ElementReader",
     "HeaderAttributes",
     "foreign_attributes",
+    "must_understand_of",
 ]
 
 _E = etree._Element
@@ -53,6 +54,19 @@ class HeaderAttributes(BodyAttributes):
     (ebMS2 §2.3.9)."""
 
     must_understand: bool
+
+
+def must_understand_of(value: str | None) -> bool | None:
+    """What a ``SOAP:mustUnderstand`` attribute says (absent: False); None for a value it cannot take."""
+    if value is None:
+        return False
+    value = value.strip()
+    # SOAP 1.1 §4.2.3: mustUnderstand is "0" or "1".
+    if value in ("1", "true"):
+        return True
+    if value in ("0", "false"):
+        return False
+    return None
 
 
 class ElementReader:
@@ -146,15 +160,10 @@ class ElementReader:
 
     def must_understand(self, el: _E, location: str) -> bool:
         value = el.get(MUST_UNDERSTAND)
-        if value is None:
-            return False
-        value = value.strip()
-        # SOAP 1.1 §4.2.3: mustUnderstand is "0" or "1".
-        if value in ("1", "true"):
-            return True
-        if value in ("0", "false"):
-            return False
-        raise self.fail(f"SOAP:mustUnderstand must be 0 or 1, got {value!r}", f"{location}/@mustUnderstand")
+        meant = must_understand_of(value)
+        if meant is None:
+            raise self.fail(f"SOAP:mustUnderstand must be 0 or 1, got {value!r}", f"{location}/@mustUnderstand")
+        return meant
 
     def version(self, el: _E, location: str) -> str:
         value = self.attr(el, "version", location)

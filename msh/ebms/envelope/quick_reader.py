@@ -21,7 +21,7 @@ from datetime import datetime
 
 from lxml import etree
 
-from msh.ebms.envelope.element_reader import KNOWN_ATTRIBUTES, ElementReader
+from msh.ebms.envelope.element_reader import KNOWN_ATTRIBUTES, ElementReader, must_understand_of
 from msh.ebms.envelope.names import (
     ACTOR,
     DS_REFERENCE,
@@ -369,16 +369,10 @@ def _version(values: dict[str, str]) -> str:
 
 
 def _must_understand(values: dict[str, str]) -> bool:
-    # SOAP 1.1 §4.2.3: mustUnderstand is "0" or "1" (absent: "0").
-    value = values.get(MUST_UNDERSTAND)
-    if value is None:
-        return False
-    value = value.strip()
-    if value in ("1", "true"):
-        return True
-    if value in ("0", "false"):
-        return False
-    raise Unusual
+    meant = must_understand_of(values.get(MUST_UNDERSTAND))
+    if meant is None:
+        raise Unusual
+    return meant
 
 
 def _boolean(value: str) -> bool:
