@@ -24,8 +24,10 @@ clock. The rules:
 
 from __future__ import annotations
 
-from datetime import datetime
+import contextlib
+from datetime import UTC, datetime, timedelta
 from enum import StrEnum
+from functools import lru_cache
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -123,7 +125,35 @@ def end_to_end_deadline(reliability: Reliability, first_sent_at: datetime) -> da
     ReliableMessagingMethod ``Transport``: :func:`transport_deadline`."""
     if reliability.by_transport:
         return transport_deadline(reliability, first_sent_at)
+    window = _fixed_window(reliability)
+    if window is not None:
+        # Past the year 9999 the schedule's instants are clamped to the latest one: walked below.
+        with contextlib.suppress(OverflowError):
+            return first_sent_at + window
     return nominal_schedule(reliability, first_sent_at)[1]
+
+
+_REFERENCE_INSTANT = datetime(2000, 1, 1, tzinfo=UTC)
+
+
+@lru_cache(maxsize=256)
+def _fixed_window(reliability: Reliability) -> timedelta | None:
+    """The length of the retry window (first send to give-up) when it is the same from any first send: no
+    TimeToLive (an instant of its own) and only fixed-length, non-negative durations, so every instant of
+    :func:`nominal_schedule` is the first send plus a fixed offset. None otherwise (months: P1M from January
+    is not P1M from February). Cached per agreement's parameters: the schedule is walked once, not per
+    message. None too when the schedule from the reference instant reaches the year 9999, where its instants
+    are clamped to the latest representable one rather than offsets."""
+    if reliability.time_to_live is not None:
+        return None
+    durations = [reliability.first_resend_timeout, reliability.retry_interval]
+    if reliability.persist_duration is not None:
+        durations.append(reliability.persist_duration)
+    if any(not d.is_fixed_length or d.is_negative for d in durations):
+        return None
+    end = nominal_schedule(reliability, _REFERENCE_INSTANT)[1]
+    # An end at the year 9999 may be the clamped latest instant, not the reference plus a fixed offset.
+    return None if end.year >= 9999 else end - _REFERENCE_INSTANT
 
 
 def transport_deadline(reliability: Reliability, first_sent_at: datetime) -> datetime:

@@ -408,3 +408,42 @@ def test_the_retry_schedule_respects_every_bound(
         # XML Schema Part 2 Appendix E: the wait ends at the duration added to the previous transmission.
         assert sent[k] >= wait.add_to(sent[k - 1])
         assert limit is None or sent[k] < limit
+
+
+_starts = st.sampled_from(
+    [
+        NOW,
+        NOW.replace(month=1, day=31),
+        NOW.replace(year=2028, month=2, day=29),
+        NOW.replace(year=1990),
+        NOW.replace(year=9999, month=12, day=30),
+    ]
+)
+
+
+# A wait of 8,500 years: the schedule from any first send reaches the latest representable instant.
+_ages = st.just(XsDuration(0, 8_500 * 365 * 86_400 * 10**6))
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    retries=st.integers(0, 6),
+    first=_waits | _ages,
+    interval=_waits | _ages,
+    persist=st.none() | _waits.map(lambda d: 7 * d) | _ages,
+    ttl=st.none() | st.integers(0, 400 * 24 * 60),
+    starts=st.lists(_starts, min_size=1, max_size=4),
+)
+def test_the_end_to_end_deadline_is_where_the_schedule_gives_up(
+    retries: int,
+    first: XsDuration,
+    interval: XsDuration,
+    persist: XsDuration | None,
+    ttl: int | None,
+    starts: list[datetime],
+) -> None:
+    # ebMS2 §6.4.3, §6.4.6, §3.1.6.4: the window ends where the retry schedule gives up, from whatever first
+    # send; the same parameters from several first sends (one agreement, many messages) each get their own.
+    for start in starts:
+        r = Reliability(retries, interval, first, persist, None if ttl is None else NOW + ttl * MIN, True)
+        assert timers.end_to_end_deadline(r, start) == timers.nominal_schedule(r, start)[1]
