@@ -308,7 +308,7 @@ class _MemoryTransaction(MemoryListingSteps, MemoryRetentionSteps, Transaction):
     # -- journal
 
     def _add_event(self, event: records.Event) -> None:
-        event = replace(event, id=next(self._store.event_ids))
+        event = event.with_id(next(self._store.event_ids))
         self._set(self._store.events, event.id, event)
         self.appended[-1] = event
 

@@ -14,7 +14,6 @@ What could make the database refuse an event is refused or made storable when it
 
 from __future__ import annotations
 
-from dataclasses import replace
 from typing import Any
 
 from sqlalchemy import select
@@ -69,7 +68,7 @@ class SqlJournalWrites:
             raise self._store.failure(exc) from exc
         start = self._written
         for offset, (event, event_id) in enumerate(zip(pending, ids, strict=True)):
-            self.appended[start + offset] = replace(event, id=event_id)
+            self.appended[start + offset] = event.with_id(event_id)
         self._written = len(self.appended)
 
     def _events_after(self, after_id: int, limit: int) -> list[records.Event]:

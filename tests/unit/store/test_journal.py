@@ -3,6 +3,7 @@ change, read from the detail for attempt, severity and cause; revision 0005 brin
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Iterator
 from datetime import timedelta
 
@@ -169,3 +170,14 @@ def test_revision_0005_fills_the_typed_columns_of_older_events(
     migrations.downgrade(raw_engine, "0004")
     with raw_engine.connect() as conn:
         assert conn.execute(text("SELECT COUNT(*) FROM events")).scalar_one() == 3
+
+
+def test_an_event_numbered_by_the_journal_keeps_every_other_field() -> None:
+    values: dict[str, object] = {}
+    for i, f in enumerate(dataclasses.fields(Event)):
+        values[f.name] = T0 + timedelta(seconds=i) if f.name in ("at", "deadline") else f"value-{i}"
+    values["id"] = 0
+    event = Event(**values)  # type: ignore[arg-type]
+    numbered = event.with_id(42)
+    assert numbered == dataclasses.replace(event, id=42)
+    assert numbered.id == 42 and event.id == 0
