@@ -21,11 +21,13 @@ Through TLS the first messages of a connection are the handshake records (Client
 they are drawn for like any other message, so a dropped handshake is also a lost request or a lost
 response. A server that speaks first, or an interim ``100 Continue``, also starts a new message.
 
-``drop_next_response_after(N)`` arms a one-shot loss: the next server→client message that follows a
-client→server message of at least N bytes is dropped (and both sides aborted), whatever the loss rates.
-Through TLS that singles out the answer to a large request (a business message with its payload) and
-spares the handshake flights, whose requests are small: the receiving MSH has the message, the sender
-never hears so (a lost acknowledgment, on purpose, once).
+``drop_next_response_after(N)`` arms a one-shot loss: the next server→client message on a connection
+whose client has sent at least N bytes since it was armed is dropped (and both sides aborted), whatever the
+loss rates. Through TLS that singles out the answer to a large request (a business message with its
+payload) and spares the handshake flights, whose requests are small: the receiving MSH has the message, the
+sender never hears so (a lost acknowledgment, on purpose, once). The bytes are counted per connection, not
+per message, because a server may speak in the middle of a request (TLS 1.3 sends its session tickets when
+it likes) and split it in two; on a kept-alive connection the small requests after the arming count too.
 
 ``down`` refuses service: the listener stays bound (so the port stays ours), new connections are accepted
 and immediately aborted, and setting it aborts every open connection. A client sees a reset rather than
@@ -140,7 +142,7 @@ class _Link:
         self.client = client
         self.server: asyncio.StreamWriter | None = None
         self.last: _Direction | None = None
-        self.up_bytes = 0  # the size of the current (or last) client->server message
+        self.up_bytes = 0  # client->server bytes since drop_next_response_after was armed (or the link opened)
         self.aborted = False
 
     def abort(self) -> None:
@@ -230,9 +232,13 @@ class LossyProxy:
         self._delay = _seconds("delay", value)
 
     def drop_next_response_after(self, request_bytes: int) -> None:
-        """Drop the next response that follows a request of at least ``request_bytes`` bytes (once)."""
+        """Drop the next response on a connection whose client has sent at least ``request_bytes`` bytes from
+        now on (once). Arming it again before that loss happened changes the size and keeps the counts."""
         if request_bytes < 1:
             raise ValueError(f"request_bytes must be at least 1, got {request_bytes}")
+        if self._drop_after is None:  # what was sent before the arming does not count (a re-arming keeps it)
+            for link in self._links:
+                link.up_bytes = 0
         self._drop_after = request_bytes
 
     @property
@@ -373,8 +379,6 @@ class LossyProxy:
                     return
                 if link.last is not direction:
                     link.last = direction
-                    if direction is _Direction.UP:
-                        link.up_bytes = 0
                     if self._lose(direction, link):
                         _log.debug("dropping a %s message", direction.value)
                         link.abort()

@@ -79,6 +79,7 @@ def test_a_64_mib_payload_with_a_resend_stays_out_of_memory(pair: tuple[Pair, Ru
         if status in ("delivered", "failed"):
             break
         time.sleep(0.5)
+    assert proxy.stats().responses_dropped == 1  # the armed loss happened (else no resend is to be expected)
     assert (status, attempts) == ("delivered", 2)  # the first answer was lost: one resend
     growth = {"A": _kib(a_pid, "VmHWM") - idle["A"], "B": _kib(b_pid, "VmHWM") - idle["B"]}
     taken = tmp_path / "taken"

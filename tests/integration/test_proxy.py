@@ -231,6 +231,109 @@ def test_drop_next_response_after_a_large_request_loses_that_answer_once() -> No
     assert (stats.responses_dropped, stats.responses_forwarded) == (1, 2)
 
 
+class InterruptingServer(LineServer):
+    """Speaks first in the middle of a request (as a TLS 1.3 server sends session tickets when it likes):
+    ``NOTE\\n`` after the first bytes of each request, then ``OK X\\n`` once the line is complete."""
+
+    async def _handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        self.connections += 1
+        try:
+            while first := await reader.read(1):
+                writer.write(b"NOTE\n")
+                await writer.drain()
+                line = first + await reader.readline()
+                self.requests.append(line)
+                writer.write(b"OK " + line)
+                await writer.drain()
+        except OSError:
+            pass
+        finally:
+            writer.close()
+
+
+def test_drop_next_response_after_counts_a_request_the_server_interrupted() -> None:
+    server = InterruptingServer()
+    large = b"L" * 5000 + b"\n"
+
+    async def body(proxy: LossyProxy) -> tuple[bytes, bytes | None]:
+        proxy.drop_next_response_after(4000)
+        reader, writer = await asyncio.open_connection(HOST, proxy.port)
+        try:
+            writer.write(large[:3000])
+            await writer.drain()
+            note = await asyncio.wait_for(reader.readline(), 5)  # the server spoke: a message of its own
+            writer.write(large[3000:])  # 3,001 more bytes: 6,001 on the connection, the answer is lost
+            await writer.drain()
+            try:
+                answer = await asyncio.wait_for(reader.readline(), 5)
+            except OSError:
+                answer = b""
+            return note, answer if answer.endswith(b"\n") else None
+        finally:
+            await close(writer)
+
+    (note, answer), stats = run(with_proxy(server, body))
+    assert (note, answer) == (b"NOTE\n", None)
+    assert server.requests == [large]
+    assert stats.responses_dropped == 1
+
+
+def test_drop_next_response_after_counts_from_the_arming() -> None:
+    server = LineServer()
+    large = b"L" * 5000 + b"\n"
+
+    async def body(proxy: LossyProxy) -> list[bytes | None]:
+        reader, writer = await asyncio.open_connection(HOST, proxy.port)
+        answers: list[bytes | None] = []
+        try:
+            for request, arm in ((large, False), (b"small\n", True), (large, False)):
+                if arm:  # the large request before the arming does not count
+                    proxy.drop_next_response_after(4000)
+                writer.write(request)
+                await writer.drain()
+                try:
+                    line = await asyncio.wait_for(reader.readline(), 5)
+                except OSError:
+                    line = b""
+                answers.append(line if line.endswith(b"\n") else None)
+        finally:
+            await close(writer)
+        return answers
+
+    answers, stats = run(with_proxy(server, body))
+    assert answers == [b"OK " + large, b"OK small\n", None]
+    assert (stats.responses_dropped, stats.responses_forwarded) == (1, 2)
+
+
+def test_drop_next_response_after_armed_again_keeps_the_counts() -> None:
+    # A test that re-arms the loss while a request is on its way still loses that request's answer.
+    server = LineServer()
+    large = b"L" * 5000 + b"\n"
+
+    async def body(proxy: LossyProxy) -> bytes | None:
+        proxy.drop_next_response_after(4000)
+        reader, writer = await asyncio.open_connection(HOST, proxy.port)
+        try:
+            writer.write(large[:3000])
+            await writer.drain()
+            await asyncio.sleep(0.05)  # bounded: lets the proxy pass the first part on before the re-arming
+            proxy.drop_next_response_after(4000)
+            writer.write(large[3000:])
+            await writer.drain()
+            try:
+                answer = await asyncio.wait_for(reader.readline(), 5)
+            except OSError:
+                answer = b""
+            return answer if answer.endswith(b"\n") else None
+        finally:
+            await close(writer)
+
+    answer, stats = run(with_proxy(server, body))
+    assert answer is None
+    assert server.requests == [large]
+    assert stats.responses_dropped == 1
+
+
 def test_drop_next_response_after_needs_a_size() -> None:
     with pytest.raises(ValueError, match="request_bytes must be at least 1"):
         LossyProxy((HOST, 0), (HOST, 1)).drop_next_response_after(0)
