@@ -145,6 +145,7 @@ _PATTERNS: Final = (
 _EBCDIC: Final = b"\x4c\x6f\xa7\x94"  # "<?xm" in EBCDIC
 _DECLARED: Final = re.compile(rb"""^<\?xml[^>]*?\sencoding\s*=\s*(["'])([A-Za-z][A-Za-z0-9._-]*)\1""")
 _DECLARATIONS: Final = ("<!DOCTYPE", "<!ENTITY")
+_DECLARATION_BYTES: Final = tuple(d.encode("ascii") for d in _DECLARATIONS)
 # Encodings in which ASCII text is the same bytes, so the byte search is the text search.
 _ASCII_SUPERSETS: Final = frozenset({"utf-8", "ascii", "latin-1", "iso8859-1", "cp1252", "iso8859-15"})
 # Codecs Python files under text encodings that are no character encoding of a document (XML 1.0 §4.3.3,
@@ -209,15 +210,19 @@ def detect_encoding(data: bytes) -> str:
     return codec
 
 
-def _declares_dtd(data: bytes) -> bool:
-    """Whether the document's text holds a DTD or entity declaration, in whatever encoding it is."""
-    if any(d.encode("ascii") in data for d in _DECLARATIONS):
-        return True
-    encoding = detect_encoding(data)
+def _declares_dtd(data: bytes, encoding: str) -> bool:
+    """Whether the document's text, in ``encoding``, holds a DTD or entity declaration (after
+    :func:`_declares_dtd_in_bytes` found none byte for byte)."""
     if encoding in _ASCII_SUPERSETS:
-        return False  # the byte search above has seen the text as it is
+        return False  # the byte search has seen the text as it is
     text = data.decode(encoding, errors="replace")
     return any(d in text for d in _DECLARATIONS)
+
+
+def _declares_dtd_in_bytes(data: bytes) -> bool:
+    """Whether the document's bytes spell a DTD or entity declaration in ASCII (found before the
+    encoding is detected: such a document is refused as declaring a DTD, whatever its encoding)."""
+    return any(d in data for d in _DECLARATION_BYTES)
 
 
 def check_size(size: int, *, what: str = "XML document", limits: XmlLimits = DEFAULT_LIMITS) -> None:
@@ -239,14 +244,16 @@ def parse_xml(data: bytes, *, what: str = "XML document", limits: XmlLimits = DE
     """
     check_size(len(data), what=what, limits=limits)
     # A DOCTYPE is never legitimate in SOAP 1.1 (§3) nor needed by an ebXML document: refuse it, found in
-    # the decoded text, before libxml2 sees it, so no entity declaration is ever processed.
-    if _declares_dtd(data):
+    # the decoded text, before libxml2 sees it, so no entity declaration is ever processed. The encoding
+    # is detected once here and used by every later step.
+    spelt = _declares_dtd_in_bytes(data)
+    encoding = "" if spelt else detect_encoding(data)
+    if spelt or _declares_dtd(data, encoding):
         raise EnvelopeError(f"{what} declares a DTD or entities, which are refused", error_code=ErrorCode.OTHER_XML)
     small = False
     try:
         tags = data.count(b"<")
-        encoding = detect_encoding(data) if tags <= limits.max_nodes else ""
-        if encoding in _LT_COUNTABLE:
+        if tags <= limits.max_nodes and encoding in _LT_COUNTABLE:
             root = etree.fromstring(data, _parser())  # fewer nodes than the limit can be there: no counting
             # Every child node and every node around the root begins with "<", every attribute has its "=",
             # every namespace declaration spells "xmlns" (in an ASCII superset, byte for byte): within all
@@ -258,7 +265,7 @@ def parse_xml(data: bytes, *, what: str = "XML document", limits: XmlLimits = DE
                 and data.count(b"xmlns") <= limits.max_namespace_declarations
             )
         else:
-            root = _parse_counting(data, what, limits)
+            root = _parse_counting(data, encoding, what, limits)
     except etree.XMLSyntaxError as exc:
         raise EnvelopeError(f"{what} is not well-formed XML: {exc}", error_code=ErrorCode.OTHER_XML) from exc
     except (ValueError, LookupError) as exc:  # e.g. a str with an encoding declaration, an unknown encoding
@@ -285,11 +292,10 @@ _XML_DECLARATION_TEXT: Final = re.compile(r"<\?xml[ \t\r\n][^>]*\?>")
 _XML_DECLARATION_BYTES: Final = re.compile(rb"<\?xml[ \t\r\n][^>]*\?>")
 
 
-def _check_around(data: bytes, what: str, limits: XmlLimits) -> None:
-    """Count the comments and processing instructions before and after the root element from the text,
-    before the counting parser sees them (it reports those outside the root in time that grows faster than
-    their number): at most ``max_children - 1`` of them, beside the root."""
-    encoding = detect_encoding(data)
+def _check_around(data: bytes, encoding: str, what: str, limits: XmlLimits) -> None:
+    """Count the comments and processing instructions before and after the root element from the text (in
+    ``encoding``), before the counting parser sees them (it reports those outside the root in time that
+    grows faster than their number): at most ``max_children - 1`` of them, beside the root."""
     limit = limits.max_children
     if encoding in _ASCII_SUPERSETS:  # the delimiters are the same bytes whatever the rest: no copy
         body = data.removeprefix(codecs.BOM_UTF8)
@@ -360,10 +366,11 @@ def _too_many_around(what: str, limits: XmlLimits) -> EnvelopeError:
     )
 
 
-def _parse_counting(data: bytes, what: str, limits: XmlLimits) -> etree._Element:
-    """Parse ``data`` a piece at a time, counting the nodes as libxml2 builds them, and stop as soon as
-    there are more than ``limits.max_nodes``: the tree of a refused document is never built whole."""
-    _check_around(data, what, limits)
+def _parse_counting(data: bytes, encoding: str, what: str, limits: XmlLimits) -> etree._Element:
+    """Parse ``data`` (in ``encoding``) a piece at a time, counting the nodes as libxml2 builds them, and
+    stop as soon as there are more than ``limits.max_nodes``: the tree of a refused document is never built
+    whole."""
+    _check_around(data, encoding, what, limits)
     parser = _counting_parser()
     nodes = 0
     view = memoryview(data)

@@ -36,6 +36,10 @@ __all__ = ["DIGEST_PREFIX", "comparable", "content_digest"]
 DIGEST_PREFIX: Final = "content-sha256:"
 
 _CHUNK: Final = 1 << 20
+# Payloads in memory up to this size are joined with the other items; larger ones are hashed on their own.
+_JOINED: Final = 64 << 10
+# An absent value: kind "N" and a length of zero.
+_ABSENT: Final = b"N" + bytes(8)
 
 
 def comparable(first: str | None, other: str | None) -> bool:
@@ -67,18 +71,32 @@ def _addressing(header: MessageHeader) -> list[str | None]:
 
 def content_digest(message: EbxmlMessage) -> str:
     """``content-sha256:<hex>`` over the message's addressing and payloads (see the module docs)."""
-    h = hashlib.sha256()
-
-    def item(kind: bytes, data: bytes) -> None:
-        h.update(kind + len(data).to_bytes(8, "big") + data)
-
+    # The items are joined and hashed in one update: one call per item costs more than the hashing of a
+    # typical message's few hundred bytes. A large payload in memory is hashed on its own (no copy), one
+    # spooled to a file in chunks.
+    pieces: list[bytes] = []
     header = message.envelope.message_header
     if header is not None:
         for value in _addressing(header):
-            item(b"N" if value is None else b"A", (value or "").encode("utf-8"))
+            if value is None:
+                pieces.append(_ABSENT)
+            else:
+                data = value.encode("utf-8")
+                pieces += (b"A", len(data).to_bytes(8, "big"), data)
+    h = hashlib.sha256()
     for part in message.payloads:
-        h.update(b"P" + part.body.size.to_bytes(8, "big"))
-        with part.body.open() as reader:
+        body = part.body
+        pieces += (b"P", body.size.to_bytes(8, "big"))
+        if body.in_memory and body.size <= _JOINED:
+            pieces.append(body.read_bytes())
+            continue
+        h.update(b"".join(pieces))
+        pieces.clear()
+        if body.in_memory:
+            h.update(body.read_bytes())  # hashed where it is, not copied into the joined buffer
+            continue
+        with body.open() as reader:
             while chunk := reader.read(_CHUNK):
                 h.update(chunk)
+    h.update(b"".join(pieces))
     return DIGEST_PREFIX + h.hexdigest()

@@ -166,6 +166,7 @@ def event_kind(value: str) -> EventKind:
 
 _PLAIN: frozenset[type] = frozenset({str, int, bool})
 """Detail values that read back from JSON exactly as given (not float: NaN is refused, not subclasses)."""
+_PLAIN_NOT_TEXT: frozenset[type] = frozenset({int, bool})
 
 
 def detail(value: Mapping[str, object] | None) -> dict[str, object]:
@@ -175,16 +176,25 @@ def detail(value: Mapping[str, object] | None) -> dict[str, object]:
     where a refusal would fail every unit of the group commit: msh.store.sql.transaction)."""
     if value is None:
         return {}
-    # The usual detail (text, whole numbers, flags) reads back as it is: no JSON round trip for it.
-    if all(
-        type(k) is str and "\x00" not in k and (v is None or type(v) in _PLAIN) for k, v in value.items()
-    ) and not any(type(v) is str and "\x00" in v for v in value.values()):
-        return dict(value)
+    # The usual detail (text, whole numbers, flags, and lists of them: a received message's issues) reads
+    # back as it is: no JSON round trip for it (the store's JSON column converts it once, when written).
+    if all(type(k) is str and "\x00" not in k and _reads_back(v) for k, v in value.items()):
+        return {k: list(v) if type(v) is list else v for k, v in value.items()}
     try:
         result: dict[str, object] = json.loads(json.dumps(dict(value), allow_nan=False))
     except (TypeError, ValueError) as exc:
         raise ValueError(f"event detail must be JSON-serialisable: {exc}") from None
     return cast(dict[str, object], _without_nul(result))
+
+
+def _reads_back(value: object) -> bool:
+    """Whether ``value`` reads back from JSON as it is: None, text without NUL, a whole number, a flag, or a
+    list of those."""
+    if type(value) is str:
+        return "\x00" not in value
+    if type(value) is list:
+        return all(v is None or (type(v) is str and "\x00" not in v) or type(v) in _PLAIN_NOT_TEXT for v in value)
+    return value is None or type(value) in _PLAIN
 
 
 def _without_nul(value: object) -> object:

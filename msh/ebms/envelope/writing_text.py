@@ -14,6 +14,7 @@ byte on generated envelopes.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from typing import Final
 
 from msh.ebms.envelope.datetimes import format_datetime
@@ -35,10 +36,11 @@ _HEAD: Final = (
 )
 _TAIL: Final = "</SOAP:Envelope>"
 
-# XML 1.0 §2.2: characters a document cannot hold; lxml refuses some of them, so the tree writer decides.
-_NOT_XML_CHAR: Final = re.compile("[^\t\n\r\x20-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
-_TEXT_SPECIAL: Final = re.compile("[&<>\r]")
-_ATTR_SPECIAL: Final = re.compile('[&<>"\n\r\t]')
+# One pass finds both what must be escaped and what XML 1.0 §2.2 cannot hold (lxml refuses some of those
+# characters, so the tree writer decides): every character but the plain ones, where the plain ones are the
+# XML Chars less the escaped ones (& 0x26, < 0x3C, > 0x3E and CR in both; ", LF and TAB in attributes too).
+_TEXT_NOT_PLAIN: Final = re.compile("[^\t\n\x20-\x25\x27-\x3b\x3d\x3f-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
+_ATTR_NOT_PLAIN: Final = re.compile("[^\x20\x21\x23-\x25\x27-\x3b\x3d\x3f-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
 # libxml2's escaping of character data and of attribute values (what lxml writes).
 _TEXT_ESCAPES: Final = {"&": "&amp;", "<": "&lt;", ">": "&gt;", "\r": "&#13;"}
 _ATTR_ESCAPES: Final = {**_TEXT_ESCAPES, '"': "&quot;", "\n": "&#10;", "\t": "&#9;"}
@@ -48,24 +50,34 @@ class _Unwritable(Exception):
     """The envelope holds something only the tree writer writes (see the module docs)."""
 
 
-def _check(value: str) -> str:
-    if _NOT_XML_CHAR.search(value) is not None:
-        raise _Unwritable
-    return value
+def _escaper(escapes: dict[str, str]) -> Callable[[re.Match[str]], str]:
+    def escape(match: re.Match[str]) -> str:
+        try:
+            return escapes[match.group()]
+        except KeyError:
+            raise _Unwritable from None  # not an XML Char
+
+    return escape
+
+
+_escape_text: Final = _escaper(_TEXT_ESCAPES)
+_escape_attr: Final = _escaper(_ATTR_ESCAPES)
 
 
 def _text(value: str) -> str:
-    _check(value)
-    if _TEXT_SPECIAL.search(value) is None:
+    found = _TEXT_NOT_PLAIN.search(value)
+    if found is None:
         return value
-    return _TEXT_SPECIAL.sub(lambda match: _TEXT_ESCAPES[match.group(0)], value)
+    start = found.start()  # the plain prefix is not scanned again
+    return value[:start] + _TEXT_NOT_PLAIN.sub(_escape_text, value[start:])
 
 
 def _attr(value: str) -> str:
-    _check(value)
-    if _ATTR_SPECIAL.search(value) is None:
+    found = _ATTR_NOT_PLAIN.search(value)
+    if found is None:
         return value
-    return _ATTR_SPECIAL.sub(lambda match: _ATTR_ESCAPES[match.group(0)], value)
+    start = found.start()
+    return value[:start] + _ATTR_NOT_PLAIN.sub(_escape_attr, value[start:])
 
 
 def _plain(extensions: Extensions) -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 from collections.abc import Callable
 
 import pytest
@@ -10,7 +11,7 @@ import pytest
 from msh.ebms import model as m
 from msh.ebms.digest import DIGEST_PREFIX, comparable, content_digest
 from msh.ebms.message import ParseMode, build_message, parse_message
-from msh.ebms.mime import AttachmentSpec, PartBody
+from msh.ebms.mime import AttachmentSpec, MimeLimits, PartBody
 from msh.ebms.namespaces import ACTOR_NEXT_MSH
 from tests.unit.codec.test_envelope import minimal_header
 
@@ -112,3 +113,57 @@ OTHER_CONTENT: dict[str, tuple[Callable[[m.Envelope], m.Envelope], tuple[Attachm
 def test_other_business_content_under_the_same_message_id_has_another_digest(what: str) -> None:
     change, parts = OTHER_CONTENT[what]
     assert digest(change(envelope("p1@x")), *parts) != FIRST
+
+
+# The byte layout the module docs define, written out here on its own: every item is a kind byte, its
+# length as 8 bytes big-endian and its bytes; an absent value is kind "N" with no bytes.
+def _item(value: str | None) -> bytes:
+    data = b"" if value is None else value.encode("utf-8")
+    return (b"N" if value is None else b"A") + len(data).to_bytes(8, "big") + data
+
+
+def _payload_item(data: bytes) -> bytes:
+    return b"P" + len(data).to_bytes(8, "big") + data
+
+
+PINNED_HEADER = minimal_header(
+    from_party=m.Party((m.PartyId("partyA", "urn:test:type"), m.PartyId("A-2")), role="Buyer"),
+    to_party=m.Party((m.PartyId("urn:duns:123456789"),)),
+    service=m.Service("ordering", type="urn:test:services"),
+    message_data=m.MessageData("mid-1@example.org", minimal_header().message_data.timestamp, "earlier@x"),
+    conversation_id="conv-ü€",
+)
+PINNED_PAYLOADS = (b"<order n='1'/>", b"", bytes(range(256)) * 8, bytes(range(256)) * 400)  # the last over 64 KiB
+PINNED_LAYOUT = b"".join(
+    [
+        *map(_item, ["Buyer", "urn:test:type", "partyA", None, "A-2", "|"]),
+        *map(_item, [None, None, "urn:duns:123456789", "|"]),
+        *map(_item, ["cpa-1", "conv-ü€", "urn:test:services", "ordering", "NewOrder", "earlier@x"]),
+        *map(_payload_item, PINNED_PAYLOADS),
+    ]
+)
+# The value the digest has had for this message since it was defined: were it to change, a retry of a
+# message received before an upgrade would be recorded as a conflict (ebMS2 §6.5.6).
+PINNED = "content-sha256:7443f12131b31138940765f5db744c07703a54201151c74cdc9300e0a3cddfcf"
+
+
+@pytest.mark.parametrize("spool_threshold", [1 << 20, 0], ids=["payloads in memory", "payloads spooled"])
+def test_the_digest_is_the_documented_layout_hashed(spool_threshold: int) -> None:
+    """The digest is SHA-256 over the layout of the module docs, whether the payloads are held in memory or
+    in the package's temporary file; the value is pinned, so no change in how it is computed changes it."""
+    cids = [f"p{i}@x" for i in range(len(PINNED_PAYLOADS))]
+    env = m.Envelope(message_header=PINNED_HEADER, manifest=m.Manifest(tuple(m.Reference(f"cid:{c}") for c in cids)))
+    parts = [
+        payload(c, data, "base64" if i == 2 else "binary")
+        for i, (c, data) in enumerate(zip(cids, PINNED_PAYLOADS, strict=True))
+    ]
+    content_type, body = build_message(env, parts)
+    message = parse_message(body, content_type, mime_limits=MimeLimits(spool_threshold=spool_threshold))
+    try:
+        # (an empty part is never written to the file)
+        assert [p.body.in_memory for p in message.payloads if p.body.size] == [spool_threshold > 0] * 3
+        got = content_digest(message)
+    finally:
+        message.close()
+    assert got == DIGEST_PREFIX + hashlib.sha256(PINNED_LAYOUT).hexdigest()
+    assert got == PINNED

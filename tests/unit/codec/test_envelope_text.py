@@ -104,3 +104,73 @@ def test_what_only_the_tree_writer_writes_is_left_to_it() -> None:
     for envelope in cases:
         assert envelope_text(envelope) is None
         assert serialise_envelope(envelope) == _tree_bytes(envelope)
+
+
+def _with(text: str, attribute: str) -> m.Envelope:
+    """An envelope whose ConversationId is ``text`` (character data) and whose From PartyId has the type
+    ``attribute`` (an attribute value)."""
+    return m.Envelope(
+        message_header=m.MessageHeader(
+            from_party=m.Party((m.PartyId("a", attribute),)),
+            to_party=m.Party((m.PartyId("b"),)),
+            cpa_id="cpa",
+            conversation_id=text,
+            service=m.Service("s"),
+            action="x",
+            message_data=m.MessageData("id@a", datetime(2026, 1, 1, tzinfo=UTC)),
+        )
+    )
+
+
+# XML 1.0 §2.4: "&" and "<" are never literal in character data, ">" is escaped too (it may not end "]]>");
+# §3.1: an attribute value delimited by '"' holds no literal '"'; §2.11: a literal CR is read as LF, so it
+# is written as a character reference; §3.3.3: a literal LF or TAB in an attribute value is read as a
+# space, so those are character references there (in character data they stay as they are). Apostrophes
+# and quotes in character data, and apostrophes in an attribute delimited by '"', need no escaping.
+_TEXT_EXPECTED = {"&": "&amp;", "<": "&lt;", ">": "&gt;", "\r": "&#13;", "\n": "\n", "\t": "\t", '"': '"', "'": "'"}
+_ATTRIBUTE_EXPECTED = {**_TEXT_EXPECTED, '"': "&quot;", "\n": "&#10;", "\t": "&#9;"}
+
+
+def test_each_special_character_is_escaped_as_xml_requires() -> None:
+    for char, expected in _TEXT_EXPECTED.items():
+        text = envelope_text(_with(f"x{char}y{char}", "t"))
+        assert text is not None
+        assert f"<eb:ConversationId>x{expected}y{expected}</eb:ConversationId>".encode() in text, repr(char)
+    for char, expected in _ATTRIBUTE_EXPECTED.items():
+        text = envelope_text(_with("c", f"t{char}u{char}"))
+        assert text is not None
+        assert f'<eb:PartyId eb:type="t{expected}u{expected}">a</eb:PartyId>'.encode() in text, repr(char)
+    # All of them at once, with non-ASCII characters (written as UTF-8) around them; read back as written.
+    everything = "é&<>\r\n\t\"'€\U0001f600"
+    text = envelope_text(_with(everything, everything))
+    assert text is not None
+    assert text == _tree_bytes(_with(everything, everything))
+    root = etree.fromstring(text)
+    eb = "{http://www.oasis-open.org/committees/ebxml-msg/schema/msg-header-2_0.xsd}"
+    assert root.findtext(f".//{eb}ConversationId") == everything
+    assert root.find(f".//{eb}PartyId").get(f"{eb}type") == everything  # type: ignore[union-attr]
+
+
+def _fault(text: str) -> m.Envelope:
+    return m.Envelope(fault=m.Fault("SOAP:Client", text))
+
+
+def _error(attribute: str) -> m.Envelope:
+    return m.Envelope(
+        error_list=m.ErrorList((m.Error("OtherXml", m.Severity.ERROR, code_context=attribute),), m.Severity.ERROR)
+    )
+
+
+def test_a_character_xml_cannot_hold_is_left_to_the_tree_writer() -> None:
+    """XML 1.0 §2.2: C0 controls other than TAB, LF and CR, lone surrogates, U+FFFE and U+FFFF are no Char
+    (the model refuses them in most values; a faultstring and an Error's codeContext are not checked)."""
+    for char in ("\x00", "\x01", "\x1f", "\ud800", "\udfff", "\ufffe", "\uffff"):
+        assert envelope_text(_fault(f"x{char}")) is None, repr(char)
+        assert envelope_text(_fault(f"x&{char}")) is None, repr(char)
+        assert envelope_text(_error(f"urn:x{char}")) is None, repr(char)
+        assert envelope_text(_error(f"urn:x&{char}")) is None, repr(char)
+    # The characters at the edges of the ranges XML leaves out are written, as the tree writer writes them.
+    for char in ("\x7f", "\ud7ff", "\ue000", "\ufffd", "\U00010000", "\U0010ffff"):
+        for envelope in (_fault(f"x{char}&"), _error(f"urn:x{char}&"), _with(f"x{char}", f"t{char}")):
+            text = envelope_text(envelope)
+            assert text is not None and text == _tree_bytes(envelope), repr(char)

@@ -12,8 +12,9 @@ from pathlib import Path
 import pytest
 from lxml import etree
 
+from msh import safexml
 from msh.errors import EnvelopeError, ErrorCode, Severity
-from msh.safexml import XmlLimits, parse_xml
+from msh.safexml import XmlLimits, detect_encoding, parse_xml
 
 XXE = b"""<?xml version="1.0"?>
 <!DOCTYPE foo [<!ENTITY xxe SYSTEM "file:///etc/passwd">]>
@@ -252,3 +253,31 @@ def test_a_small_document_is_still_held_to_every_limit(doc: bytes, limits: XmlLi
         parse_xml(doc, limits=limits)
     assert says.decode() in str(raised.value)
     parse_xml(doc)  # the same document within the default limits
+
+
+@pytest.mark.parametrize(
+    ("doc", "limits"),
+    [
+        (b'<?xml version="1.0" encoding="UTF-8"?><r><a/></r>', XmlLimits()),
+        ('<?xml version="1.0" encoding="UTF-16"?><r>café</r>'.encode("utf-16"), XmlLimits()),
+        ('<?xml version="1.0" encoding="ISO-8859-15"?><r>€</r>'.encode("iso-8859-15"), XmlLimits()),
+        (b"<!--a--><r>" + b"<a/>" * 10 + b"</r><?p?>", XmlLimits(max_nodes=5)),  # the counting parser
+        ('<?xml version="1.0" encoding="UTF-16"?><!--a--><r><a/><a/></r>'.encode("utf-16"), XmlLimits(max_nodes=1)),
+    ],
+    ids=["utf-8", "utf-16", "latin-9", "counting", "counting-utf-16"],
+)
+def test_the_encoding_is_detected_once_per_document(
+    doc: bytes, limits: XmlLimits, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """XML 1.0 Appendix F: the DTD check, the choice of parser and the count around the root all use the
+    encoding detected once."""
+    calls: list[bytes] = []
+
+    def counted(data: bytes) -> str:
+        calls.append(data)
+        return detect_encoding(data)
+
+    monkeypatch.setattr(safexml, "detect_encoding", counted)
+    with contextlib.suppress(EnvelopeError):  # the counting cases are over their node limit
+        parse_xml(doc, limits=limits)
+    assert calls == [doc]

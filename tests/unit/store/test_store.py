@@ -665,6 +665,49 @@ def test_a_nul_in_an_events_detail_is_kept_as_a_replacement_character(store: Sto
     assert second.detail == {"errors": [{"description": "c\ufffd"}], "k\ufffd": 1}
 
 
+def test_an_events_detail_is_kept_as_it_reads_back(store: Store) -> None:
+    """What an event's detail holds is what the journal reads back, whichever way it was made storable."""
+    issues = ["MimeProblem at cid:x: a warning", "Inconsistent"]
+    details: list[dict[str, object]] = [
+        {"cpaid": "c", "acknowledged": True, "signed": False, "issues": issues, "held": None, "n": 1},  # the usual
+        {"issues": ["a\x00b", 2, True, None]},  # a NUL in a list: made storable
+        {"pair": ("a", 1), "nested": [["x"]], "errors": [{"description": "d"}]},  # read back as JSON reads it
+    ]
+    with store.transaction() as tx:
+        for detail in details:
+            tx.append_event(at=T0, kind="received", detail=detail)
+        kept = [event.detail for event in tx.appended]
+    issues.append("changed after")  # the caller's list is not the event's
+    with store.transaction(readonly=True) as tx:
+        stored = [event.detail for event in tx.list_events()]
+    expected = [
+        {"cpaid": "c", "acknowledged": True, "signed": False, "issues": issues[:2], "held": None, "n": 1},
+        {"issues": ["a\ufffdb", 2, True, None]},
+        {"pair": ["a", 1], "nested": [["x"]], "errors": [{"description": "d"}]},
+    ]
+    assert kept == stored == expected
+
+
+def test_a_detail_of_text_numbers_flags_and_lists_of_them_is_not_converted_to_json(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The store's JSON column converts a detail when it is written; a detail that reads back from JSON as it
+    is (a received message's: its issues a list of text) is not converted to JSON and back before that."""
+    from msh.store import rules
+
+    def refused(*_args: object, **_kwargs: object) -> str:
+        raise AssertionError("converted to JSON")
+
+    detail: dict[str, object] = {"cpaid": "c", "acknowledged": True, "n": 3, "held": None, "issues": ["x", 1, False]}
+    with monkeypatch.context() as patch:
+        patch.setattr(rules.json, "dumps", refused)
+        assert rules.detail(detail) == detail
+    for converted in ({"issues": ("x",)}, {"issues": [1.5]}, {"errors": [{"a": 1}]}, {"issues": ["\x00"]}):
+        with monkeypatch.context() as patch, pytest.raises(AssertionError, match="converted to JSON"):
+            patch.setattr(rules.json, "dumps", refused)
+            rules.detail(converted)
+
+
 def test_the_events_of_one_message_read_back_in_order_newest_kept_by_the_limit(store: Store) -> None:
     with store.transaction() as tx:
         for i in range(5):
