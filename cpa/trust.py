@@ -205,10 +205,25 @@ def certificate_path(
     )
 
 
+# An agreement's certificates, all of them and each party's, read for every chain checked under it: kept by the
+# agreement's CPAId with the agreement (the object: a reloaded agreement is another one, and replaces it).
+_agreement_certificates: dict[str, tuple[CollaborationProtocolAgreement, tuple[x509.Certificate, ...]]] = {}
+_party_certificates: dict[
+    tuple[str, tuple[PartyKey, ...]], tuple[CollaborationProtocolAgreement, tuple[x509.Certificate, ...]]
+] = {}
+
+
+def _readable(ders: Iterable[bytes]) -> tuple[x509.Certificate, ...]:
+    return tuple(_by_der(c for c in (load_certificate(der) for der in ders) if c is not None).values())
+
+
 def agreement_certificates(cpa: CollaborationProtocolAgreement) -> tuple[x509.Certificate, ...]:
     """Every certificate written in the agreement (both parties' Certificate elements), readable ones only."""
-    found = (load_certificate(der) for info in cpa.party_infos for cert in info.certificates for der in cert.x509)
-    return tuple(dict.fromkeys(c for c in found if c is not None))
+    entry = _agreement_certificates.get(cpa.cpaid)
+    if entry is not None and entry[0] is cpa:
+        return entry[1]
+    found = _readable(der for info in cpa.party_infos for cert in info.certificates for der in cert.x509)
+    return _remember(_agreement_certificates, cpa.cpaid, (cpa, found))[1]
 
 
 def party_certificates(
@@ -216,10 +231,14 @@ def party_certificates(
 ) -> tuple[x509.Certificate, ...]:
     """The certificates the PartyInfo of the party with one of the ``claimed`` PartyIds names (CPP/A 2.0
     §8.4.33), readable ones only."""
-    wanted = set(claimed)
+    key = (cpa.cpaid, tuple(claimed))
+    entry = _party_certificates.get(key)
+    if entry is not None and entry[0] is cpa:
+        return entry[1]
+    wanted = set(key[1])
     infos = [info for info in cpa.party_infos if wanted & set(party_keys(info))]
-    found = (load_certificate(der) for info in infos for cert in info.certificates for der in cert.x509)
-    return tuple(dict.fromkeys(c for c in found if c is not None))
+    found = _readable(der for info in infos for cert in info.certificates for der in cert.x509)
+    return _remember(_party_certificates, key, (cpa, found))[1]
 
 
 def party_certificate_problem(

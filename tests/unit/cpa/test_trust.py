@@ -12,7 +12,13 @@ from cryptography.hazmat.primitives.serialization import Encoding
 
 from cpa import trust
 from cpa.model import Certificate
-from cpa.trust import UntrustedCertificate, certificate_path, party_certificate_problem
+from cpa.trust import (
+    UntrustedCertificate,
+    agreement_certificates,
+    certificate_path,
+    party_certificate_problem,
+    party_certificates,
+)
 from msh.ebms import model as m
 from msh.errors import ErrorCode
 from msh.transport.tls import FROM_PARTY_ID, client_certificate_issue
@@ -150,3 +156,16 @@ def test_the_remembered_encodings_and_verdicts_stay_within_their_bound(monkeypat
     for _ in range(2):
         assert certificate_path(certs[0], [certs[-1]], certs[1:-1], at=NOW) == tuple(certs)
         assert max(len(trust._ders), len(trust._issuer_verdicts), len(trust._ca_verdicts)) <= 2
+
+
+def test_an_agreement_reloaded_under_the_same_cpaid_is_read_anew() -> None:
+    # An agreement's certificates are remembered with the agreement: the reloaded one's are its own.
+    old, new = certificate("party A old key"), certificate("party A new key")
+    before, after = with_a_certificates(old), with_a_certificates(new)
+    assert before.cpaid == after.cpaid
+    for _ in range(2):
+        assert party_certificates(before, A) == (old,) and party_certificates(after, A) == (new,)
+        assert old in agreement_certificates(before) and old not in agreement_certificates(after)
+        assert client_certificate_issue(before, FROM_A, old.public_bytes(Encoding.DER), now=NOW) is None
+        assert client_certificate_issue(after, FROM_A, old.public_bytes(Encoding.DER), now=NOW) is not None
+        assert client_certificate_issue(after, FROM_A, new.public_bytes(Encoding.DER), now=NOW) is None
