@@ -31,9 +31,10 @@ not match, is always refused.
 (marks in its texts, set back afterwards), the digests and the RSA signature of the canonical SignedInfo
 computed as libxmlsec computes them. That check can only accept: whatever it cannot tell (a signature read
 otherwise by libxmlsec, another algorithm or key type, ``xml:`` attributes above the signature) or that does
-not match is verified by libxmlsec, which says what failed. The signature's elements are read with
-``iterchildren`` and one walk of each element's children, not lxml's ElementPath, which would be run a few
-dozen times for every message.
+not match is verified by libxmlsec, which says what failed. With several certificates to try (the party's
+CA and the certificate it issued, say), each is tried that way before any is tried with libxmlsec. The
+signature's elements are read with ``iterchildren`` and one walk of each element's children, not lxml's
+ElementPath, which would be run a few dozen times for every message.
 
 Every failure is a :class:`~msh.errors.SecurityError` (errorCode SecurityFailure, severity Error) whose
 issues name what failed: each Reference whose digest does not match (location the ``cid:`` URI of its
@@ -302,28 +303,48 @@ def verify(
     if not usable:
         raise _fail(certificate_issues)
     uris = resolution.uri_table()
-    errors = []
+    accepted = _signer(root, signature, parts, uris, usable)
+    if accepted is None:
+        raise _fail(_explain(root, signature, parts, resolution, [c for c, _ in usable]))
+    certificate, chain = accepted
+    return Verification(
+        certificate,
+        chain,
+        _signature_method(signature),
+        claimed,
+        signature,
+        signed_payloads=tuple(cid for cid in parts.contents if cid in resolution.signed),
+        unsigned_payloads=resolution.unsigned,
+        warnings=(*_notes(signature), *_unsigned_warnings(resolution)),
+    )
+
+
+def _signer(
+    root: etree._Element,
+    signature: etree._Element,
+    parts: PackageParts,
+    uris: Mapping[str, str],
+    usable: Sequence[tuple[x509.Certificate, tuple[x509.Certificate, ...]]],
+) -> tuple[x509.Certificate, tuple[x509.Certificate, ...]] | None:
+    """The first of the ``usable`` certificates (with its chain) whose key made the signature, else None.
+
+    The profile's RSA signature is checked without libxmlsec's per-node XPath filter with every certificate
+    first; libxmlsec verifies only what that path accepts with none (fast_verifying can only accept, never
+    refuse). So a certificate whose key did not sign (the party's CA named before the certificate it issued)
+    costs no libxmlsec check when another one's key signed. The certificate found is the one trying each in
+    turn with both would find: two certificates verify one signature only when they hold the same key, which
+    the first path answers for alike."""
+    for certificate, chain in usable:
+        if fast_verifying.verified_without_xmlsec(root, signature, parts.contents, certificate, uris):
+            return certificate, chain
     for certificate, chain in usable:
         try:
-            # The profile's RSA signature checked without libxmlsec's per-node XPath filter; libxmlsec
-            # verifies whatever that path does not accept (fast_verifying can only accept, never refuse).
-            if not fast_verifying.verified_without_xmlsec(root, signature, parts.contents, certificate, uris):
-                with resolving_parts(parts.contents, uris):
-                    _context(certificate).verify(signature)
-        except xmlsec.Error as exc:
-            errors.append(str(exc))
+            with resolving_parts(parts.contents, uris):
+                _context(certificate).verify(signature)
+        except xmlsec.Error:
             continue
-        return Verification(
-            certificate,
-            chain,
-            _signature_method(signature),
-            claimed,
-            signature,
-            signed_payloads=tuple(cid for cid in parts.contents if cid in resolution.signed),
-            unsigned_payloads=resolution.unsigned,
-            warnings=(*_notes(signature), *_unsigned_warnings(resolution)),
-        )
-    raise _fail(_explain(root, signature, parts, resolution, [c for c, _ in usable]))
+        return certificate, chain
+    return None
 
 
 def _explain(
