@@ -7,6 +7,10 @@ instant; :class:`UntrustedCertificate` says why there is none. :func:`party_cert
 certificate to the party a message claims to come from (docs/design.md §7): it must chain to a certificate that
 party's ``PartyInfo`` names. The TLS client binding (:func:`msh.transport.tls.client_certificate_issue`)
 and the signature check (:mod:`msh.security`) share it.
+
+What depends only on the certificates (their DER encodings, whether one's key made another's signature, whether
+one is a CA) is computed once and remembered, up to :data:`CACHE_LIMIT` entries each; what depends on the
+instant (each certificate's validity period) is checked at every call.
 """
 
 from __future__ import annotations
@@ -14,6 +18,7 @@ from __future__ import annotations
 import functools
 from collections.abc import Iterable, Sequence
 from datetime import UTC, datetime
+from typing import TypeVar
 
 from cryptography import x509
 from cryptography.exceptions import InvalidSignature
@@ -56,8 +61,33 @@ def describe(certificate: x509.Certificate) -> str:
     return certificate.subject.rfc4514_string() or f"serial {certificate.serial_number}"
 
 
+CACHE_LIMIT = 1024
+"""The most entries each of this module's caches holds; a full cache is emptied and filled again."""
+
+# Chains are checked for every signed message and every mutual-TLS request, against the same few certificates:
+# their DER encodings, the issuer signatures between them and their basicConstraints, pure functions of the
+# certificates, are computed once. Nothing that depends on the instant checked at (validity periods) is kept.
+_ders: dict[int, tuple[x509.Certificate, bytes]] = {}
+_issuer_verdicts: dict[tuple[bytes, bytes], bool] = {}
+_ca_verdicts: dict[bytes, bool] = {}
+_K = TypeVar("_K")
+_V = TypeVar("_V")
+
+
+def _remember(cache: dict[_K, _V], key: _K, value: _V) -> _V:
+    if len(cache) >= CACHE_LIMIT:
+        cache.clear()
+    cache[key] = value
+    return value
+
+
 def _der(certificate: x509.Certificate) -> bytes:
-    return certificate.public_bytes(Encoding.DER)
+    """The DER encoding of ``certificate``, kept by object identity (the entry holds the object, so its id is not
+    reused while the entry lives)."""
+    entry = _ders.get(id(certificate))
+    if entry is not None and entry[0] is certificate:
+        return entry[1]
+    return _remember(_ders, id(certificate), (certificate, certificate.public_bytes(Encoding.DER)))[1]
 
 
 def validity_problem(certificate: x509.Certificate, at: datetime) -> str | None:
@@ -77,7 +107,7 @@ def validity_problem(certificate: x509.Certificate, at: datetime) -> str | None:
     return None
 
 
-def _issued_by(certificate: x509.Certificate, issuer: x509.Certificate) -> bool:
+def _signed_by(certificate: x509.Certificate, issuer: x509.Certificate) -> bool:
     try:
         certificate.verify_directly_issued_by(issuer)
     except (ValueError, TypeError, InvalidSignature):
@@ -85,13 +115,42 @@ def _issued_by(certificate: x509.Certificate, issuer: x509.Certificate) -> bool:
     return True
 
 
+def _issued_by(certificate: x509.Certificate, issuer: x509.Certificate) -> bool:
+    """Whether ``issuer``'s key made ``certificate``'s signature (and names match), by their DER encodings: the
+    answer depends on nothing else, so it is computed once per pair."""
+    key = (_der(certificate), _der(issuer))
+    verdict = _issuer_verdicts.get(key)
+    if verdict is None:
+        # RFC 5280 §6.1.3: the issuer's subject is the certificate's issuer name, and its key made the signature.
+        verdict = _remember(
+            _issuer_verdicts, key, issuer.subject == certificate.issuer and _signed_by(certificate, issuer)
+        )
+    return verdict
+
+
 def _may_issue(certificate: x509.Certificate) -> bool:
+    der = _der(certificate)
+    verdict = _ca_verdicts.get(der)
+    if verdict is None:
+        verdict = _remember(_ca_verdicts, der, _is_ca(certificate))
+    return verdict
+
+
+def _is_ca(certificate: x509.Certificate) -> bool:
     # RFC 5280 §4.2.1.9: only a CA certificate (basicConstraints cA true) issues certificates.
     try:
         constraints = certificate.extensions.get_extension_for_class(x509.BasicConstraints).value
     except x509.ExtensionNotFound:
         return False
     return constraints.ca
+
+
+def _by_der(certificates: Iterable[x509.Certificate]) -> dict[bytes, x509.Certificate]:
+    """Each of ``certificates`` once (the first of equal ones), by its DER encoding."""
+    out: dict[bytes, x509.Certificate] = {}
+    for certificate in certificates:
+        out.setdefault(_der(certificate), certificate)
+    return out
 
 
 def certificate_path(
@@ -109,9 +168,9 @@ def certificate_path(
     An anchor is trusted as it is (the agreement names it); it need not be a CA to be the certificate
     itself. Raises :class:`UntrustedCertificate` saying why there is no such chain.
     """
-    anchor_list = list(dict.fromkeys(anchors, None))
-    anchor_ders = {_der(a) for a in anchor_list}
-    pool = [c for c in dict.fromkeys(intermediates, None) if _der(c) not in anchor_ders]
+    anchor_ders = _by_der(anchors)
+    anchor_list = list(anchor_ders.values())
+    pool = [c for der, c in _by_der(intermediates).items() if der not in anchor_ders]
     invalid: list[str] = []
 
     def extend(path: tuple[x509.Certificate, ...]) -> tuple[x509.Certificate, ...] | None:
@@ -124,7 +183,7 @@ def certificate_path(
             return None
         in_path = {_der(c) for c in path}
         for issuer in (*anchor_list, *pool):
-            if _der(issuer) in in_path or issuer.subject != current.issuer or not _issued_by(current, issuer):
+            if _der(issuer) in in_path or not _issued_by(current, issuer):
                 continue
             if _der(issuer) not in anchor_ders and not _may_issue(issuer):
                 continue
@@ -146,10 +205,25 @@ def certificate_path(
     )
 
 
+# An agreement's certificates, all of them and each party's, read for every chain checked under it: kept by the
+# agreement's CPAId with the agreement (the object: a reloaded agreement is another one, and replaces it).
+_agreement_certificates: dict[str, tuple[CollaborationProtocolAgreement, tuple[x509.Certificate, ...]]] = {}
+_party_certificates: dict[
+    tuple[str, tuple[PartyKey, ...]], tuple[CollaborationProtocolAgreement, tuple[x509.Certificate, ...]]
+] = {}
+
+
+def _readable(ders: Iterable[bytes]) -> tuple[x509.Certificate, ...]:
+    return tuple(_by_der(c for c in (load_certificate(der) for der in ders) if c is not None).values())
+
+
 def agreement_certificates(cpa: CollaborationProtocolAgreement) -> tuple[x509.Certificate, ...]:
     """Every certificate written in the agreement (both parties' Certificate elements), readable ones only."""
-    found = (load_certificate(der) for info in cpa.party_infos for cert in info.certificates for der in cert.x509)
-    return tuple(dict.fromkeys(c for c in found if c is not None))
+    entry = _agreement_certificates.get(cpa.cpaid)
+    if entry is not None and entry[0] is cpa:
+        return entry[1]
+    found = _readable(der for info in cpa.party_infos for cert in info.certificates for der in cert.x509)
+    return _remember(_agreement_certificates, cpa.cpaid, (cpa, found))[1]
 
 
 def party_certificates(
@@ -157,10 +231,14 @@ def party_certificates(
 ) -> tuple[x509.Certificate, ...]:
     """The certificates the PartyInfo of the party with one of the ``claimed`` PartyIds names (CPP/A 2.0
     §8.4.33), readable ones only."""
-    wanted = set(claimed)
+    key = (cpa.cpaid, tuple(claimed))
+    entry = _party_certificates.get(key)
+    if entry is not None and entry[0] is cpa:
+        return entry[1]
+    wanted = set(key[1])
     infos = [info for info in cpa.party_infos if wanted & set(party_keys(info))]
-    found = (load_certificate(der) for info in infos for cert in info.certificates for der in cert.x509)
-    return tuple(dict.fromkeys(c for c in found if c is not None))
+    found = _readable(der for info in infos for cert in info.certificates for der in cert.x509)
+    return _remember(_party_certificates, key, (cpa, found))[1]
 
 
 def party_certificate_problem(

@@ -31,9 +31,10 @@ not match, is always refused.
 (marks in its texts, set back afterwards), the digests and the RSA signature of the canonical SignedInfo
 computed as libxmlsec computes them. That check can only accept: whatever it cannot tell (a signature read
 otherwise by libxmlsec, another algorithm or key type, ``xml:`` attributes above the signature) or that does
-not match is verified by libxmlsec, which says what failed. The signature's elements are read with
-``iterchildren`` and one walk of each element's children, not lxml's ElementPath, which would be run a few
-dozen times for every message.
+not match is verified by libxmlsec, which says what failed. With several certificates to try (the party's
+CA and the certificate it issued, say), each is tried that way before any is tried with libxmlsec. The
+signature's elements are read with ``iterchildren`` and one walk of each element's children, not lxml's
+ElementPath, which would be run a few dozen times for every message.
 
 Every failure is a :class:`~msh.errors.SecurityError` (errorCode SecurityFailure, severity Error) whose
 issues name what failed: each Reference whose digest does not match (location the ``cid:`` URI of its
@@ -47,14 +48,14 @@ import base64
 import binascii
 import functools
 from collections.abc import Collection, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
 from cryptography import x509
 from cryptography.hazmat.primitives.asymmetric import ec, rsa
 from lxml import etree
 
-from cpa.trust import UntrustedCertificate, certificate_path, describe, validity_problem
+from cpa.trust import UntrustedCertificate, certificate_path, describe, load_certificate, validity_problem
 from msh.errors import ErrorCode, Issue, SecurityError, Severity
 from msh.safexml import XmlLimits, parse_xml
 from msh.security import fast_verifying
@@ -80,8 +81,9 @@ __all__ = ["Verification", "keyinfo_certificates", "reference_location", "verify
 @dataclass(frozen=True, slots=True)
 class Verification:
     """A signature that verified: the certificate whose key made it (with its chain to the trust anchor),
-    its SignatureMethod, and its References (each digest checked), also as the ``ds:Reference`` XML text a
-    receipt copies (ebMS2 §6.3.2.5).
+    its SignatureMethod, its References (each digest checked) and its ``ds:Signature`` element (of the
+    tree verified), whose References are also given as the XML text a receipt copies
+    (:attr:`reference_elements`, ebMS2 §6.3.2.5).
 
     ``signed_payloads``: the Content-IDs of the payload parts a Reference covers (their content is what was
     signed); ``unsigned_payloads``: those no Reference covers (in package order; their content is not
@@ -92,10 +94,19 @@ class Verification:
     chain: tuple[x509.Certificate, ...]
     signature_algorithm: str
     references: tuple[ReferenceDigest, ...]
-    reference_elements: tuple[str, ...]
+    signature_element: etree._Element = field(compare=False, repr=False)
     signed_payloads: tuple[str, ...] = ()
     unsigned_payloads: tuple[str, ...] = ()
     warnings: tuple[Issue, ...] = ()
+
+    @property
+    def reference_elements(self) -> tuple[str, ...]:
+        """The ``ds:Reference`` elements of the signature's SignedInfo as XML text (ebMS2 §6.3.2.5: what a
+        receipt copies), written when asked for: most verifications never need them."""
+        return tuple(
+            etree.tostring(r, encoding="unicode", with_tail=False)
+            for r in ds_children(self.signature_element, "SignedInfo", "Reference")
+        )
 
 
 def reference_location(uri: str) -> str:
@@ -129,11 +140,14 @@ def keyinfo_certificates(signature: etree._Element) -> tuple[x509.Certificate, .
 @functools.lru_cache(maxsize=32)
 def _certificate(text: str) -> x509.Certificate | None:
     """The certificate of an X509Certificate's base64 text as it is written, white space and all (None:
-    unreadable); a partner sends the same one in every message, so each is decoded once."""
+    unreadable); a partner sends the same one in every message, so each is decoded once, by the loader the
+    agreement's certificates go through (:func:`cpa.trust.load_certificate`): the one an agreement names is
+    then the same object, whose chain checks :mod:`cpa.trust` remembers."""
     try:
-        return x509.load_der_x509_certificate(base64.b64decode("".join(text.split())))
-    except (binascii.Error, ValueError):
+        der = base64.b64decode("".join(text.split()))
+    except binascii.Error:
         return None
+    return load_certificate(der)
 
 
 def _notes(signature: etree._Element) -> tuple[Issue, ...]:
@@ -289,29 +303,48 @@ def verify(
     if not usable:
         raise _fail(certificate_issues)
     uris = resolution.uri_table()
-    errors = []
+    accepted = _signer(root, signature, parts, uris, usable)
+    if accepted is None:
+        raise _fail(_explain(root, signature, parts, resolution, [c for c, _ in usable]))
+    certificate, chain = accepted
+    return Verification(
+        certificate,
+        chain,
+        _signature_method(signature),
+        claimed,
+        signature,
+        signed_payloads=tuple(cid for cid in parts.contents if cid in resolution.signed),
+        unsigned_payloads=resolution.unsigned,
+        warnings=(*_notes(signature), *_unsigned_warnings(resolution)),
+    )
+
+
+def _signer(
+    root: etree._Element,
+    signature: etree._Element,
+    parts: PackageParts,
+    uris: Mapping[str, str],
+    usable: Sequence[tuple[x509.Certificate, tuple[x509.Certificate, ...]]],
+) -> tuple[x509.Certificate, tuple[x509.Certificate, ...]] | None:
+    """The first of the ``usable`` certificates (with its chain) whose key made the signature, else None.
+
+    The profile's RSA signature is checked without libxmlsec's per-node XPath filter with every certificate
+    first; libxmlsec verifies only what that path accepts with none (fast_verifying can only accept, never
+    refuse). So a certificate whose key did not sign (the party's CA named before the certificate it issued)
+    costs no libxmlsec check when another one's key signed. The certificate found is the one trying each in
+    turn with both would find: two certificates verify one signature only when they hold the same key, which
+    the first path answers for alike."""
+    for certificate, chain in usable:
+        if fast_verifying.verified_without_xmlsec(root, signature, parts.contents, certificate, uris):
+            return certificate, chain
     for certificate, chain in usable:
         try:
-            # The profile's RSA signature checked without libxmlsec's per-node XPath filter; libxmlsec
-            # verifies whatever that path does not accept (fast_verifying can only accept, never refuse).
-            if not fast_verifying.verified_without_xmlsec(root, signature, parts.contents, certificate, uris):
-                with resolving_parts(parts.contents, uris):
-                    _context(certificate).verify(signature)
-        except xmlsec.Error as exc:
-            errors.append(str(exc))
+            with resolving_parts(parts.contents, uris):
+                _context(certificate).verify(signature)
+        except xmlsec.Error:
             continue
-        references = ds_children(signature, "SignedInfo", "Reference")
-        return Verification(
-            certificate,
-            chain,
-            _signature_method(signature),
-            claimed,
-            tuple(etree.tostring(r, encoding="unicode", with_tail=False) for r in references),
-            signed_payloads=tuple(cid for cid in parts.contents if cid in resolution.signed),
-            unsigned_payloads=resolution.unsigned,
-            warnings=(*_notes(signature), *_unsigned_warnings(resolution)),
-        )
-    raise _fail(_explain(root, signature, parts, resolution, [c for c, _ in usable]))
+        return certificate, chain
+    return None
 
 
 def _explain(

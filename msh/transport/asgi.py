@@ -16,6 +16,7 @@ body is read (RFC 9110 §5.3). Whatever fails inside, a 500 always carries a SOA
 
 from __future__ import annotations
 
+import functools
 import logging
 import ssl
 import tempfile
@@ -175,7 +176,14 @@ def client_certificate(scope: Scope) -> bytes | None:
     chain = tls.get("client_cert_chain") if isinstance(tls, dict) else None
     if not chain:
         return None
-    return ssl.PEM_cert_to_DER_cert(chain[0])
+    return _der(chain[0])
+
+
+@functools.lru_cache(maxsize=64)
+def _der(pem: str) -> bytes:
+    """The DER bytes of a PEM certificate: each partner presents the same one on every request, so each is
+    converted once (and the same bytes object, whose hash Python keeps, goes to the certificate checks)."""
+    return ssl.PEM_cert_to_DER_cert(pem)
 
 
 def _too_large(limit: int) -> HttpReply:

@@ -23,15 +23,17 @@ of :mod:`msh.security`.
 
 from __future__ import annotations
 
+import functools
 import ssl
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
 from cryptography import x509
 from cryptography.hazmat.primitives.serialization import Encoding
 
-from cpa.model import Certificate, CollaborationProtocolAgreement
+from cpa.model import Certificate, CollaborationProtocolAgreement, SecurityDetails
 from cpa.resolve import SendingParameters, party_keys
 from cpa.trust import (
     UntrustedCertificate,
@@ -50,7 +52,9 @@ __all__ = ["ClientContexts", "certificate_of", "client_certificate_issue", "serv
 FROM_PARTY_ID = "//Header/MessageHeader/From/PartyId"
 
 
+@functools.lru_cache(maxsize=256)
 def _pem(der: bytes) -> str:
+    """The PEM text of the certificate ``der``: the same few certificates are written for every context."""
     return x509.load_der_x509_certificate(der).public_bytes(Encoding.PEM).decode("ascii")
 
 
@@ -137,28 +141,56 @@ def server_context(
     return context
 
 
+@dataclass(frozen=True, slots=True)
+class _AgreementContext:
+    """A client context made for an agreement's channel, with what it was made from: the agreement's
+    ServerSecurityDetails and server certificate (the objects) and the PEM text of its trust anchors."""
+
+    server_trust: SecurityDetails | None
+    server_certificate: Certificate | None
+    anchors_pem: str
+    context: ssl.SSLContext
+
+
+def _server_anchors_pem(server_trust: SecurityDetails | None, server_certificate: Certificate | None) -> str:
+    anchors = server_trust.trust_anchors if server_trust is not None else ()
+    if server_certificate is not None:
+        anchors = (*anchors, server_certificate)
+    return "".join(_certificates_pem(anchors))
+
+
 class ClientContexts:
-    """One client TLS context per (agreement, channel), built on first use."""
+    """One client TLS context per destination, built on first use: per (agreement, channel), made again when
+    the agreement (reloaded) names other certificates for the partner's server; per route; per URL."""
 
     def __init__(self, *, certificate: Path | None, private_key: Path | None, trusted: Iterable[Path] = ()) -> None:
         self._certificate = certificate
         self._private_key = private_key
         self._trusted = tuple(trusted)
         self._cache: dict[tuple[str, str], ssl.SSLContext] = {}
+        self._agreements: dict[tuple[str, str], _AgreementContext] = {}
 
     def for_parameters(self, params: SendingParameters) -> ssl.SSLContext | None:
         """The context for sending under ``params`` (None for a plain http:// endpoint): it trusts the
         agreement's server certificate and trust anchors and ``tls.trusted`` (the system CAs when none of
-        them names a certificate)."""
+        them names a certificate). After an agreement reload it trusts what the reloaded agreement names: a
+        context is reused only while those certificates are the same."""
         transport = params.transport
         if not transport.endpoint_url.lower().startswith("https:"):
             return None
-        anchors = transport.tls_server_trust.trust_anchors if transport.tls_server_trust is not None else ()
-        if transport.tls_server_certificate is not None:
-            anchors = (*anchors, transport.tls_server_certificate)
-        anchors_pem = "".join(_certificates_pem(anchors))
         key = (params.cpaid, params.sending_channel_id)
-        return self._context(key, anchors_pem=anchors_pem, trusted=self._trusted, system_cas=None)
+        server_trust, server_certificate = transport.tls_server_trust, transport.tls_server_certificate
+        made = self._agreements.get(key)
+        if made is not None and made.server_trust is server_trust and made.server_certificate is server_certificate:
+            return made.context  # the same agreement elements as last time (frozen): the same anchors
+        anchors_pem = _server_anchors_pem(server_trust, server_certificate)
+        if made is None or made.anchors_pem != anchors_pem:
+            # CPP/A 2.0 §8.4.26, §8.4.31: the server certificate and trust anchors the agreement names now.
+            context = self._new_context(anchors_pem=anchors_pem, trusted=self._trusted, system_cas=None)
+        else:
+            context = made.context  # a reloaded agreement naming the same certificates
+        self._agreements[key] = _AgreementContext(server_trust, server_certificate, anchors_pem, context)
+        return context
 
     def for_route(self, route: Route) -> ssl.SSLContext | None:
         """The context for sending to a route's next hop (None for a plain http:// one): it trusts the
@@ -179,13 +211,19 @@ class ClientContexts:
     def _context(
         self, key: tuple[str, str], *, anchors_pem: str = "", trusted: Iterable[Path], system_cas: bool | None
     ) -> ssl.SSLContext:
-        """The one way a client context is made, cached by ``key``: TLS 1.2 or newer; trusting
-        ``anchors_pem`` and the ``trusted`` files, and the system CAs (always when ``system_cas`` is True,
-        only when nothing else is trusted when it is None, never when False); authenticating with our
-        certificate when we have one (CPP/A 2.0 §8.4.26: ClientCertificateRef)."""
+        """:meth:`_new_context`, cached by ``key``."""
         context = self._cache.get(key)
-        if context is not None:
-            return context
+        if context is None:
+            context = self._cache[key] = self._new_context(
+                anchors_pem=anchors_pem, trusted=trusted, system_cas=system_cas
+            )
+        return context
+
+    def _new_context(self, *, anchors_pem: str, trusted: Iterable[Path], system_cas: bool | None) -> ssl.SSLContext:
+        """The one way a client context is made: TLS 1.2 or newer; trusting ``anchors_pem`` and the
+        ``trusted`` files, and the system CAs (always when ``system_cas`` is True, only when nothing else is
+        trusted when it is None, never when False); authenticating with our certificate when we have one
+        (CPP/A 2.0 §8.4.26: ClientCertificateRef)."""
         context = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
         context.minimum_version = ssl.TLSVersion.TLSv1_2
         _trust_as_named(context)
@@ -196,7 +234,6 @@ class ClientContexts:
             context.load_default_certs()
         if self._certificate is not None and self._private_key is not None:
             _load_own(context, self._certificate, self._private_key, "TLS client authentication")
-        self._cache[key] = context
         return context
 
 

@@ -7,10 +7,18 @@ from dataclasses import replace
 from datetime import timedelta
 
 import pytest
+from cryptography import x509
 from cryptography.hazmat.primitives.serialization import Encoding
 
+from cpa import trust
 from cpa.model import Certificate
-from cpa.trust import UntrustedCertificate, certificate_path, party_certificate_problem
+from cpa.trust import (
+    UntrustedCertificate,
+    agreement_certificates,
+    certificate_path,
+    party_certificate_problem,
+    party_certificates,
+)
 from msh.ebms import model as m
 from msh.errors import ErrorCode
 from msh.transport.tls import FROM_PARTY_ID, client_certificate_issue
@@ -111,3 +119,53 @@ def test_the_party_binding_tells_why_a_certificate_is_someone_elses() -> None:
     assert party_certificate_problem(cpa, A, a, at=NOW) is None
     problem = party_certificate_problem(cpa, A, b, at=NOW)
     assert problem is not None and "CN=party B" in problem and "trusted: CN=party A" in problem
+
+
+def test_a_chain_accepted_once_is_still_checked_against_each_instant() -> None:
+    # Issuer signatures are remembered between calls; validity periods never are (RFC 5280 §4.1.2.5).
+    root = certificate("root", ca=True)
+    leaf = certificate("leaf", issuer=(root, rsa_key("root")))
+    assert certificate_path(leaf, [root], at=NOW) == (leaf, root)
+    with pytest.raises(UntrustedCertificate, match="certificate CN=leaf expired on"):
+        certificate_path(leaf, [root], at=NOW + timedelta(days=31))
+    with pytest.raises(UntrustedCertificate, match="certificate CN=leaf is not valid before"):
+        certificate_path(leaf, [root], at=NOW - timedelta(days=2))
+    assert certificate_path(leaf, [root], at=NOW) == (leaf, root)
+
+
+def test_a_remembered_verdict_belongs_to_its_pair_of_certificates() -> None:
+    real = certificate("A's CA", ca=True)
+    impostor = certificate("A's CA", ca=True, key_name="impostor")
+    forged = certificate("A's MSH", issuer=(impostor, rsa_key("impostor")))
+    genuine = certificate("A's MSH", issuer=(real, rsa_key("A's CA")))
+    for _ in range(2):
+        with pytest.raises(UntrustedCertificate):
+            certificate_path(forged, [real], at=NOW)
+        assert certificate_path(genuine, [real], at=NOW) == (genuine, real)
+        assert certificate_path(forged, [impostor], at=NOW) == (forged, impostor)
+    # The same certificates as other objects (read again from their bytes) get the same answers.
+    again = [x509.load_der_x509_certificate(c.public_bytes(Encoding.DER)) for c in (forged, real, genuine)]
+    with pytest.raises(UntrustedCertificate):
+        certificate_path(again[0], [again[1]], at=NOW)
+    assert certificate_path(again[2], [again[1]], at=NOW) == (again[2], again[1])
+
+
+def test_the_remembered_encodings_and_verdicts_stay_within_their_bound(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(trust, "CACHE_LIMIT", 2)
+    certs = chain(4)
+    for _ in range(2):
+        assert certificate_path(certs[0], [certs[-1]], certs[1:-1], at=NOW) == tuple(certs)
+        assert max(len(trust._ders), len(trust._issuer_verdicts), len(trust._ca_verdicts)) <= 2
+
+
+def test_an_agreement_reloaded_under_the_same_cpaid_is_read_anew() -> None:
+    # An agreement's certificates are remembered with the agreement: the reloaded one's are its own.
+    old, new = certificate("party A old key"), certificate("party A new key")
+    before, after = with_a_certificates(old), with_a_certificates(new)
+    assert before.cpaid == after.cpaid
+    for _ in range(2):
+        assert party_certificates(before, A) == (old,) and party_certificates(after, A) == (new,)
+        assert old in agreement_certificates(before) and old not in agreement_certificates(after)
+        assert client_certificate_issue(before, FROM_A, old.public_bytes(Encoding.DER), now=NOW) is None
+        assert client_certificate_issue(after, FROM_A, old.public_bytes(Encoding.DER), now=NOW) is not None
+        assert client_certificate_issue(after, FROM_A, new.public_bytes(Encoding.DER), now=NOW) is None

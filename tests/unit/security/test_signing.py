@@ -5,11 +5,12 @@ from __future__ import annotations
 import io
 
 import pytest
+from cryptography import x509
 from lxml import etree
 
 from msh.ebms.mime import PartBody
 from msh.errors import ConfigurationError, SecurityError
-from msh.security import sign, verify
+from msh.security import sign, verify, verifying
 from msh.security.algorithms import EBMS_XPATH
 from msh.security.profile import ds
 from tests.support.security import (
@@ -38,7 +39,13 @@ def test_round_trip_for_every_algorithm_pair(signature_algorithm: str, digest: s
     assert result.signer == cert and result.signature_algorithm == signature_algorithm
     assert [r.uri for r in result.references] == ["", "cid:order@a.example", "cid:scan@a.example"]
     assert {r.digest_algorithm for r in result.references} == {digest}
-    assert len(result.reference_elements) == 3
+    # ebMS2 §6.3.2.5: the References as a receipt copies them, written from the verified signature when asked.
+    assert [etree.fromstring(text).get("URI") for text in result.reference_elements] == [
+        "",
+        "cid:order@a.example",
+        "cid:scan@a.example",
+    ]
+    assert result.signature_element.tag == ds("Signature")
 
 
 def test_the_signature_has_the_profiles_transforms_and_one_cid_reference_per_payload() -> None:
@@ -94,6 +101,46 @@ def test_a_multi_hop_acknowledgment_is_signed_without_the_xpath_filter() -> None
     signed = sign(soap, {}, rsa_key("party A"), cert, RSA_SHA256, SHA256, xpath_filter=False)
     assert XPATH.encode() not in signed
     verify(signed, {}, cert)
+
+
+class _LibxmlsecChecks:
+    """Counts the certificates verifying tries with libxmlsec."""
+
+    def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        self.tried: list[str] = []
+        real = verifying._context
+
+        def spy(certificate: x509.Certificate) -> object:
+            self.tried.append(certificate.subject.rfc4514_string())
+            return real(certificate)
+
+        monkeypatch.setattr(verifying, "_context", spy)
+
+
+def test_of_several_certificates_the_one_whose_key_signed_is_found_without_libxmlsec(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # A certificate whose key did not sign (the party's CA, named before the certificate it issued, say) is
+    # not checked with libxmlsec when the check without it accepts another one's key.
+    cert = certificate("party A")
+    signed = sign(envelope(), PAYLOADS, rsa_key("party A"), cert, RSA_SHA256, SHA256)
+    checks = _LibxmlsecChecks(monkeypatch)
+    assert verify(signed, PAYLOADS, [certificate("party C"), cert]).signer == cert
+    assert checks.tried == []
+
+
+def test_of_several_certificates_libxmlsec_finds_the_signer_where_the_check_without_it_cannot_tell(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # An xml: attribute above the signature is left to libxmlsec (msh.security.fast_verifying).
+    cert = certificate("party A")
+    soap = envelope().replace(b"<SOAP:Header>", b'<SOAP:Header xml:lang="en">')
+    signed = sign(soap, PAYLOADS, rsa_key("party A"), cert, RSA_SHA256, SHA256)
+    checks = _LibxmlsecChecks(monkeypatch)
+    assert verify(signed, PAYLOADS, [certificate("party C"), cert]).signer == cert
+    assert checks.tried == ["CN=party C", "CN=party A"]
+    with pytest.raises(SecurityError, match="SignatureValue does not verify with the key of CN=party C"):
+        verify(signed, PAYLOADS, [certificate("party C")])
 
 
 def test_the_key_must_belong_to_the_certificate_and_suit_the_algorithm() -> None:

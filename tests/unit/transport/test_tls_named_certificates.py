@@ -174,3 +174,33 @@ def test_a_server_that_trusts_nothing_still_refuses_to_start(tmp_path: Path, par
     b_files = _files(tmp_path, "b", b.certificate, b.key)
     with pytest.raises(ConfigurationError, match="no agreement names a certificate to trust"):
         server_context(certificate=b_files[0], private_key=b_files[1], client_anchors_pem="")
+
+
+def test_after_a_reload_the_next_connection_trusts_the_server_certificate_the_agreement_names_now(
+    tmp_path: Path, partners: tuple[KeyPair, KeyPair]
+) -> None:
+    """CPP/A 2.0 §8.4.31: the partner's server certificate is the one the agreement in force names; a context
+    made under the agreement before its reload is reused only while it names the same certificates."""
+    a, b = partners
+    renewed = generate_key_pair("Party B renewed", hosts=("127.0.0.1",))
+    a_files = _files(tmp_path, "a", a.certificate, a.key)
+    contexts = ClientContexts(certificate=a_files[0], private_key=a_files[1])
+    exchange = Exchange(PARTY_A, PARTY_B, SERVICE, ACTION)
+
+    def loaded(server_certificate: x509.Certificate) -> ssl.SSLContext | None:
+        cpa = demo_agreement({"A_Cert": a.certificate, "B_Cert": server_certificate})  # each time a new load
+        return contexts.for_parameters(resolve(cpa, exchange, now=datetime.now(UTC)))
+
+    before = loaded(b.certificate)
+    assert before is not None
+    assert loaded(b.certificate) is before  # reloaded with the same certificates: the context is kept
+    after = loaded(renewed.certificate)
+    assert after is not None and after is not before
+    assert loaded(renewed.certificate) is after
+    renewed_files = _files(tmp_path, "b2", renewed.certificate, renewed.key)
+    server = server_context(
+        certificate=renewed_files[0], private_key=renewed_files[1], client_anchors_pem=_pem(a.certificate)
+    )
+    _handshake(after, server, "127.0.0.1")
+    with pytest.raises(ssl.SSLCertVerificationError, match="certificate verify failed"):
+        _handshake(before, server, "127.0.0.1")  # the old agreement's context does not trust the new server
