@@ -58,7 +58,7 @@ class LineServer:
     async def _handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         self.connections += 1
         try:
-            while (line := await reader.readline()).endswith(b"\n"):
+            while (line := await self._request(reader, writer)).endswith(b"\n"):
                 self.requests.append(line)
                 writer.write(b"OK " + line)
                 await writer.drain()
@@ -66,6 +66,10 @@ class LineServer:
             pass
         finally:
             writer.close()
+
+    async def _request(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> bytes:
+        """The next request line (shorter or without its newline when the client stopped)."""
+        return await reader.readline()
 
 
 class EchoServer(LineServer):
@@ -235,20 +239,12 @@ class InterruptingServer(LineServer):
     """Speaks first in the middle of a request (as a TLS 1.3 server sends session tickets when it likes):
     ``NOTE\\n`` after the first bytes of each request, then ``OK X\\n`` once the line is complete."""
 
-    async def _handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        self.connections += 1
-        try:
-            while first := await reader.read(1):
-                writer.write(b"NOTE\n")
-                await writer.drain()
-                line = first + await reader.readline()
-                self.requests.append(line)
-                writer.write(b"OK " + line)
-                await writer.drain()
-        except OSError:
-            pass
-        finally:
-            writer.close()
+    async def _request(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> bytes:
+        first = await reader.read(1)
+        if first:
+            writer.write(b"NOTE\n")
+            await writer.drain()
+        return first + await reader.readline() if first else b""
 
 
 def test_drop_next_response_after_counts_a_request_the_server_interrupted() -> None:
