@@ -14,7 +14,8 @@ Printed for A and B, as medians over ``--repeats`` runs:
 
 statements/msg
     the SQL statements the store ran per message (SQLite's trace callback, counted in a separate untimed
-    run; BEGIN and COMMIT included; PostgreSQL: not counted);
+    run; BEGIN and COMMIT included; PostgreSQL: not counted), without the reads of this script's own
+    polling for the messages' status;
 writer CPU µs/msg
     the CPU time of the writer's thread (user and system, ``getrusage(RUSAGE_THREAD)`` read on that thread
     before and after), per message: what the store steps cost, without the HTTP, TLS and parsing of the
@@ -37,6 +38,7 @@ import resource
 import statistics
 import sys
 import tempfile
+import threading
 import time
 import tomllib
 import uuid
@@ -169,8 +171,16 @@ async def exchange(a: Msh, net: WriterNetwork, n: int, in_flight: int) -> None:
         done += wave
 
 
+_polling = threading.local()
+"""``active`` while this thread reads a status for the script itself: those statements are not the MSH's."""
+
+
 def _delivered(a: Msh, message_id: str) -> bool:
-    stored = a.status(message_id)
+    _polling.active = True
+    try:
+        stored = a.status(message_id)
+    finally:
+        _polling.active = False
     return stored is not None and stored.state.status is OutboundStatus.DELIVERED
 
 
@@ -188,7 +198,8 @@ def one_run(kind: str, pg_url: str, n: int, in_flight: int, count: bool) -> dict
 
                 def traced(dbapi: Any, _record: Any, side: str = side) -> None:
                     def trace(_sql: str) -> None:
-                        counts[side] += 1
+                        if not getattr(_polling, "active", False):
+                            counts[side] += 1
 
                     dbapi.set_trace_callback(trace)
 
