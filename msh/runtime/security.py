@@ -103,12 +103,19 @@ def _security_issue(description: str, location: str) -> Issue:
 
 
 def _asks_security(cpa: CollaborationProtocolAgreement) -> bool:
-    """Whether ``cpa`` signs or encrypts anything (CPP/A 2.0 §8.4.40-§8.4.50)."""
+    """Whether ``cpa`` signs or encrypts anything (CPP/A 2.0 §8.4.40-§8.4.50): a channel's SenderNonRepudiation
+    (its messages are signed, and verified on receipt) or a DigitalEnvelope on either side. A
+    ReceiverNonRepudiation alone asks for no key work: it names the trust anchors for verifying what the
+    other side signs, which that side's SenderNonRepudiation asks for. A partner that signs although the
+    agreement does not say so is still verified, on the event loop when its message is small (a decision of
+    ours: docs/design.md §8)."""
     for info in cpa.party_infos:
         for channel in (*info.delivery_channels, info.default_msh_channel):
-            for binding in (channel.doc_exchange.sender_binding, channel.doc_exchange.receiver_binding):
-                if binding is not None and (binding.non_repudiation or binding.digital_envelope):
-                    return True
+            sender, receiver = channel.doc_exchange.sender_binding, channel.doc_exchange.receiver_binding
+            if sender is not None and (sender.non_repudiation or sender.digital_envelope):
+                return True
+            if receiver is not None and receiver.digital_envelope:
+                return True
     return False
 
 
