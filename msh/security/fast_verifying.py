@@ -29,11 +29,13 @@ import base64
 import binascii
 import functools
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Final
 
 from cryptography import x509
 from cryptography.exceptions import InvalidSignature
 from cryptography.hazmat.primitives.asymmetric import padding, rsa
+from cryptography.hazmat.primitives.hashes import HashAlgorithm
 from lxml import etree
 
 from msh.security import signature_text
@@ -53,7 +55,7 @@ from msh.security.fast_signing import (  # what signing computes, computed the s
 from msh.security.library import Payload, bare_content_id
 from msh.security.profile import ds
 
-__all__ = ["verified_without_xmlsec"]
+__all__ = ["DigestsMatched", "digests_matched", "verified_without_xmlsec"]
 
 
 _SIGNED_INFO: Final = ds("SignedInfo")
@@ -292,6 +294,93 @@ def _canonical_forms(
     return envelope, canonical_signed_info
 
 
+@dataclass(frozen=True, slots=True)
+class DigestsMatched:
+    """A received signature whose every Reference digest matched, computed without libxmlsec: what is left
+    to check is the SignatureValue over ``canonical_signed_info``, with one certificate's key at a time."""
+
+    canonical_signed_info: bytes
+    signature_value: bytes
+    algorithm: HashAlgorithm
+
+    def verified_by(self, certificate: x509.Certificate) -> bool:
+        """Whether ``certificate``'s RSA key made the SignatureValue (False for another kind of key)."""
+        public = certificate.public_key()
+        if not isinstance(public, rsa.RSAPublicKey):
+            return False
+        try:
+            public.verify(self.signature_value, self.canonical_signed_info, padding.PKCS1v15(), self.algorithm)
+        except InvalidSignature:
+            return False
+        return True
+
+
+def digests_matched(
+    root: etree._Element,
+    signature: etree._Element,
+    payloads: Mapping[str, Payload],
+    uris: Mapping[str, str] | None = None,
+) -> DigestsMatched | None:
+    """The part of :func:`verified_without_xmlsec` that does not depend on the key: ``signature``'s
+    References digested as :func:`sign_in_place` digests them (the envelope canonicalised once) and compared
+    with their DigestValues, SignedInfo canonicalised and the SignatureValue decoded. None when it cannot
+    tell or a digest does not match: the caller then verifies with libxmlsec. The arguments are
+    :func:`verified_without_xmlsec`'s."""
+    parts_of_signature = _signature_parts(signature)
+    if (
+        parts_of_signature is None
+        or root.getprevious() is not None
+        or root.getnext() is not None
+        or root.getroottree().docinfo.internalDTD is not None
+        or _inherits_xml_attributes((signature, *signature.iterancestors()))
+    ):
+        return None
+    signed_info, signature_value = parts_of_signature
+    # XML-DSig §4.3: CanonicalizationMethod, SignatureMethod, then the References, and nothing else.
+    children = _elements(signed_info)
+    if len(children) < 3 or children[0].tag != _CANONICALIZATION_METHOD or children[1].tag != _SIGNATURE_METHOD:
+        return None
+    if children[0].get("Algorithm") != CanonicalizationMethod.C14N:
+        return None
+    algorithm = _RSA_BY_URI.get(children[1].get("Algorithm", ""))
+    if algorithm is None:
+        return None
+    parts = {bare_content_id(cid): part for cid, part in payloads.items()}
+    forms: tuple[bytes, bytes | None] | None = None
+    try:
+        for reference in children[2:]:
+            read = _reference_parts(reference) if reference.tag == _REFERENCE else None
+            if read is None:
+                return None
+            transforms, digest_method, digest_value = read
+            digest = _DIGEST_BY_URI.get(digest_method.get("Algorithm", ""))
+            claimed = _decoded(digest_value)
+            uri = reference.get("URI")
+            if digest is None or claimed is None or uri is None:
+                return None
+            if uri == "":
+                filtered = _envelope_transforms(transforms)
+                if filtered is None or forms is not None:
+                    return None  # other Transforms, or a second envelope Reference: libxmlsec's to check
+                forms = _canonical_forms(root, signature, signed_info, filtered)
+                computed = _HASHLIB[digest](forms[0]).digest()
+            else:
+                cid = uris.get(uri) if uris is not None else bare_content_id(uri)
+                part = parts.get(cid) if cid is not None else None
+                if part is None or transforms is not None:
+                    return None
+                computed = _part_hash(part, digest)
+            if claimed != computed:
+                return None
+        canonical = forms[1] if forms is not None else _lxml_signed_info(signed_info)
+    except etree.C14NError:
+        return None  # a document C14N 1.0 does not write (a relative namespace name): libxmlsec says why
+    value = _decoded(signature_value)
+    if canonical is None or value is None:
+        return None
+    return DigestsMatched(canonical, value, algorithm)
+
+
 def verified_without_xmlsec(
     root: etree._Element,
     signature: etree._Element,
@@ -303,68 +392,15 @@ def verified_without_xmlsec(
     :func:`msh.security.profile.profile_problems` and the coverage checks before) verifies with
     ``certificate``'s RSA key, computed as :func:`sign_in_place` computes it. True only when every digest and
     the SignatureValue match; False when it cannot tell or they do not: the caller then verifies with
-    libxmlsec, which also explains a failure. So this path can only accept what libxmlsec would.
+    libxmlsec, which also explains a failure. So this path can only accept what libxmlsec would. With
+    several certificates to try, :func:`digests_matched` once and :meth:`DigestsMatched.verified_by` for
+    each does the same work once.
 
     ``uris`` maps each payload Reference URI to the Content-ID of the part it names
     (:meth:`msh.security.references.Resolution.uri_table`); by default a ``cid:`` URI names its part.
     ``root``'s tree is left as it was (texts in it are marked while it is canonicalised, so no other thread
     may read it meanwhile)."""
-    public = certificate.public_key()
-    parts_of_signature = _signature_parts(signature)
-    if (
-        not isinstance(public, rsa.RSAPublicKey)
-        or parts_of_signature is None
-        or root.getprevious() is not None
-        or root.getnext() is not None
-        or root.getroottree().docinfo.internalDTD is not None
-        or _inherits_xml_attributes((signature, *signature.iterancestors()))
-    ):
+    if not isinstance(certificate.public_key(), rsa.RSAPublicKey):
         return False
-    signed_info, signature_value = parts_of_signature
-    # XML-DSig §4.3: CanonicalizationMethod, SignatureMethod, then the References, and nothing else.
-    children = _elements(signed_info)
-    if len(children) < 3 or children[0].tag != _CANONICALIZATION_METHOD or children[1].tag != _SIGNATURE_METHOD:
-        return False
-    if children[0].get("Algorithm") != CanonicalizationMethod.C14N:
-        return False
-    algorithm = _RSA_BY_URI.get(children[1].get("Algorithm", ""))
-    if algorithm is None:
-        return False
-    parts = {bare_content_id(cid): part for cid, part in payloads.items()}
-    forms: tuple[bytes, bytes | None] | None = None
-    try:
-        for reference in children[2:]:
-            read = _reference_parts(reference) if reference.tag == _REFERENCE else None
-            if read is None:
-                return False
-            transforms, digest_method, digest_value = read
-            digest = _DIGEST_BY_URI.get(digest_method.get("Algorithm", ""))
-            claimed = _decoded(digest_value)
-            uri = reference.get("URI")
-            if digest is None or claimed is None or uri is None:
-                return False
-            if uri == "":
-                filtered = _envelope_transforms(transforms)
-                if filtered is None or forms is not None:
-                    return False  # other Transforms, or a second envelope Reference: libxmlsec's to check
-                forms = _canonical_forms(root, signature, signed_info, filtered)
-                computed = _HASHLIB[digest](forms[0]).digest()
-            else:
-                cid = uris.get(uri) if uris is not None else bare_content_id(uri)
-                part = parts.get(cid) if cid is not None else None
-                if part is None or transforms is not None:
-                    return False
-                computed = _part_hash(part, digest)
-            if claimed != computed:
-                return False
-        canonical = forms[1] if forms is not None else _lxml_signed_info(signed_info)
-    except etree.C14NError:
-        return False  # a document C14N 1.0 does not write (a relative namespace name): libxmlsec says why
-    value = _decoded(signature_value)
-    if canonical is None or value is None:
-        return False
-    try:
-        public.verify(value, canonical, padding.PKCS1v15(), algorithm)
-    except InvalidSignature:
-        return False
-    return True
+    matched = digests_matched(root, signature, payloads, uris)
+    return matched is not None and matched.verified_by(certificate)

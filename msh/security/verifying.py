@@ -329,14 +329,18 @@ def _signer(
     """The first of the ``usable`` certificates (with its chain) whose key made the signature, else None.
 
     The profile's RSA signature is checked without libxmlsec's per-node XPath filter with every certificate
-    first; libxmlsec verifies only what that path accepts with none (fast_verifying can only accept, never
+    first (the digests and SignedInfo's canonical form computed once, then one RSA check per certificate);
+    libxmlsec verifies only what that path accepts with none (fast_verifying can only accept, never
     refuse). So a certificate whose key did not sign (the party's CA named before the certificate it issued)
     costs no libxmlsec check when another one's key signed. The certificate found is the one trying each in
     turn with both would find: two certificates verify one signature only when they hold the same key, which
     the first path answers for alike."""
-    for certificate, chain in usable:
-        if fast_verifying.verified_without_xmlsec(root, signature, parts.contents, certificate, uris):
-            return certificate, chain
+    # The digests and SignedInfo's canonical form are the same whatever the key: computed once.
+    matched = fast_verifying.digests_matched(root, signature, parts.contents, uris)
+    if matched is not None:
+        for certificate, chain in usable:
+            if matched.verified_by(certificate):
+                return certificate, chain
     for certificate, chain in usable:
         try:
             with resolving_parts(parts.contents, uris):

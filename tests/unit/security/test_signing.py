@@ -10,7 +10,7 @@ from lxml import etree
 
 from msh.ebms.mime import PartBody
 from msh.errors import ConfigurationError, SecurityError
-from msh.security import sign, verify, verifying
+from msh.security import fast_verifying, sign, verify, verifying
 from msh.security.algorithms import EBMS_XPATH
 from msh.security.profile import ds
 from tests.support.security import (
@@ -127,6 +127,26 @@ def test_of_several_certificates_the_one_whose_key_signed_is_found_without_libxm
     checks = _LibxmlsecChecks(monkeypatch)
     assert verify(signed, PAYLOADS, [certificate("party C"), cert]).signer == cert
     assert checks.tried == []
+
+
+def test_of_several_certificates_the_envelope_is_digested_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    # What the References digest does not depend on the key: the certificates named before the signer's
+    # (another party's, the party's CA) cost only their RSA check.
+    cert = certificate("party A")
+    signed = sign(envelope(), PAYLOADS, rsa_key("party A"), cert, RSA_SHA256, SHA256)
+    canonicalised: list[int] = []
+    real = fast_verifying._canonical_forms
+
+    def counting(*args: object, **kwargs: object) -> object:
+        canonicalised.append(1)
+        return real(*args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(fast_verifying, "_canonical_forms", counting)
+    others = [certificate("party C"), certificate("party B")]
+    assert verify(signed, PAYLOADS, [*others, cert]).signer == cert
+    assert len(canonicalised) == 1
+    with pytest.raises(SecurityError, match="SignatureValue does not verify"):
+        verify(signed, PAYLOADS, others)
 
 
 def test_of_several_certificates_libxmlsec_finds_the_signer_where_the_check_without_it_cannot_tell(
