@@ -9,16 +9,18 @@ party's ``PartyInfo`` names. The TLS client binding (:func:`msh.transport.tls.cl
 and the signature check (:mod:`msh.security`) share it.
 
 What depends only on the certificates (their DER encodings, whether one's key made another's signature, whether
-one is a CA) is computed once and remembered, up to :data:`CACHE_LIMIT` entries each; what depends on the
-instant (each certificate's validity period) is checked at every call.
+one is a CA) is computed once and remembered, up to :data:`CACHE_LIMIT` entries each (a full cache forgets the
+entry used least recently); what depends on the instant (each certificate's validity period) is checked at every call.
 """
 
 from __future__ import annotations
 
 import functools
+import threading
+from collections import OrderedDict
 from collections.abc import Iterable, Sequence
 from datetime import UTC, datetime
-from typing import TypeVar
+from typing import Generic, TypeVar
 
 from cryptography import x509
 from cryptography.exceptions import InvalidSignature
@@ -61,24 +63,54 @@ def describe(certificate: x509.Certificate) -> str:
     return certificate.subject.rfc4514_string() or f"serial {certificate.serial_number}"
 
 
+_K = TypeVar("_K")
+_V = TypeVar("_V")
+
 CACHE_LIMIT = 1024
-"""The most entries each of this module's caches holds; a full cache is emptied and filled again."""
+"""The most entries each of this module's caches holds; a full cache forgets the entry used least recently."""
+
+
+class _Remembered(Generic[_K, _V]):
+    """At most :data:`CACHE_LIMIT` entries; a new one in a full cache pushes out the entry used least recently,
+    so the few certificates of the agreements in use stay while others come and go (a sender claiming ever new
+    PartyIds, say). Safe to use from several threads (the event loop, the work pool, the store writer)."""
+
+    __slots__ = ("_entries", "_lock")
+
+    def __init__(self) -> None:
+        self._entries: OrderedDict[_K, _V] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def get(self, key: _K) -> _V | None:
+        """The value remembered for ``key`` (now the most recently used), or None."""
+        with self._lock:
+            value = self._entries.get(key)
+            if value is not None:
+                self._entries.move_to_end(key)
+            return value
+
+    def remember(self, key: _K, value: _V) -> _V:
+        """Remember ``value`` for ``key`` and return it."""
+        with self._lock:
+            self._entries[key] = value
+            self._entries.move_to_end(key)
+            while len(self._entries) > CACHE_LIMIT:
+                self._entries.popitem(last=False)
+        return value
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    def __contains__(self, key: object) -> bool:
+        return key in self._entries
+
 
 # Chains are checked for every signed message and every mutual-TLS request, against the same few certificates:
 # their DER encodings, the issuer signatures between them and their basicConstraints, pure functions of the
 # certificates, are computed once. Nothing that depends on the instant checked at (validity periods) is kept.
-_ders: dict[int, tuple[x509.Certificate, bytes]] = {}
-_issuer_verdicts: dict[tuple[bytes, bytes], bool] = {}
-_ca_verdicts: dict[bytes, bool] = {}
-_K = TypeVar("_K")
-_V = TypeVar("_V")
-
-
-def _remember(cache: dict[_K, _V], key: _K, value: _V) -> _V:
-    if len(cache) >= CACHE_LIMIT:
-        cache.clear()
-    cache[key] = value
-    return value
+_ders: _Remembered[int, tuple[x509.Certificate, bytes]] = _Remembered()
+_issuer_verdicts: _Remembered[tuple[bytes, bytes], bool] = _Remembered()
+_ca_verdicts: _Remembered[bytes, bool] = _Remembered()
 
 
 def _der(certificate: x509.Certificate) -> bytes:
@@ -87,7 +119,7 @@ def _der(certificate: x509.Certificate) -> bytes:
     entry = _ders.get(id(certificate))
     if entry is not None and entry[0] is certificate:
         return entry[1]
-    return _remember(_ders, id(certificate), (certificate, certificate.public_bytes(Encoding.DER)))[1]
+    return _ders.remember(id(certificate), (certificate, certificate.public_bytes(Encoding.DER)))[1]
 
 
 def validity_problem(certificate: x509.Certificate, at: datetime) -> str | None:
@@ -122,8 +154,8 @@ def _issued_by(certificate: x509.Certificate, issuer: x509.Certificate) -> bool:
     verdict = _issuer_verdicts.get(key)
     if verdict is None:
         # RFC 5280 §6.1.3: the issuer's subject is the certificate's issuer name, and its key made the signature.
-        verdict = _remember(
-            _issuer_verdicts, key, issuer.subject == certificate.issuer and _signed_by(certificate, issuer)
+        verdict = _issuer_verdicts.remember(
+            key, issuer.subject == certificate.issuer and _signed_by(certificate, issuer)
         )
     return verdict
 
@@ -132,7 +164,7 @@ def _may_issue(certificate: x509.Certificate) -> bool:
     der = _der(certificate)
     verdict = _ca_verdicts.get(der)
     if verdict is None:
-        verdict = _remember(_ca_verdicts, der, _is_ca(certificate))
+        verdict = _ca_verdicts.remember(der, _is_ca(certificate))
     return verdict
 
 
@@ -207,10 +239,12 @@ def certificate_path(
 
 # An agreement's certificates, all of them and each party's, read for every chain checked under it: kept by the
 # agreement's CPAId with the agreement (the object: a reloaded agreement is another one, and replaces it).
-_agreement_certificates: dict[str, tuple[CollaborationProtocolAgreement, tuple[x509.Certificate, ...]]] = {}
-_party_certificates: dict[
+_agreement_certificates: _Remembered[str, tuple[CollaborationProtocolAgreement, tuple[x509.Certificate, ...]]] = (
+    _Remembered()
+)
+_party_certificates: _Remembered[
     tuple[str, tuple[PartyKey, ...]], tuple[CollaborationProtocolAgreement, tuple[x509.Certificate, ...]]
-] = {}
+] = _Remembered()
 
 
 def _readable(ders: Iterable[bytes]) -> tuple[x509.Certificate, ...]:
@@ -223,7 +257,7 @@ def agreement_certificates(cpa: CollaborationProtocolAgreement) -> tuple[x509.Ce
     if entry is not None and entry[0] is cpa:
         return entry[1]
     found = _readable(der for info in cpa.party_infos for cert in info.certificates for der in cert.x509)
-    return _remember(_agreement_certificates, cpa.cpaid, (cpa, found))[1]
+    return _agreement_certificates.remember(cpa.cpaid, (cpa, found))[1]
 
 
 def party_certificates(
@@ -238,7 +272,7 @@ def party_certificates(
     wanted = set(key[1])
     infos = [info for info in cpa.party_infos if wanted & set(party_keys(info))]
     found = _readable(der for info in infos for cert in info.certificates for der in cert.x509)
-    return _remember(_party_certificates, key, (cpa, found))[1]
+    return _party_certificates.remember(key, (cpa, found))[1]
 
 
 def party_certificate_problem(

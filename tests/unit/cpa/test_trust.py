@@ -3,6 +3,7 @@ shared by the TLS client check and the signature check."""
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import replace
 from datetime import timedelta
 
@@ -156,6 +157,43 @@ def test_the_remembered_encodings_and_verdicts_stay_within_their_bound(monkeypat
     for _ in range(2):
         assert certificate_path(certs[0], [certs[-1]], certs[1:-1], at=NOW) == tuple(certs)
         assert max(len(trust._ders), len(trust._issuer_verdicts), len(trust._ca_verdicts)) <= 2
+
+
+def test_a_full_cache_forgets_the_entry_used_least_recently(monkeypatch: pytest.MonkeyPatch) -> None:
+    # A flood of new keys (a sender claiming ever new PartyIds) does not push out an entry still in use.
+    monkeypatch.setattr(trust, "CACHE_LIMIT", 3)
+    cache: trust._Remembered[str, int] = trust._Remembered()
+    for n, key in enumerate(("in use", "old 1", "old 2")):
+        cache.remember(key, n)
+    for flood in range(10):
+        assert cache.get("in use") == 0  # used between each new entry
+        cache.remember(f"new {flood}", flood)
+        assert len(cache) == 3
+    assert "in use" in cache and "old 1" not in cache and "old 2" not in cache
+    assert cache.get("new 9") == 9 and cache.get("new 0") is None
+
+
+def test_the_party_certificates_in_use_survive_a_flood_of_claimed_party_ids(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(trust, "CACHE_LIMIT", 4)
+    monkeypatch.setattr(trust, "_party_certificates", trust._Remembered())
+    cert = certificate("party A")
+    cpa = with_a_certificates(cert)
+    read: list[tuple[bytes, ...]] = []
+    real = trust._readable
+
+    def reading(ders: Iterable[bytes]) -> tuple[x509.Certificate, ...]:
+        found = real(ders)
+        read.append(tuple(c.public_bytes(Encoding.DER) for c in found))
+        return found
+
+    monkeypatch.setattr(trust, "_readable", reading)
+    assert party_certificates(cpa, A) == (cert,)
+    for n in range(20):
+        assert party_certificates(cpa, [(f"claimed-{n}", None)]) == ()
+        assert party_certificates(cpa, A) == (cert,)
+    # Party A's certificates were read from the agreement once; each claimed PartyId's once.
+    assert read.count((cert.public_bytes(Encoding.DER),)) == 1 and read.count(()) == 20
+    assert len(trust._party_certificates) == 4
 
 
 def test_an_agreement_reloaded_under_the_same_cpaid_is_read_anew() -> None:
