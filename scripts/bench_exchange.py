@@ -575,6 +575,7 @@ async def reliable_exchange(
     n: int,
     profile: str | None = None,
     extra: dict[str, str] | None = None,
+    step_times: bool = False,
 ) -> Run:
     from msh.runtime.config import load_settings
     from msh.runtime.msh import Msh
@@ -613,7 +614,13 @@ async def reliable_exchange(
         batches, units, busy, commit = stats.batches, stats.units, stats.busy_seconds, stats.commit_seconds
         cpu_a, cpu_b = self_cpu(), child_cpu(b_pid)
         verified = msh.counters["signatures-verified"]
-        seconds, latencies, failures = await driver.batch(n, max(60.0, n / 20))
+        with contextlib.ExitStack() as timing:
+            steps = None
+            if step_times:
+                from step_times import timed_steps
+
+                steps = timing.enter_context(timed_steps())
+            seconds, latencies, failures = await driver.batch(n, max(60.0, n / 20))
         result = Run(n, seconds, latencies, self_cpu() - cpu_a, child_cpu(b_pid) - cpu_b, failures)
         result.acks_verified = msh.counters["signatures-verified"] - verified
         result.signed = _signed_submissions(msh, set(driver.started))
@@ -628,6 +635,8 @@ async def reliable_exchange(
             if driver.pool is not None:
                 await loop.run_in_executor(driver.pool, profilers["submit thread"].disable)
             _print_profiles(profilers, n, profile)
+        if steps is not None:
+            print("\n".join(steps.lines(n, STEP_REPEAT, _close_replayed)))
         return result
     finally:
         stop.set()
@@ -637,6 +646,18 @@ async def reliable_exchange(
             if driver.pool is not None:
                 driver.pool.shutdown(wait=True)
             msh.close()
+
+
+STEP_REPEAT = 300
+"""Calls of each step in the loop that --step-times prints beside the run's figure."""
+
+
+def _close_replayed(result: object) -> None:
+    """Release what a step called again by --step-times returned (a prepared submission, a read answer)."""
+    inbound = result[0] if isinstance(result, tuple) else result
+    close = getattr(inbound, "close", None)
+    if close is not None:
+        close()
 
 
 def _signed_submissions(msh: Any, message_ids: set[str]) -> int:
@@ -782,6 +803,7 @@ def one_reliable(
     backend: str = "sqlite",
     stores: tuple[str, str] | None = None,
     transport: str = "http",
+    step_times: bool = False,
 ) -> Run:
     """One reliable run on fresh stores of ``backend``, or on the given (prefilled) ``stores``, over
     ``transport``."""
@@ -794,7 +816,7 @@ def one_reliable(
         endpoints, env_a, env_b = transport_settings(transport, work, args.amqp_url)
         cpa = write_cpa(work, port_a, port_b, signed=signed, endpoints=endpoints)
         with partner_b(work, cpa, port_b, store_b, env_b) as b_pid:
-            result = run(reliable_exchange(store_a, cpa, port_a, b_pid, args, mode, n, profile, env_a))
+            result = run(reliable_exchange(store_a, cpa, port_a, b_pid, args, mode, n, profile, env_a, step_times))
         result.stored = args.warmup + n
         if args.disk_usage and stores is None:
             result.disk = (disk_use(store_a), disk_use(store_b))
@@ -832,6 +854,12 @@ def main() -> None:
         "thread's profile (pstats) and collapsed stacks (for flamegraph.pl, speedscope) in --profile-dir",
     )
     parser.add_argument("--profile-messages", type=int, default=500, help="messages in the profiled run (default 500)")
+    parser.add_argument(
+        "--step-times",
+        action="store_true",
+        help="add a run that prints the CPU per call of some of A's steps (composing a submission, reading the "
+        "acknowledgment, the store writer's commits), beside the same steps called in a loop on the same input",
+    )
     parser.add_argument(
         "--profile-dir", default="bench-profile", help="where --profile saves its files (default ./bench-profile)"
     )
@@ -984,6 +1012,14 @@ def main() -> None:
             backend, _fill, mode, kind = best
             print(f"\nprofiled: {reliable[best].name}, {args.profile_messages} messages")
             one_reliable(args, mode, args.profile_messages, profile=args.profile_dir, signed=kind, backend=backend)
+        if args.step_times:
+            best = max((k for k in reliable if not k[1]), key=lambda k: reliable[k].rate)
+            backend, _fill, mode, kind = best
+            print(
+                f"\nstep times: {reliable[best].name}, {args.messages} messages; CPU of partner A's steps in the run, "
+                f"and of the same steps called {STEP_REPEAT} times in a row on the last input (scripts/step_times.py)"
+            )
+            one_reliable(args, mode, args.messages, signed=kind, backend=backend, step_times=True)
 
 
 def _met(ok: bool) -> str:
