@@ -335,8 +335,10 @@ def _signer(
     costs no libxmlsec check when another one's key signed. The certificate found is the one trying each in
     turn with both would find: two certificates verify one signature only when they hold the same key, which
     the first path answers for alike."""
-    # The digests and SignedInfo's canonical form are the same whatever the key: computed once.
-    matched = fast_verifying.digests_matched(root, signature, parts.contents, uris)
+    # The digests and SignedInfo's canonical form are the same whatever the key: computed once (and not at all
+    # when no certificate has an RSA key, the only kind this path checks).
+    rsa_keys = any(isinstance(certificate.public_key(), rsa.RSAPublicKey) for certificate, _chain in usable)
+    matched = fast_verifying.digests_matched(root, signature, parts.contents, uris) if rsa_keys else None
     if matched is not None:
         for certificate, chain in usable:
             if matched.verified_by(certificate):
