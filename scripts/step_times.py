@@ -1,7 +1,7 @@
 """The CPU time of a few steps of partner A while the reliable exchange runs, beside the same steps called in a
 tight loop on the same input afterwards (``scripts/bench_exchange.py --step-times``).
 
-Each step named in :data:`STEPS` is wrapped in place for the run (and put back after): the wrapper adds the
+Each step :func:`steps` names is wrapped in place for the run (and put back after): the wrapper adds the
 calling thread's CPU time (``time.thread_time_ns``: not the time spent waiting for the interpreter lock or a
 core) and remembers the arguments of the last call. After the run, the steps that can be called again
 without effects (composing a submission, reading an answer) are called ``repeat`` times with those
@@ -20,7 +20,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["STEPS", "StepTimes", "timed_steps"]
+__all__ = ["StepTimes", "steps", "timed_steps"]
 
 
 @dataclass
@@ -29,14 +29,15 @@ class _Step:
 
     label: str
     replay: bool
+    real: Callable[..., Any]
     ns: dict[str, int] = field(default_factory=dict)
     calls: dict[str, int] = field(default_factory=dict)
     last: tuple[tuple[Any, ...], dict[str, Any]] | None = None
-    real: Callable[..., Any] | None = None
 
 
-def _steps() -> list[tuple[object, str, str, bool]]:
-    """(owner, attribute, label, can be called again without effects)."""
+def steps() -> list[tuple[object, str, str, bool]]:
+    """The steps timed, each as (owner, attribute, label, can be called again without effects); the MSH's
+    modules are imported when asked for."""
     from msh.runtime.inbound import InboundPipeline
     from msh.runtime.submission import Submissions
     from msh.store.writer import GroupCommitWriter
@@ -46,10 +47,6 @@ def _steps() -> list[tuple[object, str, str, bool]]:
         (InboundPipeline, "read_answer", "parse and check the acknowledgment (InboundPipeline.read_answer)", True),
         (GroupCommitWriter, "_commit", "the store writer's group commits (GroupCommitWriter._commit)", False),
     ]
-
-
-STEPS = _steps
-"""The steps timed (a function: the MSH's modules are imported when asked for)."""
 
 
 class StepTimes:
@@ -79,7 +76,7 @@ class StepTimes:
 
     @staticmethod
     def _loop_us(step: _Step, repeat: int, close: Callable[[object], None]) -> float | None:
-        if step.last is None or step.real is None:
+        if step.last is None:
             return None
         args, kwargs = step.last
         times = []
@@ -93,14 +90,14 @@ class StepTimes:
 
 @contextmanager
 def timed_steps() -> Iterator[StepTimes]:
-    """Wrap the :data:`STEPS` for the block; the :class:`StepTimes` filled while it runs."""
+    """Wrap the :func:`steps` for the block; the :class:`StepTimes` filled while it runs."""
     lock = threading.Lock()
-    steps: list[_Step] = []
+    wrapped: list[_Step] = []
     originals: list[tuple[object, str, Any]] = []
-    for owner, name, label, replay in STEPS():
+    for owner, name, label, replay in steps():
         real = getattr(owner, name)
-        step = _Step(label, replay, real=real)
-        steps.append(step)
+        step = _Step(label, replay, real)
+        wrapped.append(step)
         originals.append((owner, name, real))
 
         def wrapper(*args: Any, _step: _Step = step, _real: Any = real, **kwargs: Any) -> Any:
@@ -117,7 +114,7 @@ def timed_steps() -> Iterator[StepTimes]:
 
         setattr(owner, name, wrapper)
     try:
-        yield StepTimes(steps)
+        yield StepTimes(wrapped)
     finally:
         for owner, name, real in originals:
             setattr(owner, name, real)
