@@ -226,6 +226,7 @@ class Figures:
         line = (
             f"{'':<28} CPU: A (this process) {a:.2f} ms/msg ({ua:.2f} cores), "
             f"B (server process) {b:.2f} ms/msg ({ub:.2f} cores)"
+            f"\n{'':<28} {ceiling_text(a, b)}"
         )
         if any(r.signed or r.acks_verified for r in self.runs):
             line += (
@@ -243,6 +244,29 @@ class Figures:
                 f"{self.median(lambda r: r.commit_ms):.2f} ms commit (fsync)"
             )
         return line
+
+
+def ceilings(cpu_a_ms: float, cpu_b_ms: float, cores: int) -> tuple[float, float, float]:
+    """The highest rates these CPU figures allow (msgs/s): A's process, B's process, and both on ``cores``.
+
+    A process's Python code runs one thread at a time (the interpreter lock), so a side cannot use much more
+    than one core: its rate is at most about 1,000 / its CPU ms per message. Both sides share the machine's
+    cores: together at most cores x 1,000 / (A + B)."""
+    a = 1000 / cpu_a_ms if cpu_a_ms > 0 else float("inf")
+    b = 1000 / cpu_b_ms if cpu_b_ms > 0 else float("inf")
+    both = cores * 1000 / (cpu_a_ms + cpu_b_ms) if cpu_a_ms + cpu_b_ms > 0 else float("inf")
+    return a, b, both
+
+
+def ceiling_text(cpu_a_ms: float, cpu_b_ms: float) -> str:
+    """The line under a run's CPU figures: what rate they allow at most, and which side binds first."""
+    cores = len(os.sched_getaffinity(0))
+    a, b, both = ceilings(cpu_a_ms, cpu_b_ms, cores)
+    lowest = min((a, "A's process"), (b, "B's process"), (both, f"the {cores} cores"))
+    return (
+        f"ceiling at this CPU: A <= {a:,.0f}, B <= {b:,.0f} msgs/s (one core each: one thread of Python at a "
+        f"time), both on {cores} cores <= {both:,.0f}; the first bound: {lowest[1]}"
+    )
 
 
 # ------------------------------------------------------------------------------------ bare HTTP loop

@@ -8,6 +8,11 @@ without effects (composing a submission, reading an answer) are called ``repeat`
 arguments, one after the other. The two figures differ by what the processor's caches hold: in the exchange,
 each message passes through many libraries between two calls of a step (HTTP, TLS, XML, the store, the
 engine), so a step's code and data are mostly gone from the caches by its next call; in the loop they stay.
+
+The store writer's group commits are split too: each unit of work queued while the block runs is timed on
+the writer's thread by the kind of unit (the function that made it: a submission's, an answer's, a step of
+the sending machine), and what is left of the group commits is the transaction's own work (BEGIN, the
+journal's one statement, COMMIT and its disk flush, handing the results back).
 """
 
 from __future__ import annotations
@@ -20,7 +25,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["StepTimes", "steps", "timed_steps"]
+__all__ = ["UNIT_LABELS", "StepTimes", "UnitTimes", "steps", "timed_steps"]
 
 
 @dataclass
@@ -49,11 +54,32 @@ def steps() -> list[tuple[object, str, str, bool]]:
     ]
 
 
+UNIT_LABELS: dict[str, str] = {
+    "Submissions._unit.<locals>.unit": "a submission: the message stored, its timer set",
+    "InboundPipeline.unit.<locals>.unit": "an answer: the acknowledgment with the transmission's outcome",
+    "Sender.step.<locals>.unit": "a step of the sending machine alone (no answer read)",
+}
+"""The writer's units by the function that makes them (its ``__qualname__``), as the report names them."""
+
+
+@dataclass
+class UnitTimes:
+    """CPU nanoseconds and calls of the writer's units, by kind (:data:`UNIT_LABELS`, else the qualname)."""
+
+    ns: dict[str, int] = field(default_factory=dict)
+    calls: dict[str, int] = field(default_factory=dict)
+
+    def add(self, kind: str, spent: int) -> None:
+        self.ns[kind] = self.ns.get(kind, 0) + spent
+        self.calls[kind] = self.calls.get(kind, 0) + 1
+
+
 class StepTimes:
     """What :func:`timed_steps` measured."""
 
-    def __init__(self, steps: list[_Step]) -> None:
+    def __init__(self, steps: list[_Step], units: UnitTimes | None = None) -> None:
         self.steps = steps
+        self.units = units if units is not None else UnitTimes()
 
     def lines(self, messages: int, repeat: int, close: Callable[[object], None]) -> list[str]:
         """The report: each step's CPU per call (and per message) in the run, and per call in a loop of
@@ -72,6 +98,30 @@ class StepTimes:
                     f"{step.label:<68} {thread[:12]:<12} {calls:6d} {per_call:9.1f} {ns / messages / 1000:8.1f}  "
                     f"{loop_text}"
                 )
+        out.extend(self._unit_lines(messages))
+        return out
+
+    def _unit_lines(self, messages: int) -> list[str]:
+        """The writer's units by kind, and the rest of its group commits (the transaction's own work)."""
+        units = self.units
+        if not units.calls:
+            return []
+        out = ["the store writer's group commits, split: the units by kind, then the transactions' own work"]
+        for kind, ns in sorted(units.ns.items(), key=lambda item: -item[1]):
+            calls = units.calls[kind]
+            out.append(
+                f"  unit: {UNIT_LABELS.get(kind, kind):<62} {'':<12} {calls:6d} {ns / calls / 1000:9.1f} "
+                f"{ns / messages / 1000:8.1f}"
+            )
+        commits = [step for step in self.steps if not step.replay]
+        total = sum(sum(step.ns.values()) for step in commits)
+        batches = sum(sum(step.calls.values()) for step in commits)
+        rest = total - sum(units.ns.values())
+        if batches and rest > 0:
+            out.append(
+                f"  {'BEGIN, the journal, COMMIT, results handed back (per transaction)':<68} {'':<12} {batches:6d} "
+                f"{rest / batches / 1000:9.1f} {rest / messages / 1000:8.1f}"
+            )
         return out
 
     @staticmethod
@@ -113,8 +163,31 @@ def timed_steps() -> Iterator[StepTimes]:
                     _step.last = (args, kwargs)
 
         setattr(owner, name, wrapper)
+    units = UnitTimes()
+    from msh.store.writer import GroupCommitWriter
+
+    real_put = GroupCommitWriter._put
+    originals.append((GroupCommitWriter, "_put", real_put))
+
+    def put(writer: GroupCommitWriter, job: Any) -> None:
+        unit = job.unit
+        kind = getattr(unit, "__qualname__", type(unit).__name__)
+
+        def timed(tx: Any) -> Any:  # runs on the writer's thread
+            start = time.thread_time_ns()
+            try:
+                return unit(tx)
+            finally:
+                spent = time.thread_time_ns() - start
+                with lock:
+                    units.add(kind, spent)
+
+        job.unit = timed
+        real_put(writer, job)
+
+    GroupCommitWriter._put = put  # type: ignore[method-assign]
     try:
-        yield StepTimes(wrapped)
+        yield StepTimes(wrapped, units)
     finally:
         for owner, name, real in originals:
             setattr(owner, name, real)

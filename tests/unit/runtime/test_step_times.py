@@ -11,8 +11,10 @@ from types import ModuleType
 from msh.runtime.inbound import InboundPipeline
 from msh.runtime.msh import Msh
 from msh.runtime.submission import Submissions
+from msh.store.api import Transaction
+from msh.store.memory import MemoryStore
 from msh.store.writer import GroupCommitWriter
-from msh.testing.network import TestNetwork
+from msh.testing.network import FakeClock, TestNetwork
 from tests.support.secure_network import nobody_signs, order, run_pair
 
 SCRIPT = Path(__file__).resolve().parents[3] / "scripts" / "step_times.py"
@@ -55,3 +57,48 @@ def test_each_step_is_timed_replayed_and_put_back() -> None:
     }
     for line in rows.values():
         assert line.rstrip().endswith("x")  # the run's figure as a multiple of the loop's
+
+
+def _spin(tx: Transaction) -> int:
+    """A unit that spends some CPU time (thread time advances in ticks)."""
+    return sum(i * i for i in range(20_000))
+
+
+def test_the_writers_units_are_timed_by_kind_and_the_rest_is_the_transactions_own() -> None:
+    script = _script()
+    writer = GroupCommitWriter(MemoryStore(clock=FakeClock()), name="test-writer")
+    try:
+        with script.timed_steps() as steps:
+            for _ in range(3):
+                writer.call(_spin)
+            writer.call(lambda tx: None)
+        later = writer.call(_spin)  # queued after the block: not timed
+    finally:
+        writer.close()
+    assert later > 0
+    assert steps.units.calls["_spin"] == 3  # the unit after the block is not counted
+    assert sorted(steps.units.calls.values()) == [1, 3]  # and the lambda is a kind of its own
+    assert steps.units.ns["_spin"] > 0
+    report = steps.lines(4, 5, lambda _result: None)
+    split = report.index("the store writer's group commits, split: the units by kind, then the transactions' own work")
+    units = report[split + 1 :]
+    assert units[0].startswith("  unit: _spin ")  # the costliest kind first; unnamed kinds by their qualname
+    assert units[-1].startswith("  BEGIN, the journal, COMMIT")
+
+
+def test_units_queued_after_the_block_are_not_timed() -> None:
+    """The writer is put back as it was: what is queued after the block runs as it is, uncounted."""
+    script = _script()
+    real_put = GroupCommitWriter._put
+
+    async def scenario(net: TestNetwork, a: Msh, b: Msh) -> None:
+        with script.timed_steps() as steps:
+            await a.submit_async(order(0))
+            await net.settle()
+        counted = dict(steps.units.calls)
+        await a.submit_async(order(1))
+        await net.settle()
+        assert steps.units.calls == counted
+
+    run_pair(scenario, cpa=nobody_signs())
+    assert GroupCommitWriter._put is real_put
