@@ -111,6 +111,8 @@ class SqlStore(Store):
                 committed = True
         except DBAPIError as exc:
             raise self._failed(exc) from exc
+        except self.driver_error as exc:  # from the BEGIN, run on the driver's connection (msh.store.sql.connect)
+            raise self.failure(exc) from exc
         finally:
             if tx is not None:
                 tx.close()
