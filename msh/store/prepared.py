@@ -16,6 +16,7 @@ compiled, at the first use.
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
@@ -31,7 +32,7 @@ _Processor = Callable[[Any], Any]
 class Prepared:
     """``statement`` compiled for ``dialect`` (``keys``: the columns an INSERT/UPDATE sets, in any order)."""
 
-    __slots__ = ("_binds", "_dialect", "_names", "_order", "_results", "_types", "columns", "sql")
+    __slots__ = ("_binders", "_binds", "_dialect", "_names", "_order", "_results", "_types", "columns", "sql")
 
     def __init__(self, statement: ClauseElement, dialect: Dialect, *, keys: Sequence[str] | None = None) -> None:
         compiled = statement.compile(dialect=dialect, column_keys=list(keys) if keys is not None else None)
@@ -52,6 +53,7 @@ class Prepared:
         self._dialect = dialect
         # Result processors depend on the type the driver reports (cursor.description): made at the first row.
         self._results: tuple[_Processor | None, ...] | None = None
+        self._binders: dict[tuple[str, ...], Callable[[Sequence[object]], Sequence[object] | dict[str, object]]] = {}
 
     def params(self, values: Mapping[str, object]) -> Sequence[object] | dict[str, object]:
         """The driver's parameters for ``values`` (every bound name must be given)."""
@@ -66,6 +68,40 @@ class Prepared:
             for name, processor in self._order
             for value in (values[name],)
         ]
+
+    def binder(self, names: Sequence[str]) -> Callable[[Sequence[object]], Sequence[object] | dict[str, object]]:
+        """A function from values given in the order of ``names`` to the driver's parameters, converted as
+        :meth:`params` converts them, for rows written many at a time (the journal's): no mapping is built
+        per row, and only the values with a converter are looked at twice. Made once per ``names``."""
+        key = tuple(names)
+        found = self._binders.get(key)
+        if found is not None:
+            return found
+        index = {name: at for at, name in enumerate(key)}
+        missing = [name for name, _processor in self._order if name not in index]
+        if missing:
+            raise ValueError(f"no value is given for {', '.join(missing)} of: {self.sql}")
+        places = [index[name] for name, _processor in self._order]
+        pick: Callable[[Sequence[object]], Sequence[object]]
+        if len(places) == 1:
+            only = places[0]
+            pick = lambda values: (values[only],)  # noqa: E731 (itemgetter of one index gives no tuple)
+        else:
+            pick = operator.itemgetter(*places)
+        convert = tuple((at, processor) for at, (_name, processor) in enumerate(self._order) if processor is not None)
+        keys = tuple(name for name, _processor in self._order)
+        positional = self._names is not None
+
+        def bind(values: Sequence[object]) -> Sequence[object] | dict[str, object]:
+            out = list(pick(values))
+            for at, processor in convert:
+                value = out[at]
+                if value is not None:
+                    out[at] = processor(value)
+            return out if positional else dict(zip(keys, out, strict=True))
+
+        self._binders[key] = bind
+        return bind
 
     def execute(self, cursor: Any, values: Mapping[str, object]) -> Any:
         """Run the statement on the DBAPI ``cursor``; the cursor, for ``rowcount`` or fetching."""

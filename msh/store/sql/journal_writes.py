@@ -61,7 +61,8 @@ class SqlJournalWrites:
         # SQLite answers the first id (the rest follow it); PostgreSQL one id per event, in order.
         ids = found if len(found) == len(pending) else list(range(found[0], found[0] + len(pending)))
         prepared = self._store.prepared("event-insert", EVENT_WRITE_KEYS)
-        params = [prepared.params(rows.event_values(event, i)) for event, i in zip(pending, ids, strict=True)]
+        bind = prepared.binder(rows.EVENT_ROW_NAMES)
+        params = [bind(rows.event_row(event, i)) for event, i in zip(pending, ids, strict=True)]
         try:
             self._driver_cursor().executemany(prepared.sql, params)
         except self._store.driver_error as exc:

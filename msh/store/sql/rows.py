@@ -14,6 +14,7 @@ stored: it is true exactly for the application's own messages (kind ``own``). Ti
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Callable, Mapping
 from dataclasses import fields
 from typing import Any, Final, TypeVar, cast
@@ -27,7 +28,8 @@ __all__ = [
     "OUTBOUND_STATE_COLUMNS",
     "blob_bytes",
     "event_from_row",
-    "event_values",
+    "EVENT_ROW_NAMES",
+    "event_row",
     "inbound_from_row",
     "inbound_values",
     "inbox_from_row",
@@ -210,10 +212,20 @@ def timer_from_row(row: Row) -> records.Timer:
     return _record(records.Timer, row, id=int(row["id"]), kind=records.TimerKind(row["kind"]))
 
 
-def event_values(event: records.Event, event_id: int) -> dict[str, object]:
-    """The columns of a new journal entry with the id ``event_id``."""
-    direction = None if event.direction is None else event.direction.value
-    return {**_columns(event, "id", "direction"), "id": event_id, "direction": direction}
+EVENT_ROW_NAMES: Final = tuple(f.name for f in fields(records.Event))
+"""The columns of a journal entry in the order :func:`event_row` gives them (the event's fields, which the
+``events`` table's columns are named after)."""
+_EVENT_AFTER_ID: Final = operator.attrgetter(*EVENT_ROW_NAMES[1:])
+_DIRECTION: Final = EVENT_ROW_NAMES.index("direction")
+
+
+def event_row(event: records.Event, event_id: int) -> list[object]:
+    """The columns of a new journal entry with the id ``event_id``, in the order of :data:`EVENT_ROW_NAMES`."""
+    row: list[object] = [event_id, *_EVENT_AFTER_ID(event)]
+    direction = event.direction
+    if direction is not None:
+        row[_DIRECTION] = direction.value
+    return row
 
 
 def event_from_row(row: Row) -> records.Event:
