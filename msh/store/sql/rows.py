@@ -25,10 +25,10 @@ from msh.store import records
 from msh.store.errors import StoreError
 
 __all__ = [
+    "EVENT_ROW_NAMES",
     "OUTBOUND_STATE_COLUMNS",
     "blob_bytes",
     "event_from_row",
-    "EVENT_ROW_NAMES",
     "event_row",
     "inbound_from_row",
     "inbound_values",
