@@ -35,38 +35,24 @@ import shutil
 import subprocess
 import sys
 import tempfile
-import tomllib
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
-    sys.path.append(str(ROOT))  # after PYTHONPATH: a tree given there is the one measured
+    sys.path.append(str(ROOT))
+if str(ROOT / "scripts") not in sys.path:
+    sys.path.append(str(ROOT / "scripts"))
 
-CONFIG = ROOT / "samples" / "config"
-B_PARTY = ("987654321", "urn:oasis:names:tc:ebcore:partyid-type:iso6523:0088")
-SERVICE = "urn:example:services:ordering"
 WARMUP = 5
 """Messages exchanged before the counted ones (first-use caches, compiled statements), in both runs."""
 
 
-def unsigned_agreement(folder: Path) -> Path:
-    """A copy of the sample agreement without its SenderNonRepudiation elements: nothing is signed."""
-    source = ROOT / "samples" / "cpas" / "demo-a-b.xml"
-    text, removed = re.subn(
-        r"\s*<tp:SenderNonRepudiation>.*?</tp:SenderNonRepudiation>", "", source.read_text("utf-8"), flags=re.S
-    )
-    if not removed:
-        raise RuntimeError(f"{source}: expected SenderNonRepudiation elements to leave out")
-    path = folder / "demo-a-b.xml"
-    path.write_text(text, encoding="utf-8")
-    return path
-
-
 def exchange(messages: int) -> tuple[int, int]:
     """Exchange ``WARMUP + messages`` messages A -> B one at a time; (delivered, submitted)."""
+    # The sample parties, agreement without signatures and messages of scripts/bench_store_steps.py.
+    from bench_store_steps import settings, submission, unsigned_agreement
+
     from msh.engine import OutboundStatus
-    from msh.runtime.compose import Payload, Submission
-    from msh.runtime.config import settings_from_mapping
     from msh.store.sql import SqlStore
     from msh.testing.network import TestNetwork
 
@@ -74,25 +60,16 @@ def exchange(messages: int) -> tuple[int, int]:
         folder = Path(tmp)
         agreement = unsigned_agreement(folder)
         net = TestNetwork(seed=1)
-
-        def settings(name: str) -> object:
-            path = CONFIG / f"party-{name}.toml"
-            data = tomllib.loads(path.read_text(encoding="utf-8"))
-            data["store"] = {"url": "memory:"}  # the store is given below
-            data["agreements"]["paths"] = [str(agreement)]
-            return settings_from_mapping(data, base_dir=CONFIG, source=str(path), env={})
-
         stores = [SqlStore.open(str(folder / f"{name}.db"), clock=net.clock) for name in "ab"]
-        a = net.add("a", settings("a"), store=stores[0])  # type: ignore[arg-type]
-        net.add("b", settings("b"), store=stores[1])  # type: ignore[arg-type]
+        a = net.add("a", settings("a", agreement), store=stores[0])
+        net.add("b", settings("b", agreement), store=stores[1])
 
         async def run() -> tuple[int, int]:
             await net.start()
             try:
                 ids = []
                 for n in range(WARMUP + messages):
-                    payload = Payload(f"<order n='{n}'/>".encode() * 40, "application/xml")
-                    ids.append(await a.submit_async(Submission(B_PARTY, SERVICE, "NewOrder", (payload,))))
+                    ids.append(await a.submit_async(submission(n)))
                     await net.settle()
                 delivered = 0
                 for message_id in ids:

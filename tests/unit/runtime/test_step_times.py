@@ -3,11 +3,6 @@ again on their last input, and put back as they were."""
 
 from __future__ import annotations
 
-import importlib.util
-import sys
-from pathlib import Path
-from types import ModuleType
-
 from msh.runtime.inbound import InboundPipeline
 from msh.runtime.msh import Msh
 from msh.runtime.submission import Submissions
@@ -15,22 +10,12 @@ from msh.store.api import Transaction
 from msh.store.memory import MemoryStore
 from msh.store.writer import GroupCommitWriter
 from msh.testing.network import FakeClock, TestNetwork
+from tests.support.scripts import load_script
 from tests.support.secure_network import nobody_signs, order, run_pair
-
-SCRIPT = Path(__file__).resolve().parents[3] / "scripts" / "step_times.py"
-
-
-def _script() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("step_times", SCRIPT)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules.setdefault(spec.name, module)  # its dataclasses look their module up by name
-    spec.loader.exec_module(sys.modules[spec.name])
-    return sys.modules[spec.name]
 
 
 def test_each_step_is_timed_replayed_and_put_back() -> None:
-    script = _script()
+    script = load_script("step_times")
     originals = (Submissions.prepare, InboundPipeline.read_answer, GroupCommitWriter._commit)
     closed: list[object] = []
     report: list[str] = []
@@ -65,7 +50,7 @@ def _spin(tx: Transaction) -> int:
 
 
 def test_the_writers_units_are_timed_by_kind_and_the_rest_is_the_transactions_own() -> None:
-    script = _script()
+    script = load_script("step_times")
     writer = GroupCommitWriter(MemoryStore(clock=FakeClock()), name="test-writer")
     try:
         with script.timed_steps() as steps:
@@ -88,7 +73,7 @@ def test_the_writers_units_are_timed_by_kind_and_the_rest_is_the_transactions_ow
 
 def test_units_queued_after_the_block_are_not_timed() -> None:
     """The writer is put back as it was: what is queued after the block runs as it is, uncounted."""
-    script = _script()
+    script = load_script("step_times")
     real_put = GroupCommitWriter._put
 
     async def scenario(net: TestNetwork, a: Msh, b: Msh) -> None:

@@ -3,32 +3,20 @@ store it loaded goes on taking new messages: the ids continue after the loaded o
 
 from __future__ import annotations
 
-import importlib.util
 from collections.abc import Callable
-from pathlib import Path
-from types import ModuleType
 
 from msh.engine import OutboundStatus
 from msh.store import InboxState, Store
 from msh.store.events import EventKind
 from msh.store.records import Direction
+from tests.support.scripts import load_script
 from tests.support.store import T0, add_inbound, add_outbound
-
-SCRIPT = Path(__file__).resolve().parents[3] / "scripts" / "prefill_store.py"
-
-
-def _prefill_module() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("prefill_store", SCRIPT)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 def test_a_senders_past_messages_read_back_and_new_ones_follow(
     store_url: str, open_store: Callable[..., Store]
 ) -> None:
-    _prefill_module().prefill(store_url, 25, "sender")
+    load_script("prefill_store").prefill(store_url, 25, "sender")
     store = open_store(store_url)
     with store.transaction() as tx:
         past = tx.get_outbound("prefill-7@bench.invalid")
@@ -46,7 +34,7 @@ def test_a_senders_past_messages_read_back_and_new_ones_follow(
 def test_a_receivers_past_messages_are_duplicate_elimination_records(
     store_url: str, open_store: Callable[..., Store]
 ) -> None:
-    _prefill_module().prefill(store_url, 25, "receiver")
+    load_script("prefill_store").prefill(store_url, 25, "receiver")
     store = open_store(store_url)
     with store.transaction() as tx:
         past = tx.find_inbound("prefill-12@bench.invalid")
