@@ -66,6 +66,7 @@ __all__ = [
     "TO_ROLE",
     "CheckResult",
     "check",
+    "clear_cache",
     "time_to_live_floor",
 ]
 
@@ -439,7 +440,6 @@ def check(
             ErrorCode.OTHER_XML, Severity.ERROR, "the message has no MessageHeader (ebMS2 §3.1)", MESSAGE_HEADER
         )
         return CheckResult((issue,))
-    effective = _header_effective(envelope, header, Actor.TO_PARTY_MSH)
     if isinstance(registry_or_cpa, CpaRegistry):
         cpa = registry_or_cpa.get(header.cpa_id)
     else:
@@ -452,11 +452,86 @@ def check(
             f"CPAId {header.cpa_id!r} names no agreement known here (ebMS2 §3.1.2)",
             CPA_ID,
         )
-        return CheckResult((issue,), effective)
+        return CheckResult((issue,), _header_effective(envelope, header, Actor.TO_PARTY_MSH))
     issues: list[Issue] = []
     agreement = _agreement_issue(cpa, now)
     if agreement is not None:
         issues.append(agreement)
+    judged = _judged(cpa, envelope, header, reading)
+    issues.extend(judged.issues)
+    channels = judged.channels
+    signal = header.service.value == SERVICE_MSH
+    reliable = judged.effective[Parameter.ACK_REQUESTED.value] and not signal
+    _time_to_live(header, channels[0] if channels else None, reliable, now, msh_time_accuracy, reading, issues)
+    return CheckResult(
+        tuple(issues),
+        dict(judged.effective),
+        cpa,
+        channels[0].channel_id if channels else None,
+        channels[1].channel_id if channels else None,
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class _Judged:
+    """What :func:`check` finds from the agreement and the header's shape alone, whatever the time: the
+    parties', roles' and binding's issues, the precedence decisions and the header rules, in that order."""
+
+    issues: tuple[Issue, ...]
+    effective: Mapping[str, bool]
+    channels: tuple[DeliveryChannel, DeliveryChannel] | None
+
+
+_JUDGED_LIMIT: Final = 4096
+# Headers of one agreement's traffic come in few shapes; the answer for a shape is computed once (cleared
+# whole when full, so a stream of made-up parties cannot grow it). Keyed by the agreement's id(), the entry
+# holds the agreement itself, so a reloaded agreement (another object) never meets an old answer.
+_judged_cache: dict[tuple[object, ...], tuple[CollaborationProtocolAgreement, _Judged]] = {}
+
+
+def clear_cache() -> None:
+    """Forget every remembered judgment (they are also dropped, all at once, when the memo is full)."""
+    _judged_cache.clear()
+
+
+def _shape(
+    cpa: CollaborationProtocolAgreement, envelope: Envelope, header: MessageHeader, reading: Reading
+) -> tuple[object, ...]:
+    """Every value of the header and envelope that :func:`_judge` reads (the cache's key)."""
+    return (
+        id(cpa),
+        party_keys(header.from_party),
+        header.from_party.role,
+        party_keys(header.to_party),
+        header.to_party.role,
+        header.service.value,
+        header.service.type,
+        header.action,
+        header.duplicate_elimination,
+        tuple((a.is_to_party_msh, a.is_next_msh, a.signed) for a in envelope.ack_requested),
+        envelope.sync_reply is not None,
+        envelope.message_order is not None,
+        reading,
+    )
+
+
+def _judged(
+    cpa: CollaborationProtocolAgreement, envelope: Envelope, header: MessageHeader, reading: Reading
+) -> _Judged:
+    key = _shape(cpa, envelope, header, reading)
+    hit = _judged_cache.get(key)
+    if hit is not None and hit[0] is cpa:
+        return hit[1]
+    judged = _judge(cpa, envelope, header, reading)
+    if len(_judged_cache) >= _JUDGED_LIMIT:
+        _judged_cache.clear()
+    _judged_cache[key] = (cpa, judged)
+    return judged
+
+
+def _judge(cpa: CollaborationProtocolAgreement, envelope: Envelope, header: MessageHeader, reading: Reading) -> _Judged:
+    issues: list[Issue] = []
+    effective = _header_effective(envelope, header, Actor.TO_PARTY_MSH)
     party_issues, sender, receiver = _party_issues(cpa, header)
     issues.extend(party_issues)
     channels = None
@@ -472,12 +547,4 @@ def check(
             effective = _header_effective(envelope, header, Actor.NEXT_MSH)
         _precedence(envelope, header, channels[0], reading, signal, effective, issues)
     _header_rules(envelope, header, issues)
-    reliable = effective[Parameter.ACK_REQUESTED.value] and not signal
-    _time_to_live(header, channels[0] if channels else None, reliable, now, msh_time_accuracy, reading, issues)
-    return CheckResult(
-        tuple(issues),
-        effective,
-        cpa,
-        channels[0].channel_id if channels else None,
-        channels[1].channel_id if channels else None,
-    )
+    return _Judged(tuple(issues), effective, channels)
