@@ -430,6 +430,10 @@ def check(
     ``registry_or_cpa`` is a registry (the CPA is looked up by the header's CPAId) or one agreement (which
     must carry that CPAId). ``reading`` settles CPA/header disagreements (docs/design.md §4);
     ``msh_time_accuracy`` is the clock tolerance of TimeToLive checks (docs/design.md §3).
+
+    What depends only on the agreement and the header's shape (its parties, roles, service, action and the
+    presence of its elements) is computed once per agreement object and remembered; the agreement's period
+    and TimeToLive are judged at every call (:func:`clear_cache` forgets what was remembered).
     """
     if now.tzinfo is None:
         raise ValueError(f"now must be timezone-aware (UTC), got {now!r}")
