@@ -38,6 +38,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Final
 
 from cpa.duration import XsDuration
+from cpa.memo import AgreementMemo
 from cpa.model import CollaborationProtocolAgreement, DeliveryChannel, MessageOrderSemantics, PartyInfo, PerMessage
 from cpa.precedence import Decision, Parameter, Reading, cpa_reading, decide
 from cpa.registry import CpaRegistry
@@ -486,24 +487,19 @@ class _Judged:
     channels: tuple[DeliveryChannel, DeliveryChannel] | None
 
 
-_JUDGED_LIMIT: Final = 4096
-# Headers of one agreement's traffic come in few shapes; the answer for a shape is computed once (cleared
-# whole when full, so a stream of made-up parties cannot grow it). Keyed by the agreement's id(), the entry
-# holds the agreement itself, so a reloaded agreement (another object) never meets an old answer.
-_judged_cache: dict[tuple[object, ...], tuple[CollaborationProtocolAgreement, _Judged]] = {}
+# Headers of one agreement's traffic come in few shapes: the answer for a shape is computed once per
+# agreement object (cpa.memo: a reloaded agreement drops its old answers, made-up shapes cannot grow it).
+_judged_cache: Final[AgreementMemo[tuple[object, ...], _Judged]] = AgreementMemo(per_agreement=1_024, agreements=20_000)
 
 
 def clear_cache() -> None:
-    """Forget every remembered judgment (they are also dropped, all at once, when the memo is full)."""
+    """Forget every remembered judgment (see :mod:`cpa.memo` for what is kept, and for how long)."""
     _judged_cache.clear()
 
 
-def _shape(
-    cpa: CollaborationProtocolAgreement, envelope: Envelope, header: MessageHeader, reading: Reading
-) -> tuple[object, ...]:
-    """Every value of the header and envelope that :func:`_judge` reads (the cache's key)."""
+def _shape(envelope: Envelope, header: MessageHeader, reading: Reading) -> tuple[object, ...]:
+    """Every value of the header and envelope that :func:`_judge` reads (the memo's question)."""
     return (
-        id(cpa),
         party_keys(header.from_party),
         header.from_party.role,
         party_keys(header.to_party),
@@ -522,14 +518,11 @@ def _shape(
 def _judged(
     cpa: CollaborationProtocolAgreement, envelope: Envelope, header: MessageHeader, reading: Reading
 ) -> _Judged:
-    key = _shape(cpa, envelope, header, reading)
-    hit = _judged_cache.get(key)
-    if hit is not None and hit[0] is cpa:
-        return hit[1]
-    judged = _judge(cpa, envelope, header, reading)
-    if len(_judged_cache) >= _JUDGED_LIMIT:
-        _judged_cache.clear()
-    _judged_cache[key] = (cpa, judged)
+    shape = _shape(envelope, header, reading)
+    judged = _judged_cache.get(cpa, shape)
+    if judged is None:
+        judged = _judge(cpa, envelope, header, reading)
+        _judged_cache.put(cpa, shape, judged)
     return judged
 
 

@@ -34,6 +34,7 @@ from enum import StrEnum
 from typing import TYPE_CHECKING, Final, Protocol, TypeAlias
 
 from cpa.duration import XsDuration
+from cpa.memo import AgreementMemo
 from cpa.model import (
     AccessAuthentication,
     ActionBinding,
@@ -643,12 +644,14 @@ def _compute(cpa: CollaborationProtocolAgreement, exchange: Exchange) -> Sending
     return _parameters(cpa, route, signal=False)
 
 
-_CACHE_LIMIT: Final = 200_000
-_cache: dict[tuple[int, Exchange], tuple[CollaborationProtocolAgreement, SendingParameters | _Refusal]] = {}
+# A resolution depends only on the agreement and the exchange: remembered per agreement object (cpa.memo).
+_cache: Final[AgreementMemo[Exchange, SendingParameters | _Refusal]] = AgreementMemo(
+    per_agreement=10_000, agreements=20_000
+)
 
 
 def clear_cache() -> None:
-    """Forget every cached resolution (they are also dropped, all at once, when the cache is full)."""
+    """Forget every cached resolution (see :mod:`cpa.memo` for what is kept, and for how long)."""
     _cache.clear()
 
 
@@ -700,15 +703,10 @@ def resolve(
     to To.
     """
     _refuse(cpa, now)
-    key = (id(cpa), exchange)
-    hit = _cache.get(key)
-    if hit is not None and hit[0] is cpa:
-        result = hit[1]
-    else:
+    result = _cache.get(cpa, exchange)
+    if result is None:
         result = _compute(cpa, exchange)
-        if len(_cache) >= _CACHE_LIMIT:
-            _cache.clear()
-        _cache[key] = (cpa, result)
+        _cache.put(cpa, exchange, result)
     if isinstance(result, _Refusal):
         raise AgreementRefused(result.message, reason=result.reason, cpaid=cpa.cpaid)
     if reliable_messaging_methods:
