@@ -7,8 +7,10 @@ another object. The answers are kept per CPAId with the agreement object they we
 
 * an answer is handed out only for that very object (identity, not equality: comparing two agreements field
   by field would cost more than the answer);
-* the first question about another object of the same CPAId drops every answer of the old one, so a
-  reloaded agreement is not kept alive by its answers (at most one object per CPAId is held);
+* answers are kept for at most ``versions`` objects of one CPAId (4 by default): several MSHs in one
+  process (the test network, an intermediary's parties) each load their own object of the same agreement,
+  and each keeps its answers. One more object of that CPAId drops the answers of the oldest one (the first
+  asked about), so the versions reloads leave behind are not kept alive by their answers for long;
 * each agreement keeps at most ``per_agreement`` answers and the memo at most ``agreements`` CPAIds; past
   either bound that part is forgotten whole, so questions made up by a partner (random PartyIds in headers)
   cannot make it grow.
@@ -30,32 +32,42 @@ class AgreementMemo(Generic[K, V]):
     """Answers of type ``V`` to questions ``K`` about agreements (see the module docs). Thread-safe for the
     uses here: each step is one dictionary operation, and a lost race only computes an answer again."""
 
-    __slots__ = ("_agreements", "_by_cpaid", "_per_agreement")
+    __slots__ = ("_agreements", "_by_cpaid", "_per_agreement", "_versions")
 
-    def __init__(self, *, per_agreement: int, agreements: int) -> None:
-        if per_agreement < 1 or agreements < 1:
+    def __init__(self, *, per_agreement: int, agreements: int, versions: int = 4) -> None:
+        if per_agreement < 1 or agreements < 1 or versions < 1:
             raise ValueError("an AgreementMemo keeps at least one answer of one agreement")
         self._per_agreement = per_agreement
         self._agreements = agreements
-        self._by_cpaid: dict[str, tuple[CollaborationProtocolAgreement, dict[K, V]]] = {}
+        self._versions = versions
+        # Per CPAId, the objects asked about (the one asked about most recently last) and their answers.
+        self._by_cpaid: dict[str, list[tuple[CollaborationProtocolAgreement, dict[K, V]]]] = {}
+
+    def _answers(self, cpa: CollaborationProtocolAgreement) -> dict[K, V] | None:
+        for kept, answers in self._by_cpaid.get(cpa.cpaid, ()):
+            if kept is cpa:
+                return answers
+        return None
 
     def get(self, cpa: CollaborationProtocolAgreement, question: K) -> V | None:
         """The answer remembered for ``question`` about this very agreement object, or None."""
-        entry = self._by_cpaid.get(cpa.cpaid)
-        if entry is None or entry[0] is not cpa:
-            return None
-        return entry[1].get(question)
+        answers = self._answers(cpa)
+        return None if answers is None else answers.get(question)
 
     def put(self, cpa: CollaborationProtocolAgreement, question: K, answer: V) -> None:
-        """Remember ``answer``; forgets the answers of another object of the same CPAId."""
-        entry = self._by_cpaid.get(cpa.cpaid)
-        if entry is None or entry[0] is not cpa:
-            if entry is None and len(self._by_cpaid) >= self._agreements:
-                self._by_cpaid.clear()
-            entry = (cpa, {})
-            self._by_cpaid[cpa.cpaid] = entry
-        answers = entry[1]
-        if len(answers) >= self._per_agreement:
+        """Remember ``answer`` (see the module docs for what is forgotten to make room)."""
+        answers = self._answers(cpa)
+        if answers is None:
+            kept = self._by_cpaid.get(cpa.cpaid)
+            if kept is None:
+                if len(self._by_cpaid) >= self._agreements:
+                    self._by_cpaid.clear()
+                kept = self._by_cpaid[cpa.cpaid] = []
+            answers = {}
+            kept.append((cpa, answers))
+            if len(kept) > self._versions:
+                del kept[0]
+        elif len(answers) >= self._per_agreement:
             answers.clear()
         answers[question] = answer
 
@@ -64,9 +76,9 @@ class AgreementMemo(Generic[K, V]):
         self._by_cpaid.clear()
 
     def held(self) -> tuple[CollaborationProtocolAgreement, ...]:
-        """The agreement objects answers are kept for (at most one per CPAId)."""
-        return tuple(cpa for cpa, _answers in self._by_cpaid.values())
+        """The agreement objects answers are kept for (at most ``versions`` per CPAId)."""
+        return tuple(cpa for kept in self._by_cpaid.values() for cpa, _answers in kept)
 
     def __len__(self) -> int:
         """The number of answers kept, over all agreements."""
-        return sum(len(answers) for _cpa, answers in self._by_cpaid.values())
+        return sum(len(answers) for kept in self._by_cpaid.values() for _cpa, answers in kept)

@@ -21,16 +21,29 @@ def test_an_answer_is_handed_out_for_the_same_agreement_object_only() -> None:
     assert memo.get(first, "other") is None
 
 
-def test_a_reloaded_agreement_drops_the_answers_of_the_old_object() -> None:
+def test_a_reloaded_agreement_drops_the_answers_of_the_oldest_object() -> None:
+    memo: AgreementMemo[str, int] = AgreementMemo(per_agreement=10, agreements=10, versions=2)
+    first, second, third = make_cpa(), make_cpa(), make_cpa()  # three loads of one agreement
+    memo.put(first, "q1", 1)
+    memo.put(first, "q2", 2)
+    memo.put(second, "q1", 3)
+    assert (memo.get(first, "q1"), memo.get(second, "q1")) == (1, 3)  # two objects in use: both kept
+    memo.put(third, "q1", 4)
+    # The oldest object is no longer held (it may be garbage-collected) and none of its answers is left.
+    assert memo.held() == (second, third)
+    assert len(memo) == 2
+    assert memo.get(first, "q2") is None and memo.get(third, "q1") == 4
+
+
+def test_several_msh_in_one_process_keep_their_answers() -> None:
+    # Each MSH of a process loads its own object of the agreement: by default four are kept side by side.
     memo: AgreementMemo[str, int] = AgreementMemo(per_agreement=10, agreements=10)
-    old, new = make_cpa(), make_cpa()
-    memo.put(old, "q1", 1)
-    memo.put(old, "q2", 2)
-    memo.put(new, "q1", 3)
-    # The old object is no longer held (it may be garbage-collected) and none of its answers is left.
-    assert memo.held() == (new,)
-    assert len(memo) == 1
-    assert memo.get(old, "q2") is None and memo.get(new, "q1") == 3
+    loads = [make_cpa() for _ in range(4)]
+    for _round in range(2):
+        for number, cpa in enumerate(loads):
+            if memo.get(cpa, "q") is None:
+                memo.put(cpa, "q", number)
+    assert [memo.get(cpa, "q") for cpa in loads] == [0, 1, 2, 3]
 
 
 def test_agreements_of_other_cpaids_keep_their_answers() -> None:
@@ -55,8 +68,9 @@ def test_the_bounds_forget_whole_parts() -> None:
 
 
 def test_bounds_must_keep_something() -> None:
-    with pytest.raises(ValueError, match="at least one"):
-        AgreementMemo(per_agreement=0, agreements=1)
+    for bounds in ({"per_agreement": 0, "agreements": 1}, {"per_agreement": 1, "agreements": 1, "versions": 0}):
+        with pytest.raises(ValueError, match="at least one"):
+            AgreementMemo(**bounds)
 
 
 def test_resolve_and_check_answer_for_the_reloaded_agreement() -> None:
