@@ -488,7 +488,7 @@ class _Judged:
 
 
 # Headers of one agreement's traffic come in few shapes: the answer for a shape is computed once per
-# agreement object (cpa.memo: a reloaded agreement drops its old answers, made-up shapes cannot grow it).
+# agreement object (cpa.memo: bounded, so made-up shapes cannot grow it and reloaded versions are let go).
 _judged_cache: Final[AgreementMemo[tuple[object, ...], _Judged]] = AgreementMemo(per_agreement=1_024, agreements=20_000)
 
 

@@ -29,8 +29,8 @@ V = TypeVar("V")
 
 
 class AgreementMemo(Generic[K, V]):
-    """Answers of type ``V`` to questions ``K`` about agreements (see the module docs). Thread-safe for the
-    uses here: each step is one dictionary operation, and a lost race only computes an answer again."""
+    """Answers of type ``V`` to questions ``K`` about agreements (see the module docs). Safe to share between
+    threads: a race between two of them can only make one compute an answer again."""
 
     __slots__ = ("_agreements", "_by_cpaid", "_per_agreement", "_versions")
 
@@ -40,7 +40,7 @@ class AgreementMemo(Generic[K, V]):
         self._per_agreement = per_agreement
         self._agreements = agreements
         self._versions = versions
-        # Per CPAId, the objects asked about (the one asked about most recently last) and their answers.
+        # Per CPAId, the objects asked about (in the order they were first asked about) and their answers.
         self._by_cpaid: dict[str, list[tuple[CollaborationProtocolAgreement, dict[K, V]]]] = {}
 
     def _answers(self, cpa: CollaborationProtocolAgreement) -> dict[K, V] | None:
