@@ -107,8 +107,10 @@ class _CheckedFile(io.RawIOBase):
         return 0
 
     def close(self) -> None:
-        with contextlib.suppress(OSError):
-            self._file.close()
+        file = getattr(self, "_file", None)  # None when opening it failed: the finaliser closes such a reader too
+        if file is not None:
+            with contextlib.suppress(OSError):
+                file.close()
         super().close()
 
 

@@ -192,3 +192,15 @@ def test_a_name_from_the_row_cannot_leave_the_folder(tmp_path: Path) -> None:
     files = BlobFiles(tmp_path / "x.blobs")
     with pytest.raises(OSError, match="not one this store writes"):
         files.open("../store.db", 1, "0" * 64)
+
+
+def test_a_reader_whose_file_would_not_open_closes_without_an_error(tmp_path: Path) -> None:
+    """The finaliser of an I/O object calls close(), also on a reader whose file never opened (Python 3.13
+    reports what close() raises there)."""
+    from msh.store.blob_files import _CheckedFile
+
+    with pytest.raises(FileNotFoundError):
+        _CheckedFile(tmp_path / "missing", 3, hashlib.sha256(b"abc").hexdigest())
+    half_made = _CheckedFile.__new__(_CheckedFile)  # what the finaliser meets after __init__ raised
+    half_made.close()
+    assert half_made.closed
