@@ -16,11 +16,12 @@ figure says (docs/benchmarks.md).
 from __future__ import annotations
 
 import argparse
-import hashlib
 import statistics
 import time
 from collections.abc import Callable
 from datetime import UTC, datetime
+
+from per_call import SWEEPS, per_call_us
 
 from msh.ebms import model as m
 from msh.ebms.envelope import read_envelope
@@ -66,25 +67,6 @@ def rate(fn: Callable[[], object], seconds: float, rounds: int) -> float:
                 break
         results.append(n / (now - start))
     return statistics.median(results)
-
-
-def per_call_us(fn: Callable[[], object], calls: int, *, sweep_bytes: int = 0) -> float:
-    """Median CPU time of one call of ``fn`` in microseconds (thread CPU time), with ``sweep_bytes`` read through
-    the caches before each call (not timed)."""
-    sweep = bytes(sweep_bytes)
-    times = []
-    for _ in range(calls):
-        if sweep_bytes:
-            hashlib.sha256(sweep).digest()  # the caches now hold this buffer, not fn's code and data
-        start = time.thread_time_ns()
-        fn()
-        times.append(time.thread_time_ns() - start)
-    return statistics.median(times) / 1000
-
-
-_SWEEPS: tuple[tuple[str, int], ...] = (("4 MiB", 4 << 20), ("64 MiB", 64 << 20))
-"""What is read between two calls: more than a core's own cache (L2, 1 MiB on the development machine), and
-more than all of them (L3, 32 MiB shared there)."""
 
 
 def main() -> None:
@@ -133,7 +115,7 @@ def main() -> None:
             f"\nCPU µs per call, median of {args.calls} calls: in a tight loop, and after reading each buffer "
             "through the caches (x: times the loop's)"
         )
-        print(f"{'':<32}{'loop':>9}" + "".join(f"{'after ' + label:>22}" for label, _ in _SWEEPS))
+        print(f"{'':<32}{'loop':>9}" + "".join(f"{'after ' + label:>22}" for label, _ in SWEEPS))
         for name, fn in (
             ("parse+validate", parse_strict),
             ("  envelope only", parse_no_schema),
@@ -141,7 +123,7 @@ def main() -> None:
         ):
             hot = per_call_us(fn, args.calls)
             line = f"{name:<32}{hot:>9.1f}"
-            for _label, size in _SWEEPS:
+            for _label, size in SWEEPS:
                 cold = per_call_us(fn, args.calls, sweep_bytes=size)
                 line += f"{cold:>14.1f} ({cold / hot:4.1f}x)"
             print(line)

@@ -5,9 +5,12 @@ Each step :func:`steps` names is wrapped in place for the run (and put back afte
 calling thread's CPU time (``time.thread_time_ns``: not the time spent waiting for the interpreter lock or a
 core) and remembers the arguments of the last call. After the run, the steps that can be called again
 without effects (composing a submission, reading an answer) are called ``repeat`` times with those
-arguments, one after the other. The two figures differ by what the processor's caches hold: in the exchange,
-each message passes through many libraries between two calls of a step (HTTP, TLS, XML, the store, the
-engine), so a step's code and data are mostly gone from the caches by its next call; in the loop they stay.
+arguments, one after the other, and as many times again with 64 MiB read through the processor's caches
+before each call (``scripts/per_call.py``, outside the time counted). The warm loop is what the step costs
+when its code and data stay in the caches, the cold loop what it costs when none of them is there. In the
+exchange each message passes through many libraries between two calls of a step (HTTP, TLS, XML, the store,
+the engine), so the run's figure falls between the two: how far it is from the warm loop is how much of the
+step's time goes to fetching its code and data again.
 
 The store writer's group commits are split too: each unit of work queued while the block runs is timed on
 the writer's thread by the kind of unit (the function that made it: a submission's, an answer's, a step of
@@ -17,13 +20,14 @@ journal's one statement, COMMIT and its disk flush, handing the results back).
 
 from __future__ import annotations
 
-import statistics
 import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
+
+from per_call import SWEEPS, per_call_us
 
 __all__ = ["UNIT_LABELS", "StepTimes", "UnitTimes", "steps", "timed_steps"]
 
@@ -86,14 +90,17 @@ class StepTimes:
         ``repeat`` calls with the last call's arguments; ``close`` releases what a replayed call returns."""
         out = [
             f"step                                                                 thread        calls  per call  "
-            f"per msg  loop/call  run/loop  (CPU µs, {messages} messages)"
+            f"per msg  loop/call  run/loop  cold/call  run/cold  (CPU µs, {messages} messages)"
         ]
         for step in self.steps:
             for thread, ns in sorted(step.ns.items()):
                 calls = step.calls[thread]
                 per_call = ns / calls / 1000
                 loop = self._loop_us(step, repeat, close) if step.replay else None
-                loop_text = f"{loop:9.1f}  {per_call / loop:7.1f}x" if loop else f"{'-':>9}  {'-':>8}"
+                cold = self._loop_us(step, repeat, close, cold=True) if step.replay else None
+                loop_text = " ".join(
+                    f"{us:9.1f}  {per_call / us:7.1f}x" if us else f"{'-':>9}  {'-':>8}" for us in (loop, cold)
+                )
                 out.append(
                     f"{step.label:<68} {thread[:12]:<12} {calls:6d} {per_call:9.1f} {ns / messages / 1000:8.1f}  "
                     f"{loop_text}"
@@ -125,17 +132,15 @@ class StepTimes:
         return out
 
     @staticmethod
-    def _loop_us(step: _Step, repeat: int, close: Callable[[object], None]) -> float | None:
+    def _loop_us(step: _Step, repeat: int, close: Callable[[object], None], *, cold: bool = False) -> float | None:
+        """The median CPU µs of ``repeat`` calls with the last call's arguments; ``cold``: with the last of
+        :data:`per_call.SWEEPS` (more than all the processor's caches) read through the caches before each
+        call, not counted."""
         if step.last is None:
             return None
         args, kwargs = step.last
-        times = []
-        for _ in range(repeat):
-            start = time.thread_time_ns()
-            result = step.real(*args, **kwargs)
-            times.append(time.thread_time_ns() - start)
-            close(result)
-        return statistics.median(times) / 1000
+        sweep = SWEEPS[-1][1] if cold else 0
+        return per_call_us(lambda: step.real(*args, **kwargs), repeat, sweep_bytes=sweep, after=close)
 
 
 @contextmanager

@@ -3,6 +3,8 @@ again on their last input, and put back as they were."""
 
 from __future__ import annotations
 
+import pytest
+
 from msh.runtime.inbound import InboundPipeline
 from msh.runtime.msh import Msh
 from msh.runtime.submission import Submissions
@@ -34,14 +36,53 @@ def test_each_step_is_timed_replayed_and_put_back() -> None:
         report.extend(steps.lines(3, 5, closed.append))
 
     run_pair(scenario, cpa=nobody_signs())
-    assert len(closed) == 10  # five calls of each step that can be called again
+    assert len(closed) == 20  # five warm and five cold calls of each step that can be called again
     rows = {line.split("  ")[0]: line for line in report[1:]}
     assert set(rows) == {
         "compose and serialise a submission (Submissions.prepare)",
         "parse and check the acknowledgment (InboundPipeline.read_answer)",
     }
     for line in rows.values():
-        assert line.rstrip().endswith("x")  # the run's figure as a multiple of the loop's
+        ratios = [word for word in line.split() if word.endswith("x")]
+        assert len(ratios) == 2  # the run's figure as a multiple of the warm loop's, then of the cold loop's
+
+
+def test_the_cold_loop_sweeps_the_caches_before_each_call_and_not_in_its_time(monkeypatch: pytest.MonkeyPatch) -> None:
+    script = load_script("step_times")
+    per_call = load_script("per_call")
+    happened: list[str] = []
+
+    class Sha:  # stands for the sweep: hashlib.sha256 over the swept buffer
+        def __init__(self, data: bytes) -> None:
+            happened.append(f"sweep {len(data)}")
+
+        def digest(self) -> bytes:
+            return b""
+
+    monkeypatch.setattr(per_call.hashlib, "sha256", Sha)
+
+    def step(n: int) -> int:
+        happened.append("call")
+        return n
+
+    timed = script._Step("a step", True, step, last=((7,), {}))
+    closed: list[object] = []
+    assert script.StepTimes._loop_us(timed, 3, closed.append, cold=True) is not None
+    assert happened == [f"sweep {64 << 20}", "call"] * 3 and closed == [7, 7, 7]
+    happened.clear()
+    script.StepTimes._loop_us(timed, 2, closed.append)
+    assert happened == ["call", "call"]  # the warm loop sweeps nothing
+
+
+def test_per_call_counts_the_call_alone() -> None:
+    """Neither the sweep nor what is done with the result is in the figure: a call that does nothing
+    measures less than a millisecond although each sweep and each release costs more."""
+    per_call = load_script("per_call")
+
+    def slow_release(_result: object) -> None:
+        sum(i * i for i in range(200_000))
+
+    assert per_call.per_call_us(lambda: None, 3, sweep_bytes=64 << 20, after=slow_release) < 1000
 
 
 def _spin(tx: Transaction) -> int:
