@@ -23,6 +23,12 @@ writer CPU µs/msg
 steps/commit
     units of work per committed transaction (the group-commit factor).
 
+With ``--driver-floor`` (SQLite), one more run records every call each writer makes on its connection (each
+statement with its parameters, each commit), and :mod:`driver_floor` runs them again, in order, on a fresh
+store through a plain ``sqlite3`` connection: the CPU those statements cost without the Python around them
+(the store's transaction port, row conversions, SQLAlchemy's per-transaction work, the group commit),
+printed per side as µs per message and as a share of that writer's CPU above.
+
 The figures leave out the noise of the other processes of the machine (thread CPU time, not wall time);
 compare runs of the same ``--messages`` and ``--in-flight``. Not a test: it asserts nothing.
 
@@ -52,6 +58,8 @@ from sqlalchemy import event, text
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+import driver_floor  # noqa: E402 (scripts/, beside this script)
+
 from msh.engine import OutboundStatus  # noqa: E402
 from msh.runtime.compose import Payload, Submission  # noqa: E402
 from msh.runtime.config import Settings, settings_from_mapping  # noqa: E402
@@ -64,6 +72,8 @@ CONFIG = ROOT / "samples" / "config"
 B_PARTY = ("987654321", "urn:oasis:names:tc:ebcore:partyid-type:iso6523:0088")
 SERVICE = "urn:example:services:ordering"
 PG_URL = "postgresql+psycopg://postgres@127.0.0.1:5432/test"
+WARMUP = 32
+"""Messages exchanged before each timed run (first-use caches, compiled statements)."""
 
 
 def settings(name: str, agreement: Path) -> Settings:
@@ -212,7 +222,7 @@ def one_run(kind: str, pg_url: str, n: int, in_flight: int, count: bool) -> dict
         async def main() -> dict[str, dict[str, float]]:
             await net.start()
             try:
-                await exchange(a, net, 32, in_flight)  # warm-up: first-use caches, compiled statements
+                await exchange(a, net, WARMUP, in_flight)  # warm-up: first-use caches, compiled statements
                 before = {side: thread_cpu(w) for side, w in net.writers.items()}
                 stats = {side: (w.stats.batches, w.stats.units) for side, w in net.writers.items()}
                 counted = dict(counts)
@@ -244,7 +254,16 @@ def main() -> None:
     parser.add_argument("--in-flight", type=int, default=16, help="messages submitted per wave (default 16)")
     parser.add_argument("--store", choices=("sqlite", "postgresql"), default="sqlite", help="default: sqlite")
     parser.add_argument("--pg-url", default=PG_URL, help=f"the PostgreSQL database (default {PG_URL})")
+    parser.add_argument(
+        "--driver-floor",
+        action="store_true",
+        help="SQLite: one more run in which each writer's statements are recorded, then run again through the "
+        "driver alone on a fresh store (scripts/driver_floor.py): what the statements cost without the Python "
+        "around them",
+    )
     args = parser.parse_args()
+    if args.driver_floor and args.store != "sqlite":
+        parser.error("--driver-floor replays on SQLite only")
     counted = one_run(args.store, args.pg_url, min(args.messages, 200), args.in_flight, count=True)
     runs = [one_run(args.store, args.pg_url, args.messages, args.in_flight, count=False) for _ in range(args.repeats)]
     print(f"{args.store}, {args.messages} messages per run, {args.in_flight} in flight, {args.repeats} runs (medians)")
@@ -257,6 +276,28 @@ def main() -> None:
             f"  {side.upper()}: statements/msg {statements}  writer CPU {statistics.median(cpu):6.0f} µs/msg "
             f"(runs: {', '.join(f'{c:.0f}' for c in cpu)}; in the kernel {kernel:.0f})  steps/commit {steps:4.1f}"
         )
+    if args.driver_floor:
+        floors, messages = driver_floor_run(args.messages, args.in_flight)
+        print("  the writers' statements through the driver alone (one more run, recorded, replayed on a fresh store):")
+        for side in "ab":
+            replayed = floors[side]
+            writer = statistics.median(r[side]["cpu_us"] for r in runs)
+            floor = replayed.cpu_seconds / messages * 1e6
+            print(
+                f"  {side.upper()}: {replayed.calls / messages:4.1f} calls/msg, CPU {floor:6.0f} µs/msg (in the kernel "
+                f"{replayed.kernel_seconds / messages * 1e6:.0f}; {replayed.failed} calls failed): "
+                f"{floor / writer:.0%} of the writer's {writer:.0f} µs/msg above"
+            )
+
+
+def driver_floor_run(n: int, in_flight: int) -> tuple[dict[str, driver_floor.Replayed], int]:
+    """One more SQLite run with each writer's calls recorded, then replayed through the driver alone on a fresh
+    store: the replays by side, and the messages their records hold."""
+    with driver_floor.recording(lambda thread: thread in ("writer-a", "writer-b")) as record:
+        one_run("sqlite", PG_URL, n, in_flight, count=False)
+    fresh = lambda path: SqlStore.open(str(path)).close()  # noqa: E731
+    floors = {side: driver_floor.replay(record.calls[f"writer-{side}"], fresh) for side in "ab"}
+    return floors, n + WARMUP  # the records start with the stores: the warm-up's statements are in them
 
 
 if __name__ == "__main__":
