@@ -50,8 +50,7 @@ def test_only_the_chosen_threads_calls_are_recorded_in_order_and_the_driver_is_p
     assert record.calls["chosen"][2][2] == [(2, "b"), (3, "c")]  # the rows were kept, not an exhausted iterator
 
     replayed = floor.replay(record.calls["chosen"], _schema)
-    assert (replayed.calls, replayed.failed) == (4, 0)
-    assert replayed.cpu_seconds >= 0 and replayed.kernel_seconds >= 0
+    assert (replayed.calls, replayed.failed) == (4, 0)  # on a fresh table: the same keys go in again
 
 
 def test_a_call_that_fails_in_the_replay_is_counted_and_passed_over() -> None:
