@@ -3,18 +3,29 @@
 SQLite transactions start with ``BEGIN IMMEDIATE`` (``BEGIN`` when read-only, :mod:`msh.store.sql.connect`);
 on PostgreSQL a read-only transaction is ``SET TRANSACTION READ ONLY``. A failure of the database inside a
 transaction surfaces as :class:`~msh.store.api.StoreError` naming the store (password hidden).
+
+Connections
+    On SQLite, write transactions run on one connection kept out of the engine's pool for the store's life
+    (SQLite runs one write transaction at a time anyway): no checkout, reset and checkin per transaction
+    (docs/design.md §8). A write transaction that finds it taken (by another thread's), and every read-only
+    one, takes a connection of the pool, as every transaction does on PostgreSQL. After a transaction that
+    did not end cleanly the held connection goes back to the pool (which rolls it back) and the next write
+    transaction takes a fresh one; :meth:`SqlStore.close` returns it, or the transaction still running on
+    it does when it ends.
 """
 
 from __future__ import annotations
 
+import contextlib
 import logging
+import threading
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, BinaryIO
 
 from sqlalchemy import and_, select
-from sqlalchemy.engine import Engine
+from sqlalchemy.engine import Connection, Engine
 from sqlalchemy.exc import DBAPIError
 
 from msh.store import rules
@@ -43,6 +54,10 @@ class SqlStore(Store):
         self._engine = engine
         self._prepared: dict[tuple[str, tuple[str, ...] | None], Prepared] = {}
         self.driver_error: type[Exception] = engine.dialect.loaded_dbapi.Error
+        # SQLite: the connection write transactions run on (see the module docs).
+        self._held: Connection | None = None
+        self._held_lock = threading.Lock()
+        self._holds = engine.dialect.name == "sqlite"
         self.files: BlobFiles | None = _files_of(engine)
         """Where bodies over 1 MiB go on an SQLite file (:mod:`msh.store.blob_files`); None on PostgreSQL,
         whose nodes may share no file system, and on an in-memory SQLite database: bodies stay chunk rows."""
@@ -96,19 +111,65 @@ class SqlStore(Store):
 
     @contextmanager
     def _begin(self, readonly: bool) -> Iterator[Transaction]:
+        held = None if readonly else self._take_held()
+        if held is None:
+            with self._connect() as connection, self._transaction(connection, readonly) as tx:
+                yield tx
+            return
+        ended = False
+        try:
+            with self._transaction(held, readonly) as tx:
+                yield tx
+            ended = True
+        finally:
+            self._give_back(held, kept=ended)
+
+    def _connect(self) -> Connection:
+        """A connection of the engine's pool (a failure to open one is the store's :class:`StoreError`)."""
+        try:
+            return self._engine.connect()
+        except DBAPIError as exc:
+            raise self._failed(exc) from exc
+
+    def _take_held(self) -> Connection | None:
+        """The connection held for write transactions on SQLite, if no other transaction has it (then None:
+        the transaction takes one from the pool, as on PostgreSQL)."""
+        if not self._holds or not self._held_lock.acquire(blocking=False):
+            return None
+        try:
+            if self._held is None:
+                self._held = self._connect()
+        except BaseException:
+            self._held_lock.release()
+            raise
+        return self._held
+
+    def _give_back(self, held: Connection, *, kept: bool) -> None:
+        """End the use of the held connection; after a transaction that did not end cleanly it goes back to
+        the pool (which resets it) and the next write transaction takes a fresh one."""
+        try:
+            if not kept or self._closed or held.invalidated or held.closed:
+                self._held = None
+                with contextlib.suppress(Exception):
+                    held.close()
+        finally:
+            self._held_lock.release()
+
+    @contextmanager
+    def _transaction(self, connection: Connection, readonly: bool) -> Iterator[Transaction]:
+        """One transaction on ``connection`` (the caller's: not closed here)."""
         tx: SqlTransaction | None = None
         committed = False
         try:
-            with self._engine.connect() as connection:
-                if readonly:
-                    connection.execution_options(**{READONLY: True})
-                with connection.begin():
-                    if readonly and connection.dialect.name == "postgresql":
-                        connection.exec_driver_sql("SET TRANSACTION READ ONLY")
-                    tx = SqlTransaction(self, connection, readonly)
-                    yield tx
-                    tx.write_events()  # the journal of the whole transaction, one statement (see SqlTransaction)
-                committed = True
+            if readonly:
+                connection.execution_options(**{READONLY: True})
+            with connection.begin():
+                if readonly and connection.dialect.name == "postgresql":
+                    connection.exec_driver_sql("SET TRANSACTION READ ONLY")
+                tx = SqlTransaction(self, connection, readonly)
+                yield tx
+                tx.write_events()  # the journal of the whole transaction, one statement (see SqlTransaction)
+            committed = True
         except DBAPIError as exc:
             raise self._failed(exc) from exc
         except self.driver_error as exc:  # from the BEGIN, run on the driver's connection (msh.store.sql.connect)
@@ -183,6 +244,15 @@ class SqlStore(Store):
         return None if row is None else rows.blob_bytes(row["data"])
 
     def _release(self) -> None:
+        # A write transaction still running on the held connection gives it back to the pool when it ends.
+        if self._held_lock.acquire(blocking=False):
+            try:
+                if self._held is not None:
+                    with contextlib.suppress(Exception):
+                        self._held.close()
+                    self._held = None
+            finally:
+                self._held_lock.release()
         self._engine.dispose()
 
 

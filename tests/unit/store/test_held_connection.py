@@ -1,0 +1,101 @@
+"""On SQLite a store runs its write transactions on one connection it keeps out of its pool (msh.store.sql.store;
+docs/design.md §8): what that may and may not change for its callers."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from msh.store import Transaction
+from msh.store.sql import SqlStore
+from tests.support.store import add_outbound
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> Iterator[SqlStore]:
+    opened = SqlStore.open(f"sqlite:///{tmp_path / 'store.db'}")
+    try:
+        yield opened
+    finally:
+        opened.close()
+
+
+def driver_connection(tx: Transaction) -> Any:
+    """The sqlite3 connection a transaction of the SQL store runs on."""
+    return tx._conn.connection.driver_connection  # type: ignore[attr-defined]
+
+
+def test_write_transactions_share_one_connection_and_readers_never_take_it(store: SqlStore) -> None:
+    with store.transaction() as tx:
+        add_outbound(tx, "first@x")
+        held = driver_connection(tx)
+    with store.transaction() as tx:
+        add_outbound(tx, "second@x")
+        assert driver_connection(tx) is held
+    with store.transaction(readonly=True) as tx:
+        assert driver_connection(tx) is not held  # a reader takes a connection of the pool, beside the writer
+        assert tx.get_outbound("first@x") is not None and tx.get_outbound("second@x") is not None
+
+
+def test_a_transaction_that_raises_leaves_nothing_and_the_next_one_begins_clean(store: SqlStore) -> None:
+    with store.transaction() as tx:
+        held = driver_connection(tx)
+    with pytest.raises(RuntimeError, match="the caller's own failure"), store.transaction() as tx:
+        add_outbound(tx, "undone@x")
+        raise RuntimeError("the caller's own failure")
+    assert store._held is None  # given back to the pool, which rolls it back and resets it
+    with store.transaction() as tx:  # BEGIN IMMEDIATE again: no transaction was left open anywhere
+        assert tx.get_outbound("undone@x") is None
+        add_outbound(tx, "after@x")
+    with store.transaction(readonly=True) as tx:
+        assert tx.get_outbound("after@x") is not None
+    del held
+
+
+def test_a_write_transaction_while_the_held_connection_is_taken_uses_the_pool(store: SqlStore) -> None:
+    with store.transaction() as tx:
+        held = driver_connection(tx)
+    with store._held_lock:  # as while another thread's write transaction runs on it
+        with store.transaction() as tx:
+            add_outbound(tx, "beside@x")
+            assert driver_connection(tx) is not held
+        assert store._held is not None and store._held.connection.driver_connection is held
+    with store.transaction(readonly=True) as tx:
+        assert tx.get_outbound("beside@x") is not None
+
+
+def test_closing_the_store_while_a_write_transaction_runs_does_not_wait_for_it(tmp_path: Path) -> None:
+    store = SqlStore.open(f"sqlite:///{tmp_path / 'store.db'}")
+    inside, finish = threading.Event(), threading.Event()
+    failures: list[BaseException] = []
+
+    def write() -> None:
+        try:
+            with store.transaction() as tx:
+                add_outbound(tx, "last@x")
+                inside.set()
+                assert finish.wait(10)
+        except BaseException as exc:  # handed to the test's thread
+            failures.append(exc)
+
+    writer = threading.Thread(target=write)
+    writer.start()
+    assert inside.wait(10)
+    closer = threading.Thread(target=store.close)
+    closer.start()
+    closer.join(10)
+    assert not closer.is_alive(), "close() waited for the write transaction"
+    finish.set()
+    writer.join(10)
+    assert not writer.is_alive() and failures == []
+    assert store._held is None  # the transaction gave it back when it ended, as the store was closed
+    reopened = SqlStore.open(f"sqlite:///{tmp_path / 'store.db'}")
+    try:
+        with reopened.transaction(readonly=True) as tx:
+            assert tx.get_outbound("last@x") is not None  # it committed
+    finally:
+        reopened.close()
