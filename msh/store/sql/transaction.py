@@ -16,6 +16,12 @@ Duplicates
     transaction and then finds the duplicate. Counting a duplicate and keeping the first Acknowledgment
     are single UPDATE statements, so concurrent duplicates neither lose a count nor replace the answer.
 
+Savepoints
+    ``SAVEPOINT``/``RELEASE`` around each block, ``ROLLBACK TO`` when it raises. On SQLite a savepoint opened
+    when no row has changed since the enclosing one began (the connection's ``total_changes`` is the same)
+    runs no statement: rolling back to the enclosing one undoes the same changes. The runtime opens one so
+    at the start of every received message's unit, inside the group commit's savepoint of that unit.
+
 Journal
     A transaction's events are written together before it commits (:mod:`msh.store.sql.journal_writes`).
 
@@ -97,6 +103,8 @@ class SqlTransaction(SqlJournalWrites, SqlAppSteps, SqlOrderSteps, SqlListingSte
         self._postgres = connection.dialect.name == "postgresql"
         self._cursor: Any = None
         self._savepoints = 0
+        # The savepoints open, innermost last: (name, SQLite's count of changed rows when it began).
+        self._open: list[tuple[str, int | None]] = []
         self._written = 0
         self.written_files: list[WrittenFile] = []
         """Body files this transaction wrote (their locks held until it has ended: msh.store.blob_files)."""
@@ -151,28 +159,48 @@ class SqlTransaction(SqlJournalWrites, SqlAppSteps, SqlOrderSteps, SqlListingSte
         except self._store.driver_error as exc:
             raise self._store.failure(exc) from exc
 
+    def _changes(self) -> int | None:
+        """SQLite's count of the rows this connection has inserted, updated or deleted so far (it only grows);
+        None on PostgreSQL, which has no such count."""
+        if self._postgres:
+            return None
+        return int(self._conn.connection.driver_connection.total_changes)  # type: ignore[union-attr]
+
     @contextmanager
     def savepoint(self) -> Iterator[None]:
         self._writable()
-        self._savepoints += 1
-        name = f"msh_sp{self._savepoints}"
+        changes = self._changes()
+        enclosing = self._open[-1] if self._open else None
+        if enclosing is not None and changes is not None and enclosing[1] == changes:
+            # SQLite: nothing has changed since the enclosing savepoint began, so rolling back to it undoes this
+            # block's changes and only them: no statement of its own (what a unit that retries opens first).
+            name, own = enclosing[0], False
+        else:
+            self._savepoints += 1
+            name, own = f"msh_sp{self._savepoints}", True
+            self._sql(f"SAVEPOINT {name}")
+        self._open.append((name, changes))
         appended, written = len(self.appended), self._written
-        self._sql(f"SAVEPOINT {name}")
         try:
             yield
         except BaseException as exc:
+            self._open.pop()
             self._blob_infos.clear()
             # Its events are dropped; those written inside it (before a read of the journal) are undone too.
             del self.appended[appended:]
             self._written = min(self._written, written)
             try:
                 self._sql(f"ROLLBACK TO SAVEPOINT {name}")
-                self._sql(f"RELEASE SAVEPOINT {name}")
+                if own:
+                    self._sql(f"RELEASE SAVEPOINT {name}")
             except StoreError as lost:
                 raise TransactionLost(
                     f"the store at {self._store.url} ended the transaction ({lost}) after: {exc}"
                 ) from exc
             raise
+        self._open.pop()
+        if not own:
+            return
         try:
             self._sql(f"RELEASE SAVEPOINT {name}")
         except StoreError as lost:

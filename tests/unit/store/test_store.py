@@ -962,6 +962,33 @@ def test_savepoints_nest_and_a_duplicate_inside_one_leaves_the_rest(store: Store
         assert body.read() == b"first"
 
 
+def test_a_savepoint_opened_at_once_inside_another_undoes_its_own_changes_and_only_those(store: Store) -> None:
+    # The SQL store opens no savepoint of its own for a block that begins where the enclosing one began
+    # (nothing changed in between): these are the rules of nested savepoints that must hold all the same.
+    with store.transaction() as tx:
+        add_outbound(tx, "before@example.com")
+        with tx.savepoint():
+            with pytest.raises(Boom), tx.savepoint():
+                with tx.savepoint():  # a third level, opened at once too
+                    add_outbound(tx, "innermost@example.com")
+                add_outbound(tx, "undone@example.com")
+                raise Boom
+            assert tx.get_outbound("innermost@example.com") is None
+            assert tx.get_outbound("before@example.com") is not None
+            add_outbound(tx, "after@example.com")  # the enclosing block goes on
+            with pytest.raises(Boom), tx.savepoint():  # opened after a change: undoes only its own
+                add_outbound(tx, "late@example.com")
+                raise Boom
+        with pytest.raises(Boom), tx.savepoint():
+            with tx.savepoint():  # released at once...
+                add_outbound(tx, "released@example.com")
+            raise Boom  # ...and undone with the block around it
+        assert tx.get_outbound("released@example.com") is None
+    with store.transaction(readonly=True) as tx:
+        kept = {m.state.message_id for m in tx.list_outbound()}
+        assert kept == {"before@example.com", "after@example.com"}
+
+
 def test_changes_of_a_released_savepoint_roll_back_with_the_transaction(store: Store) -> None:
     with pytest.raises(Boom), store.transaction() as tx:
         with tx.savepoint():

@@ -1,5 +1,6 @@
-"""On SQLite a store runs its write transactions on one connection it keeps out of its pool (msh.store.sql.store;
-docs/design.md §8): what that may and may not change for its callers."""
+"""On SQLite the store spares its transactions work that changes nothing for their callers: write transactions
+run on one connection it keeps out of its pool (msh.store.sql.store; docs/design.md §8), and a savepoint that
+begins where the enclosing one began runs no statement (msh.store.sql.transaction)."""
 
 from __future__ import annotations
 
@@ -99,3 +100,25 @@ def test_closing_the_store_while_a_write_transaction_runs_does_not_wait_for_it(t
             assert tx.get_outbound("last@x") is not None  # it committed
     finally:
         reopened.close()
+
+
+def test_a_savepoint_opened_where_the_enclosing_one_began_runs_no_statement(store: SqlStore) -> None:
+    statements: list[str] = []
+    with store.transaction() as tx:
+        driver_connection(tx).set_trace_callback(statements.append)
+        with tx.savepoint(), tx.savepoint():  # the second begins where the first did: no rows changed between
+            add_outbound(tx, "first@x")
+        with tx.savepoint():
+            add_outbound(tx, "second@x")
+            with tx.savepoint():  # a row changed since the enclosing one began: a savepoint of its own
+                add_outbound(tx, "third@x")
+        driver_connection(tx).set_trace_callback(None)
+    savepoints = [s for s in statements if "SAVEPOINT" in s]
+    assert savepoints == [
+        "SAVEPOINT msh_sp1",
+        "RELEASE SAVEPOINT msh_sp1",
+        "SAVEPOINT msh_sp2",
+        "SAVEPOINT msh_sp3",
+        "RELEASE SAVEPOINT msh_sp3",
+        "RELEASE SAVEPOINT msh_sp2",
+    ]
