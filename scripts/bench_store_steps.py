@@ -29,6 +29,12 @@ store through a plain ``sqlite3`` connection: the CPU those statements cost with
 (the store's transaction port, row conversions, SQLAlchemy's per-transaction work, the group commit),
 printed per side as µs per message and as a share of that writer's CPU above.
 
+With ``--transaction-cost``, it also prints what an empty transaction costs on a fresh SQLite store, in a
+warm loop (thread CPU µs, medians of ``--repeats`` rounds): a write transaction and a read-only one through
+the store (what every group commit and every read pays besides its statements), and ``BEGIN IMMEDIATE`` with
+``COMMIT`` on a plain ``sqlite3`` connection with the store's settings; and, for A and B, that write
+transaction's cost times the commits per message of the runs above.
+
 The figures leave out the noise of the other processes of the machine (thread CPU time, not wall time);
 compare runs of the same ``--messages`` and ``--in-flight``. Not a test: it asserts nothing.
 
@@ -236,6 +242,7 @@ def one_run(kind: str, pg_url: str, n: int, in_flight: int, count: bool) -> dict
                         "cpu_us": (cpu - before[side][0]) / n * 1e6,
                         "sys_us": (kernel - before[side][1]) / n * 1e6,
                         "steps": units / batches if batches else 0.0,
+                        "commits": batches / n,
                         "statements": (counts[side] - counted[side]) / n,
                     }
                 return result
@@ -261,6 +268,12 @@ def main() -> None:
         "driver alone on a fresh store (scripts/driver_floor.py): what the statements cost without the Python "
         "around them",
     )
+    parser.add_argument(
+        "--transaction-cost",
+        action="store_true",
+        help="also print the CPU of an empty write and read-only transaction on a fresh SQLite store (warm loop), "
+        "and of BEGIN IMMEDIATE/COMMIT through sqlite3 alone",
+    )
     args = parser.parse_args()
     if args.driver_floor and args.store != "sqlite":
         parser.error("--driver-floor replays on SQLite only")
@@ -276,6 +289,18 @@ def main() -> None:
             f"  {side.upper()}: statements/msg {statements}  writer CPU {statistics.median(cpu):6.0f} µs/msg "
             f"(runs: {', '.join(f'{c:.0f}' for c in cpu)}; in the kernel {kernel:.0f})  steps/commit {steps:4.1f}"
         )
+    if args.transaction_cost:
+        costs = transaction_costs(rounds=args.repeats)
+        print(
+            f"  an empty transaction (SQLite, warm loop): write {costs['write']:.1f} µs, read-only "
+            f"{costs['readonly']:.1f} µs; BEGIN IMMEDIATE + COMMIT through sqlite3 alone {costs['driver']:.1f} µs"
+        )
+        for side in "ab":
+            per_message = statistics.median(r[side]["commits"] for r in runs)
+            print(
+                f"  {side.upper()}: {per_message:.2f} commits/msg x {costs['write']:.1f} µs = "
+                f"{per_message * costs['write']:.1f} µs/msg of write transactions around the statements"
+            )
     if args.driver_floor:
         floors, messages = driver_floor_run(args.messages, args.in_flight)
         print("  the writers' statements through the driver alone (one more run, recorded, replayed on a fresh store):")
@@ -288,6 +313,47 @@ def main() -> None:
                 f"{replayed.kernel_seconds / messages * 1e6:.0f}; {replayed.failed} calls failed): "
                 f"{floor / writer:.0%} of the writer's {writer:.0f} µs/msg above"
             )
+
+
+def transaction_costs(rounds: int, count: int = 2000) -> dict[str, float]:
+    """CPU µs per empty transaction on a fresh SQLite store, medians of ``rounds`` loops of ``count``: a write
+    transaction (``write``) and a read-only one (``readonly``) through :class:`SqlStore`, and ``BEGIN
+    IMMEDIATE``/``COMMIT`` on a plain ``sqlite3`` connection with the store's settings (``driver``)."""
+    import sqlite3
+
+    with tempfile.TemporaryDirectory(prefix="bench-transactions-") as tmp:
+        path = Path(tmp) / "store.db"
+        store = SqlStore.open(str(path))
+        connection = sqlite3.connect(path, isolation_level=None)
+        try:
+            for pragma in ("journal_mode=WAL", "synchronous=FULL", "foreign_keys=ON"):
+                connection.execute(f"PRAGMA {pragma}")
+
+            def write() -> None:
+                with store.transaction():
+                    pass
+
+            def readonly() -> None:
+                with store.transaction(readonly=True):
+                    pass
+
+            def driver() -> None:
+                connection.execute("BEGIN IMMEDIATE")
+                connection.execute("COMMIT")
+
+            figures: dict[str, list[float]] = {"write": [], "readonly": [], "driver": []}
+            for _ in range(rounds):
+                for name, step in (("write", write), ("readonly", readonly), ("driver", driver)):
+                    for _ in range(count // 10):  # warm-up: the connections opened, the code in the caches
+                        step()
+                    started = time.thread_time()
+                    for _ in range(count):
+                        step()
+                    figures[name].append((time.thread_time() - started) / count * 1e6)
+            return {name: statistics.median(values) for name, values in figures.items()}
+        finally:
+            connection.close()
+            store.close()
 
 
 def driver_floor_run(n: int, in_flight: int) -> tuple[dict[str, driver_floor.Replayed], int]:
