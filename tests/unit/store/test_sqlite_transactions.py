@@ -4,14 +4,16 @@ begins where the enclosing one began runs no statement (msh.store.sql.transactio
 
 from __future__ import annotations
 
+import sqlite3
 import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+from sqlalchemy import event
 
-from msh.store import Transaction
+from msh.store import StoreError, Transaction
 from msh.store.sql import SqlStore
 from tests.support.store import add_outbound
 
@@ -122,3 +124,20 @@ def test_a_savepoint_opened_where_the_enclosing_one_began_runs_no_statement(stor
         "RELEASE SAVEPOINT msh_sp3",
         "RELEASE SAVEPOINT msh_sp2",
     ]
+
+
+def test_a_connection_that_will_not_open_is_a_store_error_and_the_next_transaction_opens_one(store: SqlStore) -> None:
+    def refuse(_dbapi_connection: Any, _record: Any) -> None:
+        raise sqlite3.OperationalError("disk I/O error (made up by the test)")
+
+    event.listen(store.engine, "connect", refuse)
+    store.engine.dispose()  # no connection is held or pooled yet: the next ones are opened anew
+    try:
+        for readonly in (False, True):
+            with pytest.raises(StoreError, match="made up by the test"), store.transaction(readonly=readonly):
+                pass
+    finally:
+        event.remove(store.engine, "connect", refuse)
+    with store.transaction() as tx:  # the held connection's place was given back after the failure
+        add_outbound(tx, "after@x")
+    assert store._held is not None
