@@ -319,15 +319,11 @@ def transaction_costs(rounds: int, count: int = 2000) -> dict[str, float]:
     """CPU µs per empty transaction on a fresh SQLite store, medians of ``rounds`` loops of ``count``: a write
     transaction (``write``) and a read-only one (``readonly``) through :class:`SqlStore`, and ``BEGIN
     IMMEDIATE``/``COMMIT`` on a plain ``sqlite3`` connection with the store's settings (``driver``)."""
-    import sqlite3
-
     with tempfile.TemporaryDirectory(prefix="bench-transactions-") as tmp:
         path = Path(tmp) / "store.db"
         store = SqlStore.open(str(path))
-        connection = sqlite3.connect(path, isolation_level=None)
+        connection = driver_floor.plain_connection(path)
         try:
-            for pragma in ("journal_mode=WAL", "synchronous=FULL", "foreign_keys=ON"):
-                connection.execute(f"PRAGMA {pragma}")
 
             def write() -> None:
                 with store.transaction():

@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-__all__ = ["Record", "Replayed", "recording", "replay"]
+__all__ = ["Record", "Replayed", "plain_connection", "recording", "replay"]
 
 Call = tuple[str, str, Any]
 """One recorded call: its kind (``execute``, ``executemany``, ``commit``, ``rollback``), SQL and parameters."""
@@ -108,16 +108,23 @@ class Replayed:
     failed: int
 
 
+def plain_connection(path: Path) -> sqlite3.Connection:
+    """A plain ``sqlite3`` connection to ``path`` with the store's settings (WAL, ``synchronous=FULL``, foreign
+    keys; transactions begun and ended by the statements themselves)."""
+    connection = sqlite3.connect(path, isolation_level=None)
+    for pragma in ("journal_mode=WAL", "synchronous=FULL", "foreign_keys=ON"):
+        connection.execute(f"PRAGMA {pragma}")
+    return connection
+
+
 def replay(calls: list[Call], fresh_store: Callable[[Path], None]) -> Replayed:
     """Run ``calls`` on a new database file that ``fresh_store`` gives the store's schema, through a plain
     ``sqlite3`` connection with the store's settings; statements that fail are counted and passed over."""
     with tempfile.TemporaryDirectory(prefix="driver-floor-") as folder:
         path = Path(folder) / "store.db"
         fresh_store(path)
-        connection = sqlite3.connect(path, isolation_level=None)
+        connection = plain_connection(path)
         try:
-            for pragma in ("journal_mode=WAL", "synchronous=FULL", "foreign_keys=ON"):
-                connection.execute(f"PRAGMA {pragma}")
             cursor = connection.cursor()
             failed = 0
             before = resource.getrusage(resource.RUSAGE_THREAD)
