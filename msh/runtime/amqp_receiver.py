@@ -110,7 +110,7 @@ class AmqpReceiver:
         """Set while the receiving link is attached (cleared when the connection is lost)."""
         self.received = 0
         """Messages handed to the pipeline (redeliveries included)."""
-        self._thread = BrokerThread(access if access is not None else amqp_access(settings), name="msh-amqp-receive")
+        self._thread = BrokerThread(access if access is not None else amqp_access(settings), name="msh-amqp-recv")
         self._tasks: set[asyncio.Task[None]] = set()
         self._stopping = False
 

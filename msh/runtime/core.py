@@ -33,6 +33,7 @@ from msh.runtime.security import MessageSecurity
 from msh.runtime.transports import transports_from
 from msh.store.api import Store
 from msh.store.writer import GroupCommitWriter, Writer
+from msh.threadnames import name_os_thread
 from msh.transport.port import Transport
 from msh.transport.tls import ClientContexts
 
@@ -98,7 +99,9 @@ class Lifecycle:
         """The runtime starts on the running event loop."""
         self.loop = asyncio.get_running_loop()
         if self.offload:
-            self.pool = ThreadPoolExecutor(max_workers=_POOL_THREADS, thread_name_prefix="msh-work")
+            self.pool = ThreadPoolExecutor(
+                max_workers=_POOL_THREADS, thread_name_prefix="msh-work", initializer=name_os_thread
+            )
         self.running = True
 
     def stop(self) -> None:
@@ -220,9 +223,7 @@ def wire(
         party=party,
         registry=registry,
         store=store,
-        writer=writer
-        if writer is not None
-        else GroupCommitWriter(store, max_batch=_GROUP_COMMIT, name="msh-store-writer"),
+        writer=writer if writer is not None else GroupCommitWriter(store, max_batch=_GROUP_COMMIT, name="msh-writer"),
         transport=transport if transport is not None else transports_from(settings),
         tls=ClientContexts(
             certificate=settings.tls.certificate, private_key=settings.tls.private_key, trusted=settings.tls.trusted

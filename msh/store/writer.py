@@ -42,6 +42,7 @@ from dataclasses import dataclass, field
 from typing import Generic, Protocol, TypeVar
 
 from msh.store.api import Event, Store, StoreError, Transaction, TransactionLost
+from msh.threadnames import name_os_thread
 
 __all__ = ["Committed", "CommitWatchers", "GroupCommitWriter", "Unit", "Writer", "WriterStats"]
 
@@ -259,6 +260,7 @@ class GroupCommitWriter:
     # ------------------------------------------------------------------------------------------- thread
 
     def _run(self) -> None:
+        name_os_thread()  # its Python name, also for top -H and /proc (docs/operating.md, "Threads")
         stopping = False
         while not stopping or self._carry:
             batch: list[_Job[object]] = self._carry

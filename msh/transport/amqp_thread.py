@@ -34,6 +34,7 @@ from proton import Condition, Delivery, Disposition, Message, SSLDomain, Terminu
 from proton.handlers import MessagingHandler
 from proton.reactor import ApplicationEvent, Container, EventInjector, LinkOption
 
+from msh.threadnames import name_os_thread
 from msh.transport.amqp_address import AmqpEndpoint
 from msh.transport.port import TransportFailure
 
@@ -233,6 +234,7 @@ class BrokerThread(MessagingHandler):
     # -- on the container's thread
 
     def _run(self) -> None:
+        name_os_thread()  # for top -H and /proc (docs/operating.md, "Threads")
         try:
             self._container.run()
         except Exception:
