@@ -58,7 +58,11 @@ a 2-core machine A+B near 2.0 means the exchange is CPU-bound. "reliable/bare" i
 (store commits with fsync, ebXML compose/parse, acknowledgment) relative to the transport alone. The
 "targets" table puts each figure beside the targets of issue 24 (unsigned at least 2,000 msgs/s and 0.2 of
 the bare loop, signed at least 1,000 msgs/s, CPU at most 0.5 ms per message on each side) and says "met" or
-"MISSED" from the figures of the run.
+"MISSED" from the figures of the run. "CPU by thread" splits each side's CPU by the part of the MSH that spent
+it (its event loop, its store writer, its work pool; read per thread from /proc by the names the MSH gives its
+threads, ``msh.threadnames``), for the run of median rate; beside the store writer's time per transaction it
+prints the CPU its thread spent: the rest of that time it waited, for the disk flush, for a core or for the
+interpreter lock.
 ``--profile`` adds one short run of the reliable exchange with cProfile (CPU time of each thread) on partner
 A's event-loop thread and its store writer thread (and the submit thread in executor mode), prints the top
 functions by cumulative time, and saves each thread's profile in ``--profile-dir``: ``<thread>.pstats``
@@ -152,6 +156,55 @@ def child_cpu(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")  # fields 14 and 15 of stat(5)
 
 
+THREAD_PARTS = (
+    ("msh-writer", "store writer"),
+    ("msh-work", "work pool"),
+    ("msh-amqp", "AMQP client"),
+    ("bench-submit", "submit thread"),  # --submit-mode executor
+)
+"""Operating-system thread names (msh.threadnames) and the part of an MSH each belongs to; the main thread is
+the event loop; any other thread counts as "other"."""
+
+
+def thread_cpu(pid: int) -> dict[int, tuple[str, float]]:
+    """CPU seconds (utime+stime) of each thread of process ``pid``, with its operating-system name, by thread
+    id, from /proc/<pid>/task (empty where there is no /proc)."""
+    tick = os.sysconf("SC_CLK_TCK")
+    threads: dict[int, tuple[str, float]] = {}
+    try:
+        tids = os.listdir(f"/proc/{pid}/task")
+    except OSError:
+        return threads
+    for tid in tids:
+        try:
+            text = Path(f"/proc/{pid}/task/{tid}/stat").read_text()
+        except OSError:
+            continue  # the thread ended meanwhile
+        fields = text[text.rindex(")") + 2 :].split()
+        threads[int(tid)] = (text[text.index("(") + 1 : text.rindex(")")], (int(fields[11]) + int(fields[12])) / tick)
+    return threads
+
+
+def cpu_by_part(
+    pid: int, before: dict[int, tuple[str, float]], after: dict[int, tuple[str, float]]
+) -> dict[str, float]:
+    """The CPU seconds each part of process ``pid`` spent between two :func:`thread_cpu` readings (a thread
+    that ended in between is not counted)."""
+    parts: dict[str, float] = {}
+    for tid, (name, seconds) in after.items():
+        part = (
+            "event loop" if tid == pid else next((p for prefix, p in THREAD_PARTS if name.startswith(prefix)), "other")
+        )
+        parts[part] = parts.get(part, 0.0) + seconds - before.get(tid, (name, 0.0))[1]
+    return parts
+
+
+def parts_text(parts: dict[str, float], count: int) -> str:
+    """``parts`` in ms per message, in the order of :data:`THREAD_PARTS` (the event loop first)."""
+    order = ["event loop", *(p for _prefix, p in THREAD_PARTS), "other"]
+    return ", ".join(f"{p} {parts[p] / count * 1000:.2f}" for p in order if parts.get(p, 0.0) > 0) or "not read"
+
+
 def free_port() -> int:
     import socket
 
@@ -188,6 +241,9 @@ class Run:
     acks_verified: int = 0  # signatures A verified in the timed part (B's acknowledgments)
     disk: tuple[dict[str, int], dict[str, int]] | None = None  # bytes by table/index at A and B (--disk-usage)
     stored: int = 0  # messages in the stores after the run (warm-up + timed)
+    threads_a: dict[str, float] = field(default_factory=dict)  # CPU seconds by part of A (cpu_by_part)
+    threads_b: dict[str, float] = field(default_factory=dict)  # the same of B
+    batches: int = 0  # transactions of A's store writer in the run
 
     @property
     def rate(self) -> float:
@@ -234,6 +290,12 @@ class Figures:
                 f"{self.median(lambda r: r.count):,.0f} messages; B's acknowledgments verified by A: "
                 f"{self.median(lambda r: r.acks_verified):,.0f}"
             )
+        if any(r.threads_a or r.threads_b for r in self.runs):
+            middle = sorted(self.runs, key=lambda r: r.rate)[len(self.runs) // 2]
+            line += (
+                f"\n{'':<28} CPU by thread, ms/msg (the run of median rate): A: "
+                f"{parts_text(middle.threads_a, middle.count)}; B: {parts_text(middle.threads_b, middle.count)}"
+            )
         if any(r.mean_batch for r in self.runs):
             line += (
                 f"\n{'':<28} where the time goes (p50): submit -> committed "
@@ -243,6 +305,12 @@ class Figures:
                 f"{self.median(lambda r: r.batch_ms):.2f} ms per transaction of which "
                 f"{self.median(lambda r: r.commit_ms):.2f} ms commit (fsync)"
             )
+            if any(r.batches and "store writer" in r.threads_a for r in self.runs):
+                cpu = self.median(lambda r: r.threads_a.get("store writer", 0.0) / max(1, r.batches) * 1000)
+                line += (
+                    f", its thread's CPU {cpu:.2f} ms per transaction (the rest of the transaction's time it waits: "
+                    "for the disk, a core, the interpreter lock)"
+                )
         return line
 
 
@@ -490,11 +558,16 @@ class Driver:
 
     def __init__(self, mode: str, in_flight: int, body: bytes) -> None:
         from msh.runtime.compose import Payload, Submission
+        from msh.threadnames import name_os_thread
 
         self.mode = mode
         self.in_flight = in_flight
         self.submission = Submission(PARTY_B, SERVICE, ACTION, (Payload(body, "application/xml"),))
-        self.pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="bench-submit") if mode == "executor" else None
+        self.pool = (
+            ThreadPoolExecutor(max_workers=1, thread_name_prefix="bench-submit", initializer=name_os_thread)
+            if mode == "executor"
+            else None
+        )
         self.msh: Any = None
         self.tasks: set[asyncio.Task[None]] = set()
         self.loop: asyncio.AbstractEventLoop | None = None
@@ -637,6 +710,7 @@ async def reliable_exchange(
         stats = msh.writer.stats
         batches, units, busy, commit = stats.batches, stats.units, stats.busy_seconds, stats.commit_seconds
         cpu_a, cpu_b = self_cpu(), child_cpu(b_pid)
+        threads_a, threads_b = thread_cpu(os.getpid()), thread_cpu(b_pid)
         verified = msh.counters["signatures-verified"]
         with contextlib.ExitStack() as timing:
             steps = None
@@ -646,9 +720,12 @@ async def reliable_exchange(
                 steps = timing.enter_context(timed_steps())
             seconds, latencies, failures = await driver.batch(n, max(60.0, n / 20))
         result = Run(n, seconds, latencies, self_cpu() - cpu_a, child_cpu(b_pid) - cpu_b, failures)
+        result.threads_a = cpu_by_part(os.getpid(), threads_a, thread_cpu(os.getpid()))
+        result.threads_b = cpu_by_part(b_pid, threads_b, thread_cpu(b_pid))
         result.acks_verified = msh.counters["signatures-verified"] - verified
         result.signed = _signed_submissions(msh, set(driver.started))
         done = max(1, stats.batches - batches)
+        result.batches = stats.batches - batches
         result.mean_batch = (stats.units - units) / done
         result.batch_ms = (stats.busy_seconds - busy) / done * 1000
         result.commit_ms = (stats.commit_seconds - commit) / done * 1000
