@@ -1,4 +1,5 @@
-"""``scripts/bench_exchange.py``: the line under each run's CPU figures, the highest rate they allow."""
+"""``scripts/bench_exchange.py``: the line under each run's CPU figures (the highest rate they allow), and the
+CPU by thread."""
 
 from __future__ import annotations
 
