@@ -724,8 +724,8 @@ async def reliable_exchange(
         result.threads_b = cpu_by_part(b_pid, threads_b, thread_cpu(b_pid))
         result.acks_verified = msh.counters["signatures-verified"] - verified
         result.signed = _signed_submissions(msh, set(driver.started))
-        done = max(1, stats.batches - batches)
         result.batches = stats.batches - batches
+        done = max(1, result.batches)
         result.mean_batch = (stats.units - units) / done
         result.batch_ms = (stats.busy_seconds - busy) / done * 1000
         result.commit_ms = (stats.commit_seconds - commit) / done * 1000
